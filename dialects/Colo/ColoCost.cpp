@@ -1,0 +1,79 @@
+// Cost model of single ops: FLOPs and bytes for their static shapes.
+#include "colo/Dialect/Colo/ColoOps.h"
+
+using namespace mlir;
+using namespace colo;
+
+namespace {
+int64_t bytesOf(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return (t.getNumElements() * t.getElementTypeBitWidth() + 7) / 8;
+}
+int64_t elementsOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements();
+}
+} // namespace
+
+int64_t colo::detail::operandBytes(Operation *op) {
+  int64_t total = 0;
+  for (Type t : op->getOperandTypes())
+    total += bytesOf(t);
+  return total;
+}
+
+int64_t colo::detail::resultBytes(Operation *op) {
+  int64_t total = 0;
+  for (Type t : op->getResultTypes())
+    total += bytesOf(t);
+  return total;
+}
+
+int64_t colo::detail::resultElements(Operation *op) {
+  int64_t total = 0;
+  for (Value v : op->getResults())
+    total += elementsOf(v);
+  return total;
+}
+
+int64_t MatmulOp::getFlops() {
+  int64_t k = cast<RankedTensorType>(getLhs().getType()).getShape().back();
+  return 2 * elementsOf(getResult()) * k;
+}
+CostClass MatmulOp::getCostClass() { return CostClass::Matmul; }
+
+int64_t Conv2dOp::getFlops() {
+  auto w = cast<RankedTensorType>(getFilter().getType());
+  int64_t macsPerOutput = w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3);
+  return 2 * elementsOf(getResult()) * macsPerOutput +
+         (getBias() ? elementsOf(getResult()) : 0);
+}
+CostClass Conv2dOp::getCostClass() { return CostClass::Matmul; }
+
+int64_t AttentionOp::getFlops() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto v = cast<RankedTensorType>(getValue().getType());
+  int64_t scores = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) * k.getDimSize(2);
+  // q k^T, then p v; the softmax and scaling are ~5 FLOPs per score.
+  return 2 * scores * q.getDimSize(3) + 2 * scores * v.getDimSize(3) + 5 * scores;
+}
+CostClass AttentionOp::getCostClass() { return CostClass::Matmul; }
+
+template <typename PoolOp>
+static int64_t poolFlops(PoolOp op) {
+  ArrayRef<int64_t> k = op.getKernel();
+  return elementsOf(op.getResult()) * k[0] * k[1];
+}
+int64_t MaxPool2dOp::getFlops() { return poolFlops(*this); }
+int64_t AvgPool2dOp::getFlops() { return poolFlops(*this); }
+
+// A reshape is a view: nothing moves.
+int64_t ReshapeOp::getBytesRead() { return 0; }
+int64_t ReshapeOp::getBytesWritten() { return 0; }
+
+// A lookup reads the ids and the rows it returns, not the whole table.
+int64_t EmbeddingOp::getBytesRead() {
+  return bytesOf(getIds().getType()) + bytesOf(getType());
+}

@@ -1,0 +1,38 @@
+#ifndef COLO_DIALECT_COLO_COLOINTERFACES_H
+#define COLO_DIALECT_COLO_COLOINTERFACES_H
+
+#include "mlir/IR/OpDefinition.h"
+#include <type_traits>
+
+namespace colo {
+
+/// The throughput an op runs at: dense math on tensor cores / BLAS, or work
+/// bounded by memory bandwidth.
+enum class CostClass { Matmul, Memory };
+
+namespace detail {
+int64_t operandBytes(mlir::Operation *op);
+int64_t resultBytes(mlir::Operation *op);
+int64_t resultElements(mlir::Operation *op);
+
+template <typename OpT, typename = void>
+struct HasFlopsPerElement : std::false_type {};
+template <typename OpT>
+struct HasFlopsPerElement<OpT, std::void_t<decltype(OpT::kFlopsPerElement)>>
+    : std::true_type {};
+
+/// Ops that declare `kFlopsPerElement` cost that many FLOPs per result
+/// element; everything else (data movement) costs none.
+template <typename OpT>
+int64_t defaultElementwiseFlops(OpT op) {
+  if constexpr (HasFlopsPerElement<OpT>::value)
+    return OpT::kFlopsPerElement * resultElements(op.getOperation());
+  else
+    return 0;
+}
+} // namespace detail
+} // namespace colo
+
+#include "colo/Dialect/Colo/ColoInterfaces.h.inc"
+
+#endif

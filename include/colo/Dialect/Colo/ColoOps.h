@@ -1,0 +1,22 @@
+#ifndef COLO_DIALECT_COLO_COLOOPS_H
+#define COLO_DIALECT_COLO_COLOOPS_H
+
+#include "colo/Dialect/Colo/ColoDialect.h"
+#include "colo/Dialect/Colo/ColoInterfaces.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "colo/Dialect/Colo/ColoEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "colo/Dialect/Colo/ColoAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "colo/Dialect/Colo/ColoOps.h.inc"
+
+#endif

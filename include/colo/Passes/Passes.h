@@ -1,0 +1,22 @@
+#ifndef COLO_PASSES_PASSES_H
+#define COLO_PASSES_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace colo {
+
+#define GEN_PASS_DECL
+#include "colo/Passes/Passes.h.inc"
+
+/// The cleanup every imported graph goes through: canonicalization, raising
+/// of decomposed norms and activations, CSE. The CLI, colo-opt
+/// (`--colo-import-pipeline`) and Python all call this one function.
+void buildImportPipeline(mlir::OpPassManager &pm);
+
+/// Registers every colo pass and the colo pipelines with the global registry.
+void registerPassesAndPipelines();
+
+} // namespace colo
+
+#endif

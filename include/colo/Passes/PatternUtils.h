@@ -1,0 +1,46 @@
+#ifndef COLO_PASSES_PATTERNUTILS_H
+#define COLO_PASSES_PATTERNUTILS_H
+
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+#include <optional>
+
+namespace colo {
+
+/// The value of a splat float constant (of any shape), if `v` is one.
+std::optional<double> getSplatConstant(mlir::Value v);
+
+/// True if `v` is a splat constant within a relative 1e-4 of `expected`.
+bool isSplatConstant(mlir::Value v, double expected);
+
+/// Flattens a tree of colo.mul ops rooted at `v` into its factors.
+void collectMulFactors(mlir::Value v, llvm::SmallVectorImpl<mlir::Value> &factors);
+
+/// Removes the first factor matching `pred` from `factors`; returns it.
+template <typename Pred>
+std::optional<mlir::Value> takeFactor(llvm::SmallVectorImpl<mlir::Value> &factors,
+                                      Pred pred) {
+  for (auto *it = factors.begin(); it != factors.end(); ++it) {
+    if (pred(*it)) {
+      mlir::Value v = *it;
+      factors.erase(it);
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+/// If `v` is `1 / sqrt(y)` in any spelling (rsqrt, reciprocal(sqrt),
+/// div(1, sqrt)), returns y.
+std::optional<mlir::Value> matchRsqrt(mlir::Value v);
+
+/// If `v` is `reduce_mean(x, trailing dims from axis, keep_dims)`, returns
+/// (x, axis).
+std::optional<std::pair<mlir::Value, int64_t>> matchTrailingMean(mlir::Value v);
+
+/// If `v` is `x^2` spelled `pow(x, 2)` or `mul(x, x)`, returns x.
+std::optional<mlir::Value> matchSquare(mlir::Value v);
+
+} // namespace colo
+
+#endif

@@ -1,0 +1,19 @@
+// mlir-opt for colo: the colo dialect and passes plus the upstream pieces
+// colo's pipelines use.
+#include "colo/InitAll.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  colo::registerAllDialects(registry);
+  registry.insert<mlir::func::FuncDialect>();
+  colo::registerAllPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "colo optimizer driver\n", registry));
+}
