@@ -215,9 +215,13 @@ def Colo_SelectOp : Colo_CostedOp<"select", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Colo_ConvertOp : Colo_CostedOp<"convert", [Pure, Elementwise]> {
+// Not `Elementwise`: that trait's shape check runs before `verify()` and
+// names neither type; `verify()` checks the same shapes and names both.
+def Colo_ConvertOp : Colo_CostedOp<"convert", [Pure]> {
   let summary = "Converts the element type";
   let description = [{
+    The shape is unchanged.
+
     ```mlir
     %y = colo.convert %x : tensor<4xf32> to tensor<4xbf16>
     ```

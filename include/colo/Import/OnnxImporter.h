@@ -1,0 +1,23 @@
+#ifndef COLO_IMPORT_ONNXIMPORTER_H
+#define COLO_IMPORT_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace colo {
+
+/// Opsets of the default ONNX domain that the importer reads.
+constexpr int64_t kMinOnnxOpset = 13;
+constexpr int64_t kMaxOnnxOpset = 23;
+
+/// Imports an ONNX model file into a module holding `colo.global`s for its
+/// state and a `func.func @forward` on static shapes. Shape subgraphs are
+/// folded; weights stay lazy (external data is referenced, never read).
+/// Errors are reported as one diagnostic naming the node and op type.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+importOnnxFile(llvm::StringRef path, mlir::MLIRContext &context);
+
+} // namespace colo
+
+#endif

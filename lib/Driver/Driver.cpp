@@ -1,0 +1,48 @@
+#include "colo/Driver/Driver.h"
+
+#include "colo/Dialect/Colo/ColoDialect.h"
+#include "colo/Import/OnnxImporter.h"
+#include "colo/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+void colo::registerDialects(DialectRegistry &registry) {
+  registry.insert<ColoDialect, func::FuncDialect>();
+}
+
+FailureOr<OwningOpRef<ModuleOp>> colo::importModel(llvm::StringRef path,
+                                                   MLIRContext &context,
+                                                   bool runPipeline) {
+  DialectRegistry registry;
+  registerDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  FailureOr<OwningOpRef<ModuleOp>> module = failure();
+  if (ext == ".mlir" || ext == ".mlirbc") {
+    OwningOpRef<ModuleOp> parsed = parseSourceFile<ModuleOp>(path, &context);
+    if (!parsed)
+      return failure();
+    module = std::move(parsed);
+  } else if (ext == ".onnx") {
+    module = importOnnxFile(path, context);
+  } else {
+    return emitError(UnknownLoc::get(&context))
+           << "'" << path << "': unknown model format '" << ext
+           << "' (expected .onnx or .mlir)";
+  }
+  if (failed(module) || !runPipeline)
+    return module;
+  PassManager pm(&context);
+  buildImportPipeline(pm);
+  if (failed(pm.run(**module)))
+    return failure();
+  return module;
+}

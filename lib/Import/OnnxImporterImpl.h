@@ -1,0 +1,119 @@
+// The ONNX importer's state, shared by the graph walk (OnnxImporter.cpp) and
+// the op translations (OnnxOps.cpp).
+#ifndef COLO_LIB_IMPORT_ONNXIMPORTERIMPL_H
+#define COLO_LIB_IMPORT_ONNXIMPORTERIMPL_H
+
+#include "HostTensor.h"
+
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include "onnx.pb.h"
+
+namespace colo::onnx_import {
+
+/// An ONNX value during import: known on the host, an SSA value, or a
+/// sequence (SplitToSequence) of either.
+struct Val {
+  mlir::Value value;
+  std::optional<HostTensor> host;
+  std::optional<std::vector<Val>> sequence;
+  bool defined() const { return value || host || sequence; }
+};
+
+class Importer {
+public:
+  Importer(mlir::MLIRContext &ctx, llvm::StringRef path)
+      : ctx(ctx), builder(&ctx), path(path.str()) {}
+
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> run();
+
+  // --- used by the op translations ---------------------------------------
+  using Inputs = llvm::ArrayRef<Val *>;
+  using Outputs = llvm::SmallVectorImpl<Val>;
+  using Handler = mlir::LogicalResult (Importer::*)(const onnx::NodeProto &, Inputs,
+                                                    Outputs &);
+  static const llvm::StringMap<Handler> &handlers();
+
+  /// Reports `msg` as the failure of the current node.
+  mlir::LogicalResult fail(const llvm::Twine &msg);
+  /// The SSA value of an input, materializing host tensors as constants.
+  mlir::Value use(Val &v);
+  /// Host values of a required constant input (shape, axes, ...).
+  mlir::FailureOr<std::vector<int64_t>> constInts(Val *v, llvm::StringRef what);
+  NodeAttrs attrs(const onnx::NodeProto &node);
+
+  /// Creates a colo op whose result types are inferred, reporting inference
+  /// and verification failures as node errors instead of aborting.
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<OpTy> create(Args &&...args) {
+    return finish<OpTy>(createRaw<OpTy>(std::forward<Args>(args)...));
+  }
+  /// Creates an op with explicit result types, then verifies it.
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<OpTy> createTyped(Args &&...args) {
+    auto op = OpTy::create(builder, loc, std::forward<Args>(args)...);
+    if (mlir::failed(mlir::verify(op, /*verifyRecursively=*/false))) {
+      op->erase();
+      return mlir::failure();
+    }
+    return op;
+  }
+
+  mlir::MLIRContext &ctx;
+  mlir::OpBuilder builder;
+  mlir::Location loc = mlir::UnknownLoc::get(&ctx);
+  int64_t opset = 0;
+
+private:
+  template <typename OpTy, typename... Args>
+  OpTy createRaw(Args &&...args) {
+    return OpTy::create(builder, loc, mlir::NoneType::get(&ctx),
+                        std::forward<Args>(args)...);
+  }
+  template <typename OpTy>
+  mlir::FailureOr<OpTy> finish(OpTy op) {
+    if (mlir::failed(inferTypes(op.getOperation()))) {
+      op->erase();
+      return mlir::failure();
+    }
+    return op;
+  }
+  mlir::LogicalResult inferTypes(mlir::Operation *op);
+
+  mlir::LogicalResult load();
+  mlir::LogicalResult classifyInitializers();
+  mlir::LogicalResult importGraphInputs();
+  mlir::LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  mlir::LogicalResult lookupInputs(const onnx::NodeProto &node,
+                                   llvm::SmallVectorImpl<Val *> &ins);
+  mlir::FailureOr<Val> initializerValue(const onnx::TensorProto &t);
+  mlir::FailureOr<HostTensor> hostTensorOf(const onnx::TensorProto &t);
+  mlir::FailureOr<mlir::Attribute> globalInitialValue(const onnx::TensorProto &t,
+                                                      mlir::RankedTensorType type);
+  mlir::Location nodeLocation(const onnx::NodeProto &node, size_t index);
+
+  // Op translations, one per ONNX op family (OnnxOps.cpp).
+#define COLO_ONNX_HANDLER(NAME)                                                \
+  mlir::LogicalResult NAME(const onnx::NodeProto &, Inputs, Outputs &);
+#include "OnnxHandlers.def"
+#undef COLO_ONNX_HANDLER
+
+  std::string path, dir;
+  onnx::ModelProto model;
+  mlir::ModuleOp module;
+  mlir::func::FuncOp func;
+  llvm::StringMap<Val> values;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringSet<> params, stateBuffers;
+  const onnx::NodeProto *currentNode = nullptr;
+  std::string nodeError;
+};
+
+} // namespace colo::onnx_import
+
+#endif

@@ -1,0 +1,752 @@
+// Translations of ONNX ops whose inputs are not all known at import time.
+#include "OnnxImporterImpl.h"
+
+using namespace mlir;
+
+namespace colo::onnx_import {
+
+namespace {
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+std::optional<int64_t> normAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+template <typename T>
+std::string join(ArrayRef<T> v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+template <typename OpTy>
+LogicalResult setResult(FailureOr<OpTy> op, Importer::Outputs &outs) {
+  if (failed(op))
+    return failure();
+  for (Value r : (*op)->getResults())
+    outs.push_back(Val{r, {}, {}});
+  return success();
+}
+} // namespace
+
+LogicalResult Importer::importIdentity(const onnx::NodeProto &, Inputs ins,
+                                       Outputs &outs) {
+  outs.push_back(*ins[0]);
+  return success();
+}
+
+LogicalResult Importer::importUnary(const onnx::NodeProto &node, Inputs ins,
+                                    Outputs &outs) {
+  Value x = use(*ins[0]);
+  Type t = x.getType();
+  const std::string &op = node.op_type();
+  if (op == "Neg") return setResult(createTyped<NegOp>(t, x), outs);
+  if (op == "Exp") return setResult(createTyped<ExpOp>(t, x), outs);
+  if (op == "Log") return setResult(createTyped<LogOp>(t, x), outs);
+  if (op == "Sqrt") return setResult(createTyped<SqrtOp>(t, x), outs);
+  if (op == "Reciprocal") return setResult(createTyped<ReciprocalOp>(t, x), outs);
+  if (op == "Tanh") return setResult(createTyped<TanhOp>(t, x), outs);
+  if (op == "Erf") return setResult(createTyped<ErfOp>(t, x), outs);
+  if (op == "Sigmoid") return setResult(createTyped<SigmoidOp>(t, x), outs);
+  if (op == "Relu") return setResult(createTyped<ReluOp>(t, x), outs);
+  if (op == "Cos") return setResult(createTyped<CosOp>(t, x), outs);
+  if (op == "Sin") return setResult(createTyped<SinOp>(t, x), outs);
+  return fail("unsupported op");
+}
+
+/// A host operand of a binary op takes the element type of the other side,
+/// as exporters rely on (Pow(x, 2) with an integer 2, say).
+static void matchHostType(Val &host, Val &other) {
+  if (host.host && other.value) {
+    Type et = typeOf(other.value).getElementType();
+    for (int32_t dt : {kFloat, kDouble, kFloat16, kBFloat16, kInt64, kInt32})
+      if (elementTypeOf(et.getContext(), dt) == et && host.host->dtype != dt) {
+        host.host->dtype = dt;
+        for (double &v : host.host->values)
+          v = HostTensor::convert(v, dt);
+        host.value = {};
+      }
+  }
+}
+
+LogicalResult Importer::importBinary(const onnx::NodeProto &node, Inputs ins,
+                                     Outputs &outs) {
+  if (ins.size() != 2 || !ins[0] || !ins[1])
+    return fail("expected exactly two inputs, got " + std::to_string(ins.size()));
+  Val lhsVal = *ins[0], rhsVal = *ins[1];
+  matchHostType(lhsVal, rhsVal);
+  matchHostType(rhsVal, lhsVal);
+  Value l = use(lhsVal), r = use(rhsVal);
+  const std::string &op = node.op_type();
+  if (op == "Add") return setResult(create<AddOp>(l, r), outs);
+  if (op == "Sub") return setResult(create<SubOp>(l, r), outs);
+  if (op == "Mul") return setResult(create<MulOp>(l, r), outs);
+  if (op == "Div") return setResult(create<DivOp>(l, r), outs);
+  if (op == "Pow") return setResult(create<PowOp>(l, r), outs);
+  if (op == "Max") return setResult(create<MaximumOp>(l, r), outs);
+  if (op == "Min") return setResult(create<MinimumOp>(l, r), outs);
+  return fail("unsupported op");
+}
+
+LogicalResult Importer::importCompare(const onnx::NodeProto &node, Inputs ins,
+                                      Outputs &outs) {
+  Val lhsVal = *ins[0], rhsVal = *ins[1];
+  matchHostType(lhsVal, rhsVal);
+  matchHostType(rhsVal, lhsVal);
+  static const std::pair<llvm::StringRef, ComparePredicate> preds[] = {
+      {"Equal", ComparePredicate::eq}, {"Less", ComparePredicate::lt},
+      {"LessOrEqual", ComparePredicate::le}, {"Greater", ComparePredicate::gt},
+      {"GreaterOrEqual", ComparePredicate::ge}};
+  for (auto [name, pred] : preds)
+    if (node.op_type() == name)
+      return setResult(create<CompareOp>(ComparePredicateAttr::get(&ctx, pred),
+                                         use(lhsVal), use(rhsVal)),
+                       outs);
+  return fail("unsupported op");
+}
+
+LogicalResult Importer::importWhere(const onnx::NodeProto &, Inputs ins,
+                                    Outputs &outs) {
+  Val t = *ins[1], f = *ins[2];
+  matchHostType(t, f);
+  matchHostType(f, t);
+  return setResult(create<SelectOp>(use(*ins[0]), use(t), use(f)), outs);
+}
+
+LogicalResult Importer::importCast(const onnx::NodeProto &node, Inputs ins,
+                                   Outputs &outs) {
+  Value x = use(*ins[0]);
+  Type et;
+  if (node.op_type() == "CastLike") {
+    et = ins[1]->value ? typeOf(ins[1]->value).getElementType()
+                       : elementTypeOf(&ctx, ins[1]->host->dtype);
+  } else {
+    int64_t to = attrs(node).getInt("to").value_or(0);
+    et = elementTypeOf(&ctx, to);
+    if (!et)
+      return fail("unsupported data type " + dtypeName(to).str());
+  }
+  auto type = RankedTensorType::get(typeOf(x).getShape(), et);
+  if (type == x.getType()) {
+    outs.push_back(Val{x, {}, {}});
+    return success();
+  }
+  return setResult(createTyped<ConvertOp>(type, x), outs);
+}
+
+LogicalResult Importer::importClip(const onnx::NodeProto &node, Inputs ins,
+                                   Outputs &outs) {
+  auto bound = [&](size_t i, double def) -> FailureOr<double> {
+    if (i >= ins.size() || !ins[i])
+      return def;
+    if (!ins[i]->host)
+      return fail("Clip bounds must be constants");
+    return ins[i]->host->values[0];
+  };
+  FailureOr<double> lo = bound(1, -INFINITY), hi = bound(2, INFINITY);
+  if (failed(lo) || failed(hi))
+    return failure();
+  Value x = use(*ins[0]);
+  if (*lo == 0 && std::isinf(*hi))
+    return setResult(createTyped<ReluOp>(x.getType(), x), outs);
+  return setResult(createTyped<ClampOp>(x.getType(), x, builder.getF64FloatAttr(*lo),
+                                        builder.getF64FloatAttr(*hi)),
+                   outs);
+}
+
+LogicalResult Importer::importGelu(const onnx::NodeProto &node, Inputs ins,
+                                   Outputs &outs) {
+  std::string approx = "none";
+  for (const auto &a : node.attribute())
+    if (a.name() == "approximate")
+      approx = a.s();
+  if (approx != "none" && approx != "tanh")
+    return fail("unsupported GELU approximation '" + approx + "'");
+  Value x = use(*ins[0]);
+  auto kind = approx == "tanh" ? GeluApproximation::tanh : GeluApproximation::none;
+  return setResult(createTyped<GeluOp>(x.getType(), x,
+                                       GeluApproximationAttr::get(&ctx, kind)),
+                   outs);
+}
+
+LogicalResult Importer::importSoftmax(const onnx::NodeProto &node, Inputs ins,
+                                      Outputs &outs) {
+  Value x = use(*ins[0]);
+  int64_t rank = typeOf(x).getRank();
+  auto axis = normAxis(attrs(node).getInt("axis").value_or(-1), rank);
+  if (!axis)
+    return fail("axis out of range for rank " + std::to_string(rank));
+  IntegerAttr a = builder.getI64IntegerAttr(*axis);
+  if (node.op_type() == "LogSoftmax")
+    return setResult(createTyped<LogSoftmaxOp>(x.getType(), x, a), outs);
+  return setResult(createTyped<SoftmaxOp>(x.getType(), x, a), outs);
+}
+
+/// ONNX MatMul promotes 1-D operands to matrices and drops the added dims.
+LogicalResult Importer::importMatMul(const onnx::NodeProto &, Inputs ins,
+                                     Outputs &outs) {
+  Value a = use(*ins[0]), b = use(*ins[1]);
+  RankedTensorType at = typeOf(a), bt = typeOf(b);
+  auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> FailureOr<Value> {
+    auto r = createTyped<ReshapeOp>(
+        RankedTensorType::get(shape, typeOf(v).getElementType()), v);
+    return failed(r) ? FailureOr<Value>(failure()) : FailureOr<Value>(r->getResult());
+  };
+  bool aVec = at.getRank() == 1, bVec = bt.getRank() == 1;
+  if (aVec) {
+    auto r = reshape(a, {1, at.getDimSize(0)});
+    if (failed(r)) return failure();
+    a = *r;
+  }
+  if (bVec) {
+    auto r = reshape(b, {bt.getDimSize(0), 1});
+    if (failed(r)) return failure();
+    b = *r;
+  }
+  auto mm = create<MatmulOp>(a, b);
+  if (failed(mm))
+    return failure();
+  Value y = mm->getResult();
+  if (aVec || bVec) {
+    SmallVector<int64_t> shape(typeOf(y).getShape());
+    if (bVec) shape.pop_back();
+    if (aVec) shape.erase(shape.end() - (bVec ? 1 : 2));
+    auto r = reshape(y, shape);
+    if (failed(r)) return failure();
+    y = *r;
+  }
+  outs.push_back(Val{y, {}, {}});
+  return success();
+}
+
+LogicalResult Importer::importGemm(const onnx::NodeProto &node, Inputs ins,
+                                   Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  Value a = use(*ins[0]), b = use(*ins[1]);
+  auto transpose = [&](Value v) -> FailureOr<Value> {
+    auto t = create<TransposeOp>(v, builder.getDenseI64ArrayAttr({1, 0}));
+    return failed(t) ? FailureOr<Value>(failure()) : FailureOr<Value>(t->getResult());
+  };
+  if (typeOf(a).getRank() != 2 || typeOf(b).getRank() != 2)
+    return fail("Gemm operands must be matrices");
+  if (at.getInt("transA").value_or(0)) {
+    auto t = transpose(a);
+    if (failed(t)) return failure();
+    a = *t;
+  }
+  if (at.getInt("transB").value_or(0)) {
+    auto t = transpose(b);
+    if (failed(t)) return failure();
+    b = *t;
+  }
+  auto mm = create<MatmulOp>(a, b);
+  if (failed(mm))
+    return failure();
+  Value y = mm->getResult();
+  auto scale = [&](Value v, double s) -> FailureOr<Value> {
+    if (s == 1.0)
+      return v;
+    Value c = ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(RankedTensorType::get({}, typeOf(v).getElementType()),
+                               APFloat(static_cast<float>(s))));
+    auto m = create<MulOp>(v, c);
+    return failed(m) ? FailureOr<Value>(failure()) : FailureOr<Value>(m->getResult());
+  };
+  auto scaled = scale(y, at.getFloat("alpha").value_or(1.0));
+  if (failed(scaled))
+    return failure();
+  y = *scaled;
+  if (ins.size() > 2 && ins[2]) {
+    auto c = scale(use(*ins[2]), at.getFloat("beta").value_or(1.0));
+    if (failed(c))
+      return failure();
+    auto add = create<AddOp>(y, *c);
+    if (failed(add))
+      return failure();
+    y = add->getResult();
+  }
+  outs.push_back(Val{y, {}, {}});
+  return success();
+}
+
+/// Explicit pads from ONNX's auto_pad for one spatial dimension.
+static std::pair<int64_t, int64_t> autoPad(llvm::StringRef mode, int64_t in,
+                                           int64_t kernel, int64_t stride,
+                                           int64_t dilation) {
+  int64_t out = (in + stride - 1) / stride;
+  int64_t total = std::max<int64_t>(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - in);
+  if (mode == "SAME_LOWER")
+    return {total - total / 2, total / 2};
+  return {total / 2, total - total / 2};
+}
+
+/// Pads, strides and dilations of a 2-D window op in colo's order.
+static LogicalResult windowAttrs(Importer &im, const onnx::NodeProto &node,
+                                 RankedTensorType in, ArrayRef<int64_t> kernel,
+                                 SmallVectorImpl<int64_t> &strides,
+                                 SmallVectorImpl<int64_t> &pads,
+                                 SmallVectorImpl<int64_t> &dilations) {
+  NodeAttrs at = im.attrs(node);
+  auto s = at.getInts("strides").value_or(std::vector<int64_t>{1, 1});
+  auto d = at.getInts("dilations").value_or(std::vector<int64_t>{1, 1});
+  auto p = at.getInts("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+  if (s.size() != 2 || d.size() != 2 || p.size() != 4)
+    return im.fail("only 2-D windows are supported (strides " + join<int64_t>(s) +
+                   ", pads " + join<int64_t>(p) + ")");
+  std::string mode = "NOTSET";
+  for (const auto &a : node.attribute())
+    if (a.name() == "auto_pad")
+      mode = a.s();
+  if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+    for (int i = 0; i < 2; ++i) {
+      auto [lo, hi] = autoPad(mode, in.getDimSize(2 + i), kernel[i], s[i], d[i]);
+      p[i] = lo;
+      p[i + 2] = hi;
+    }
+  } else if (mode == "VALID") {
+    p = {0, 0, 0, 0};
+  } else if (mode != "NOTSET") {
+    return im.fail("unsupported auto_pad '" + mode + "'");
+  }
+  strides.assign(s.begin(), s.end());
+  dilations.assign(d.begin(), d.end());
+  // ONNX pads are [top, left, bottom, right] as colo's.
+  pads.assign(p.begin(), p.end());
+  return success();
+}
+
+LogicalResult Importer::importConv(const onnx::NodeProto &node, Inputs ins,
+                                   Outputs &outs) {
+  Value x = use(*ins[0]), w = use(*ins[1]);
+  if (typeOf(x).getRank() != 4 || typeOf(w).getRank() != 4)
+    return fail("only 2-D convolution is supported, input is " +
+                std::to_string(typeOf(x).getRank()) + "-D");
+  SmallVector<int64_t> strides, pads, dilations;
+  if (failed(windowAttrs(*this, node, typeOf(x), typeOf(w).getShape().drop_front(2),
+                         strides, pads, dilations)))
+    return failure();
+  Value bias = ins.size() > 2 && ins[2] ? use(*ins[2]) : Value();
+  return setResult(create<Conv2dOp>(x, w, bias, builder.getDenseI64ArrayAttr(strides),
+                                    builder.getDenseI64ArrayAttr(pads),
+                                    builder.getDenseI64ArrayAttr(dilations),
+                                    builder.getI64IntegerAttr(
+                                        attrs(node).getInt("group").value_or(1))),
+                   outs);
+}
+
+LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node, Inputs ins,
+                                        Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  if (ins.size() != 5)
+    return fail("expected 5 inputs, got " + std::to_string(ins.size()));
+  Value x = use(*ins[0]);
+  Value params[4];
+  for (int i = 0; i < 4; ++i)
+    params[i] = use(*ins[i + 1]);
+  bool training = at.getInt("training_mode").value_or(0);
+  // ONNX's momentum weighs the running value; PyTorch's weighs the batch.
+  double momentum = 1.0 - at.getFloat("momentum").value_or(0.9);
+  return setResult(createTyped<BatchNormOp>(
+                       x.getType(), params[2].getType(), params[3].getType(), x,
+                       params[0], params[1], params[2], params[3],
+                       builder.getF64FloatAttr(at.getFloat("epsilon").value_or(1e-5)),
+                       builder.getF64FloatAttr(momentum),
+                       training ? builder.getUnitAttr() : UnitAttr()),
+                   outs);
+}
+
+LogicalResult Importer::importLayerNorm(const onnx::NodeProto &node, Inputs ins,
+                                        Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  Value x = use(*ins[0]);
+  auto axis = normAxis(at.getInt("axis").value_or(-1), typeOf(x).getRank());
+  if (!axis)
+    return fail("axis out of range");
+  Value scale = ins.size() > 1 && ins[1] ? use(*ins[1]) : Value();
+  Value bias = ins.size() > 2 && ins[2] ? use(*ins[2]) : Value();
+  return setResult(createTyped<LayerNormOp>(
+                       x.getType(), x, scale, bias, builder.getI64IntegerAttr(*axis),
+                       builder.getF64FloatAttr(at.getFloat("epsilon").value_or(1e-5))),
+                   outs);
+}
+
+LogicalResult Importer::importDropout(const onnx::NodeProto &node, Inputs ins,
+                                      Outputs &outs) {
+  double ratio = 0.5;
+  if (ins.size() > 1 && ins[1]) {
+    if (!ins[1]->host)
+      return fail("dropout ratio must be a constant");
+    ratio = ins[1]->host->values[0];
+  }
+  bool training = false;
+  if (ins.size() > 2 && ins[2]) {
+    if (!ins[2]->host)
+      return fail("dropout training_mode must be a constant");
+    training = ins[2]->host->values[0] != 0;
+  }
+  Value x = use(*ins[0]);
+  if (!training || ratio == 0) {
+    outs.push_back(Val{x, {}, {}});
+    return success();
+  }
+  return setResult(createTyped<DropoutOp>(x.getType(), x, builder.getF64FloatAttr(ratio)),
+                   outs);
+}
+
+LogicalResult Importer::importPool(const onnx::NodeProto &node, Inputs ins,
+                                   Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  Value x = use(*ins[0]);
+  if (typeOf(x).getRank() != 4)
+    return fail("only 2-D pooling is supported");
+  auto kernel = at.getInts("kernel_shape").value_or(std::vector<int64_t>());
+  if (kernel.size() != 2)
+    return fail("kernel_shape must have 2 entries, got " + join<int64_t>(kernel));
+  if (at.getInt("ceil_mode").value_or(0))
+    return fail("ceil_mode=1 is not supported");
+  SmallVector<int64_t> strides, pads, dilations;
+  if (failed(windowAttrs(*this, node, typeOf(x), kernel, strides, pads, dilations)))
+    return failure();
+  if (dilations[0] != 1 || dilations[1] != 1)
+    return fail("dilated pooling is not supported");
+  auto k = builder.getDenseI64ArrayAttr(kernel);
+  auto s = builder.getDenseI64ArrayAttr(strides);
+  auto p = builder.getDenseI64ArrayAttr(pads);
+  if (node.op_type() == "MaxPool") {
+    if (node.output_size() > 1 && !node.output(1).empty())
+      return fail("the Indices output of MaxPool is not supported");
+    return setResult(create<MaxPool2dOp>(x, k, s, p, UnitAttr()), outs);
+  }
+  UnitAttr countPad =
+      at.getInt("count_include_pad").value_or(0) ? builder.getUnitAttr() : UnitAttr();
+  return setResult(create<AvgPool2dOp>(x, k, s, p, countPad), outs);
+}
+
+LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &, Inputs ins,
+                                                Outputs &outs) {
+  Value x = use(*ins[0]);
+  SmallVector<int64_t> dims;
+  for (int64_t d = 2; d < typeOf(x).getRank(); ++d)
+    dims.push_back(d);
+  return setResult(create<ReduceMeanOp>(x, builder.getDenseI64ArrayAttr(dims),
+                                        builder.getUnitAttr()),
+                   outs);
+}
+
+LogicalResult Importer::importReduce(const onnx::NodeProto &node, Inputs ins,
+                                     Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  Value x = use(*ins[0]);
+  int64_t rank = typeOf(x).getRank();
+  bool axesAsInput = opset >= 18 || node.op_type() == "ReduceSum";
+  std::optional<std::vector<int64_t>> axes;
+  if (axesAsInput && ins.size() > 1 && ins[1]) {
+    FailureOr<std::vector<int64_t>> a = constInts(ins[1], "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else if (!axesAsInput) {
+    axes = at.getInts("axes");
+  }
+  if (!axes || axes->empty()) {
+    if (at.getInt("noop_with_empty_axes").value_or(0)) {
+      outs.push_back(Val{x, {}, {}});
+      return success();
+    }
+    axes = std::vector<int64_t>();
+    for (int64_t d = 0; d < rank; ++d)
+      axes->push_back(d);
+  }
+  SmallVector<int64_t> dims;
+  for (int64_t a : *axes) {
+    auto n = normAxis(a, rank);
+    if (!n)
+      return fail("axis " + std::to_string(a) + " out of range for rank " +
+                  std::to_string(rank));
+    dims.push_back(*n);
+  }
+  llvm::sort(dims);
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  auto d = builder.getDenseI64ArrayAttr(dims);
+  UnitAttr keep = at.getInt("keepdims").value_or(1) ? builder.getUnitAttr() : UnitAttr();
+  const std::string &op = node.op_type();
+  if (op == "ReduceMean") return setResult(create<ReduceMeanOp>(x, d, keep), outs);
+  if (op == "ReduceSum") return setResult(create<ReduceSumOp>(x, d, keep), outs);
+  if (op == "ReduceMax") return setResult(create<ReduceMaxOp>(x, d, keep), outs);
+  return fail("unsupported op");
+}
+
+LogicalResult Importer::importReshape(const onnx::NodeProto &node, Inputs ins,
+                                      Outputs &outs) {
+  // Reshape-like ops on a runtime value: compute the result on a host tensor
+  // of the same shape with no data, then reshape.
+  Value x = use(*ins[0]);
+  RankedTensorType t = typeOf(x);
+  HostTensor shapeOnly{kFloat, SmallVector<int64_t>(t.getShape()), {}};
+  shapeOnly.values.assign(shapeOnly.numel(), 0);
+  SmallVector<const HostTensor *> hostIns{&shapeOnly};
+  for (size_t i = 1; i < ins.size(); ++i) {
+    if (ins[i] && !ins[i]->host)
+      return fail("the target shape must be a constant known at import time");
+    hostIns.push_back(ins[i] ? &*ins[i]->host : nullptr);
+  }
+  EvalResult r = evaluate(node.op_type(), hostIns, attrs(node));
+  if (r.kind != EvalResult::Folded)
+    return fail(r.kind == EvalResult::Error ? r.error : "unsupported op");
+  auto type = RankedTensorType::get(r.outputs[0].shape, t.getElementType());
+  return setResult(createTyped<ReshapeOp>(type, x), outs);
+}
+
+LogicalResult Importer::importTranspose(const onnx::NodeProto &node, Inputs ins,
+                                        Outputs &outs) {
+  Value x = use(*ins[0]);
+  std::vector<int64_t> perm = attrs(node).getInts("perm").value_or(std::vector<int64_t>());
+  if (perm.empty())
+    for (int64_t d = typeOf(x).getRank() - 1; d >= 0; --d)
+      perm.push_back(d);
+  return setResult(create<TransposeOp>(x, builder.getDenseI64ArrayAttr(perm)), outs);
+}
+
+LogicalResult Importer::importConcat(const onnx::NodeProto &node, Inputs ins,
+                                     Outputs &outs) {
+  SmallVector<Value> vals;
+  for (Val *v : ins)
+    if (v)
+      vals.push_back(use(*v));
+  return setResult(create<ConcatOp>(vals, builder.getI64IntegerAttr(
+                                              attrs(node).getInt("axis").value_or(0))),
+                   outs);
+}
+
+LogicalResult Importer::importSlice(const onnx::NodeProto &node, Inputs ins,
+                                    Outputs &outs) {
+  Value x = use(*ins[0]);
+  RankedTensorType t = typeOf(x);
+  int64_t rank = t.getRank();
+  auto starts = constInts(ins[1], "Slice starts");
+  auto ends = constInts(ins[2], "Slice ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  std::vector<int64_t> axes, steps(starts->size(), 1);
+  if (ins.size() > 3 && ins[3]) {
+    auto a = constInts(ins[3], "Slice axes");
+    if (failed(a)) return failure();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(i);
+  }
+  if (ins.size() > 4 && ins[4]) {
+    auto s = constInts(ins[4], "Slice steps");
+    if (failed(s)) return failure();
+    steps = *s;
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return fail("starts, ends, axes and steps differ in length");
+  SmallVector<int64_t> lo(rank, 0), hi(t.getShape()), st(rank, 1);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    auto axis = normAxis(axes[k], rank);
+    if (!axis)
+      return fail("slice axis " + std::to_string(axes[k]) + " out of range");
+    if (steps[k] <= 0)
+      return fail("slices with step " + std::to_string(steps[k]) + " are not supported");
+    SliceBounds b = resolveSlice(t.getDimSize(*axis), (*starts)[k], (*ends)[k], steps[k]);
+    lo[*axis] = b.start;
+    hi[*axis] = std::max(b.start, b.stop);
+    st[*axis] = b.step;
+  }
+  return setResult(create<SliceOp>(x, builder.getDenseI64ArrayAttr(lo),
+                                   builder.getDenseI64ArrayAttr(hi),
+                                   builder.getDenseI64ArrayAttr(st)),
+                   outs);
+}
+
+/// Splits `x` along `axis` into pieces of the given sizes.
+static LogicalResult splitInto(Importer &im, Value x, int64_t axis,
+                               ArrayRef<int64_t> sizes, bool keepDims,
+                               SmallVectorImpl<Val> &outs) {
+  RankedTensorType t = typeOf(x);
+  int64_t total = 0;
+  for (int64_t s : sizes)
+    total += s;
+  if (total != t.getDimSize(axis))
+    return im.fail("split sizes " + join<int64_t>(sizes) + " do not add up to " +
+                   std::to_string(t.getDimSize(axis)));
+  int64_t offset = 0;
+  for (int64_t s : sizes) {
+    SmallVector<int64_t> lo(t.getRank(), 0), hi(t.getShape()), st(t.getRank(), 1);
+    lo[axis] = offset;
+    hi[axis] = offset + s;
+    offset += s;
+    auto slice = im.create<SliceOp>(x, im.builder.getDenseI64ArrayAttr(lo),
+                                    im.builder.getDenseI64ArrayAttr(hi),
+                                    im.builder.getDenseI64ArrayAttr(st));
+    if (failed(slice))
+      return failure();
+    Value piece = slice->getResult();
+    if (!keepDims) {
+      SmallVector<int64_t> shape(typeOf(piece).getShape());
+      shape.erase(shape.begin() + axis);
+      auto r = im.createTyped<ReshapeOp>(
+          RankedTensorType::get(shape, t.getElementType()), piece);
+      if (failed(r))
+        return failure();
+      piece = r->getResult();
+    }
+    outs.push_back(Val{piece, {}, {}});
+  }
+  return success();
+}
+
+/// Sizes of a split: explicit, or `count` equal parts (the last smaller).
+static FailureOr<std::vector<int64_t>> splitSizes(Importer &im, Val *split,
+                                                  int64_t dim, int64_t count) {
+  if (split) {
+    auto s = im.constInts(split, "split sizes");
+    if (failed(s) || s->size() != 1 || split->host->shape.size() != 0)
+      return s;
+    count = (dim + (*s)[0] - 1) / (*s)[0];
+  }
+  if (count <= 0)
+    return im.fail("cannot split into " + std::to_string(count) + " parts");
+  int64_t chunk = (dim + count - 1) / count;
+  std::vector<int64_t> sizes;
+  for (int64_t left = dim; left > 0; left -= chunk)
+    sizes.push_back(std::min(chunk, left));
+  return sizes;
+}
+
+LogicalResult Importer::importSplit(const onnx::NodeProto &node, Inputs ins,
+                                    Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  Value x = use(*ins[0]);
+  auto axis = normAxis(at.getInt("axis").value_or(0), typeOf(x).getRank());
+  if (!axis)
+    return fail("axis out of range");
+  std::optional<std::vector<int64_t>> sizes = at.getInts("split");
+  if (!sizes) {
+    auto s = splitSizes(*this, ins.size() > 1 ? ins[1] : nullptr,
+                        typeOf(x).getDimSize(*axis),
+                        at.getInt("num_outputs").value_or(node.output_size()));
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  }
+  return splitInto(*this, x, *axis, *sizes, true, outs);
+}
+
+LogicalResult Importer::importSplitToSequence(const onnx::NodeProto &node, Inputs ins,
+                                              Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  Value x = use(*ins[0]);
+  auto axis = normAxis(at.getInt("axis").value_or(0), typeOf(x).getRank());
+  if (!axis)
+    return fail("axis out of range");
+  Val *split = ins.size() > 1 ? ins[1] : nullptr;
+  int64_t dim = typeOf(x).getDimSize(*axis);
+  auto sizes = splitSizes(*this, split, dim, split ? 1 : dim);
+  if (failed(sizes))
+    return failure();
+  std::vector<Val> seq;
+  SmallVector<Val> pieces;
+  bool keep = split || at.getInt("keepdims").value_or(1);
+  if (failed(splitInto(*this, x, *axis, *sizes, keep, pieces)))
+    return failure();
+  seq.assign(pieces.begin(), pieces.end());
+  outs.push_back(Val{{}, {}, std::move(seq)});
+  return success();
+}
+
+LogicalResult Importer::importSequenceAt(const onnx::NodeProto &, Inputs ins,
+                                         Outputs &outs) {
+  if (!ins[0]->sequence)
+    return fail("input is not a sequence");
+  auto pos = constInts(ins[1], "sequence position");
+  if (failed(pos))
+    return failure();
+  int64_t n = ins[0]->sequence->size(), p = (*pos)[0] < 0 ? (*pos)[0] + n : (*pos)[0];
+  if (p < 0 || p >= n)
+    return fail("position " + std::to_string((*pos)[0]) + " out of range for " +
+                std::to_string(n) + " elements");
+  outs.push_back((*ins[0]->sequence)[p]);
+  return success();
+}
+
+LogicalResult Importer::importGather(const onnx::NodeProto &node, Inputs ins,
+                                     Outputs &outs) {
+  int64_t axis = attrs(node).getInt("axis").value_or(0);
+  Value data = use(*ins[0]), idx = use(*ins[1]);
+  RankedTensorType dt = typeOf(data);
+  bool isTable = dt.getRank() == 2 && isa<FloatType>(dt.getElementType()) &&
+                 (axis == 0 || axis == -2) && data.getDefiningOp<GlobalLoadOp>();
+  if (isTable)
+    return setResult(create<EmbeddingOp>(data, idx), outs);
+  return setResult(create<GatherOp>(data, idx, builder.getI64IntegerAttr(axis)), outs);
+}
+
+LogicalResult Importer::importExpand(const onnx::NodeProto &, Inputs ins,
+                                     Outputs &outs) {
+  Value x = use(*ins[0]);
+  auto target = constInts(ins[1], "Expand shape");
+  if (failed(target))
+    return failure();
+  SmallVector<int64_t> shape;
+  if (!broadcastShapes(typeOf(x).getShape(), *target, shape))
+    return fail("cannot expand " + join<int64_t>(typeOf(x).getShape()) + " to " +
+                join<int64_t>(*target));
+  auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
+  if (type == x.getType()) {
+    outs.push_back(Val{x, {}, {}});
+    return success();
+  }
+  return setResult(createTyped<BroadcastToOp>(type, x), outs);
+}
+
+const llvm::StringMap<Importer::Handler> &Importer::handlers() {
+  static const llvm::StringMap<Handler> table = [] {
+    llvm::StringMap<Handler> t;
+    for (const char *op : {"Identity"})
+      t[op] = &Importer::importIdentity;
+    for (const char *op : {"Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Tanh", "Erf",
+                           "Sigmoid", "Relu", "Cos", "Sin"})
+      t[op] = &Importer::importUnary;
+    for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
+      t[op] = &Importer::importBinary;
+    for (const char *op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
+      t[op] = &Importer::importCompare;
+    t["Where"] = &Importer::importWhere;
+    t["Cast"] = t["CastLike"] = &Importer::importCast;
+    t["Clip"] = &Importer::importClip;
+    t["Gelu"] = &Importer::importGelu;
+    t["Softmax"] = t["LogSoftmax"] = &Importer::importSoftmax;
+    t["MatMul"] = &Importer::importMatMul;
+    t["Gemm"] = &Importer::importGemm;
+    t["Conv"] = &Importer::importConv;
+    t["BatchNormalization"] = &Importer::importBatchNorm;
+    t["LayerNormalization"] = &Importer::importLayerNorm;
+    t["Dropout"] = &Importer::importDropout;
+    t["MaxPool"] = t["AveragePool"] = &Importer::importPool;
+    t["GlobalAveragePool"] = &Importer::importGlobalAveragePool;
+    for (const char *op : {"ReduceMean", "ReduceSum", "ReduceMax"})
+      t[op] = &Importer::importReduce;
+    for (const char *op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+      t[op] = &Importer::importReshape;
+    t["Transpose"] = &Importer::importTranspose;
+    t["Concat"] = &Importer::importConcat;
+    t["Slice"] = &Importer::importSlice;
+    t["Split"] = &Importer::importSplit;
+    t["SplitToSequence"] = &Importer::importSplitToSequence;
+    t["SequenceAt"] = &Importer::importSequenceAt;
+    t["Gather"] = &Importer::importGather;
+    t["Expand"] = &Importer::importExpand;
+    return t;
+  }();
+  return table;
+}
+
+} // namespace colo::onnx_import
