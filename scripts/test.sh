@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs every test: lit (dialect, passes, importer), GoogleTest units and the
+# end-to-end tests against the pinned PyTorch. Builds first if needed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${COLO_BUILD:-$root/build}
+[ -f "$build/build.ninja" ] || "$root/scripts/setup.sh"
+ninja -C "$build"
+ctest --test-dir "$build" --output-on-failure "$@"
