@@ -20,10 +20,10 @@ bool isSplatConstant(Value v, double expected) {
   return c && std::abs(*c - expected) <= 1e-4 * std::max(1.0, std::abs(expected));
 }
 
-void collectMulFactors(Value v, SmallVectorImpl<Value> &factors) {
-  if (auto mul = v.getDefiningOp<MulOp>()) {
-    collectMulFactors(mul.getLhs(), factors);
-    collectMulFactors(mul.getRhs(), factors);
+void collectMulFactors(Value v, SmallVectorImpl<Value> &factors, Value leaf) {
+  if (auto mul = v.getDefiningOp<MulOp>(); mul && v != leaf) {
+    collectMulFactors(mul.getLhs(), factors, leaf);
+    collectMulFactors(mul.getRhs(), factors, leaf);
     return;
   }
   factors.push_back(v);

@@ -20,11 +20,13 @@ namespace {
 std::optional<Value> matchScaled(Value v, double c) {
   if (auto div = v.getDefiningOp<DivOp>(); div && isSplatConstant(div.getRhs(), 1 / c))
     return div.getLhs();
-  SmallVector<Value> factors;
-  collectMulFactors(v, factors);
-  if (factors.size() == 2 &&
-      takeFactor(factors, [&](Value f) { return isSplatConstant(f, c); }))
-    return factors.front();
+  // Only the direct operands: x may itself be a product.
+  if (auto mul = v.getDefiningOp<MulOp>()) {
+    if (isSplatConstant(mul.getRhs(), c))
+      return mul.getLhs();
+    if (isSplatConstant(mul.getLhs(), c))
+      return mul.getRhs();
+  }
   return std::nullopt;
 }
 
@@ -77,20 +79,23 @@ struct RaiseGeluPattern : OpRewritePattern<MulOp> {
   RaiseGeluPattern(MLIRContext *ctx, llvm::Statistic &count)
       : OpRewritePattern(ctx), count(count) {}
   LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
-    SmallVector<Value> factors;
-    collectMulFactors(op.getResult(), factors);
-    if (factors.size() != 3)
-      return failure();
-    if (!takeFactor(factors, [](Value f) { return isSplatConstant(f, 0.5); }))
-      return failure();
-    for (int i = 0; i < 2; ++i) {
-      auto kernel = matchOnePlusKernel(factors[i]);
-      if (!kernel || kernel->first != factors[1 - i] ||
-          kernel->first.getType() != op.getType())
+    SmallVector<Value> candidates;
+    collectMulFactors(op.getResult(), candidates);
+    for (Value onePlus : candidates) {
+      auto kernel = matchOnePlusKernel(onePlus);
+      if (!kernel || kernel->first.getType() != op.getType())
+        continue;
+      Value x = kernel->first;
+      // Flatten again with x whole, since x may itself be a product.
+      SmallVector<Value> factors;
+      collectMulFactors(op.getResult(), factors, x);
+      if (factors.size() != 3 ||
+          !takeFactor(factors, [](Value f) { return isSplatConstant(f, 0.5); }) ||
+          !takeFactor(factors, [&](Value f) { return f == x; }) ||
+          factors.front() != onePlus)
         continue;
       rewriter.replaceOpWithNewOp<GeluOp>(
-          op, kernel->first,
-          GeluApproximationAttr::get(getContext(), kernel->second));
+          op, x, GeluApproximationAttr::get(getContext(), kernel->second));
       ++count;
       return success();
     }

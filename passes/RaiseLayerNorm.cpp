@@ -27,8 +27,9 @@ std::optional<std::pair<Value, int64_t>> matchCentered(Value d) {
 }
 
 /// If `s` is `1/sqrt(mean(d^2) + eps)` (or `sqrt(...)` when `inverted` is
-/// false) with `d` the given centered value, returns eps.
-std::optional<double> matchInvStd(Value s, Value d, bool inverted) {
+/// false) with `d` the given centered value and the mean over the same
+/// trailing dimensions `[axis, rank)` as the centering, returns eps.
+std::optional<double> matchInvStd(Value s, Value d, int64_t axis, bool inverted) {
   Value varPlusEps;
   if (inverted) {
     std::optional<Value> v = matchRsqrt(s);
@@ -48,7 +49,7 @@ std::optional<double> matchInvStd(Value s, Value d, bool inverted) {
                           std::pair(add.getRhs(), add.getLhs())}) {
     std::optional<double> epsilon = getSplatConstant(eps);
     auto mean = matchTrailingMean(var);
-    if (!epsilon || !mean)
+    if (!epsilon || !mean || mean->second != axis)
       continue;
     if (std::optional<Value> sq = matchSquare(mean->first); sq && *sq == d)
       return epsilon;
@@ -72,7 +73,8 @@ struct RaiseDivForm : OpRewritePattern<DivOp> {
     auto centered = matchCentered(op.getLhs());
     if (!centered || centered->first.getType() != op.getType())
       return failure();
-    std::optional<double> eps = matchInvStd(op.getRhs(), op.getLhs(), false);
+    std::optional<double> eps =
+        matchInvStd(op.getRhs(), op.getLhs(), centered->second, false);
     if (!eps)
       return failure();
     replaceWithNorm(rewriter, op, centered->first, centered->second, *eps, count);
@@ -91,7 +93,7 @@ struct RaiseMulForm : OpRewritePattern<MulOp> {
       auto centered = matchCentered(d);
       if (!centered || centered->first.getType() != op.getType())
         continue;
-      if (std::optional<double> eps = matchInvStd(s, d, true)) {
+      if (std::optional<double> eps = matchInvStd(s, d, centered->second, true)) {
         replaceWithNorm(rewriter, op, centered->first, centered->second, *eps,
                         count);
         return success();
@@ -115,8 +117,12 @@ struct AbsorbAffine : OpRewritePattern<AffineOp> {
       if (!norm || norm.getBias() || (isScale && norm.getScale()) ||
           !norm->hasOneUse() || norm.getType() != op.getType())
         continue;
-      ArrayRef<int64_t> normalized =
-          norm.getType().getShape().drop_front(norm.getAxis());
+      // The axis may count from the end (ONNX's default is -1); getAxis()
+      // returns the I64Attr as unsigned, so read it back as signed.
+      int64_t axis = static_cast<int64_t>(norm.getAxis());
+      if (axis < 0)
+        axis += norm.getType().getRank();
+      ArrayRef<int64_t> normalized = norm.getType().getShape().drop_front(axis);
       if (cast<RankedTensorType>(p.getType()).getShape() != normalized)
         continue;
       Value scale = isScale ? p : norm.getScale();

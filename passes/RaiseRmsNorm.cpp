@@ -57,8 +57,12 @@ struct AbsorbRmsScale : OpRewritePattern<MulOp> {
       if (!norm || norm.getScale() || !norm->hasOneUse() ||
           norm.getType() != op.getType())
         continue;
-      ArrayRef<int64_t> normalized = norm.getType().getShape().drop_front(
-          norm.getAxis());
+      // The axis may count from the end (ONNX's default is -1); getAxis()
+      // returns the I64Attr as unsigned, so read it back as signed.
+      int64_t axis = static_cast<int64_t>(norm.getAxis());
+      if (axis < 0)
+        axis += norm.getType().getRank();
+      ArrayRef<int64_t> normalized = norm.getType().getShape().drop_front(axis);
       auto scaleType = cast<RankedTensorType>(s.getType());
       if (scaleType.getShape() != normalized)
         continue;

@@ -5,11 +5,19 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
+/// Storage bits of one element; 0 for types without a defined size.
+int64_t elementBits(Type type) {
+  if (auto complex = dyn_cast<ComplexType>(type))
+    return 2 * elementBits(complex.getElementType());
+  if (type.isIndex())
+    return IndexType::kInternalStorageBitWidth;
+  return type.isIntOrFloat() ? type.getIntOrFloatBitWidth() : 0;
+}
 int64_t bytesOf(Type type) {
   auto t = dyn_cast<RankedTensorType>(type);
   if (!t || !t.hasStaticShape())
     return 0;
-  return (t.getNumElements() * t.getElementTypeBitWidth() + 7) / 8;
+  return (t.getNumElements() * elementBits(t.getElementType()) + 7) / 8;
 }
 int64_t elementsOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getNumElements();

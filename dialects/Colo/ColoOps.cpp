@@ -13,13 +13,6 @@ RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-std::string str(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
-}
-
 std::string str(ArrayRef<int64_t> shape) {
   std::string s = "[";
   llvm::raw_string_ostream os(s);
@@ -73,6 +66,29 @@ FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
     return failure();
   return axis < 0 ? axis + rank : axis;
+}
+
+/// The generated custom parsers call `inferReturnTypes` before inherent
+/// attributes written in the attr-dict (`{keep_dims}`, `{strides = ...}`,
+/// `{kernel = ...}`) are moved into the properties and before default values
+/// are filled in (llvm/llvm-project#193284), so at parse time the adaptor sees
+/// the former only in its attribute dictionary and the latter not at all.
+/// Returns an adaptor whose properties are complete, so that inference sees
+/// what the verifier later sees.
+template <typename OpTy>
+typename OpTy::Adaptor withInherentAttrs(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         typename OpTy::Adaptor adaptor) {
+  typename OpTy::Properties props = adaptor.getProperties();
+  DictionaryAttr attrs = adaptor.getAttributes();
+  // Attributes of the wrong kind were rejected by the parser already.
+  if (attrs && !attrs.empty())
+    (void)OpTy::setPropertiesFromAttr(props, attrs, [&] {
+      return emitError(loc.value_or(UnknownLoc::get(ctx)));
+    });
+  OpTy::populateDefaultProperties(OperationName(OpTy::getOperationName(), ctx),
+                                  props);
+  return typename OpTy::Adaptor(adaptor.getOperands(), attrs, props);
 }
 
 LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
@@ -133,7 +149,17 @@ LogicalResult GlobalOp::verify() {
     return success();
   }
   if (auto external = dyn_cast<ExternalDataAttr>(value)) {
-    unsigned bits = type.getElementTypeBitWidth();
+    // Element types without a storage size (index, opaque types) cannot be
+    // read from a file; complex numbers take two of their parts.
+    Type elementType = type.getElementType();
+    if (auto complex = dyn_cast<ComplexType>(elementType))
+      elementType = complex.getElementType();
+    if (!elementType.isIntOrFloat())
+      return emitOpError() << "external data needs integer, float or complex "
+                              "elements, got "
+                           << type;
+    int64_t bits = elementType.getIntOrFloatBitWidth() *
+                   (isa<ComplexType>(type.getElementType()) ? 2 : 1);
     int64_t expected = (type.getNumElements() * bits + 7) / 8;
     if (external.getLength() != expected)
       return emitOpError() << "external data length " << external.getLength()
@@ -235,9 +261,11 @@ static LogicalResult checkWindowAttrs(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
+  adaptor = withInherentAttrs<Conv2dOp>(ctx, loc, adaptor);
   RankedTensorType in = tensorType(adaptor.getInput());
   RankedTensorType w = tensorType(adaptor.getFilter());
   if (in.getRank() != 4 || w.getRank() != 4)
@@ -277,7 +305,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   RankedTensorType k = tensorType(adaptor.getKey());
   RankedTensorType v = tensorType(adaptor.getValue());
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
-    return emitOptionalError(loc, "query, key and value must have rank 4");
+    return emitOptionalError(loc, "query, key and value must have rank 4: ",
+                             q, " vs ", k, " vs ", v);
   if (q.getDimSize(0) != k.getDimSize(0) || k.getDimSize(0) != v.getDimSize(0))
     return emitOptionalError(loc, "batch mismatch: ", q.getDimSize(0), " vs ",
                              k.getDimSize(0), " vs ", v.getDimSize(0));
@@ -396,9 +425,13 @@ static LogicalResult inferReduce(std::optional<Location> loc, Value input,
 }
 
 #define COLO_REDUCE_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                         \
+                                     std::optional<Location> loc,              \
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &inferred) {        \
+    adaptor = withInherentAttrs<OP>(ctx, loc, adaptor);                        \
+    if (!adaptor.getProperties().dims)                                         \
+      return emitOptionalError(loc, "requires attribute 'dims'");              \
     return inferReduce(loc, adaptor.getInput(), adaptor.getDims(),             \
                        adaptor.getKeepDims(), inferred);                       \
   }
@@ -407,9 +440,13 @@ COLO_REDUCE_INFER(ReduceMeanOp)
 COLO_REDUCE_INFER(ReduceMaxOp)
 #undef COLO_REDUCE_INFER
 
-template <typename Adaptor>
-static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
+template <typename OpTy>
+static LogicalResult inferPool(MLIRContext *ctx, std::optional<Location> loc,
+                               typename OpTy::Adaptor adaptor,
                                SmallVectorImpl<Type> &inferred) {
+  adaptor = withInherentAttrs<OpTy>(ctx, loc, adaptor);
+  if (!adaptor.getProperties().kernel)
+    return emitOptionalError(loc, "requires attribute 'kernel'");
   RankedTensorType in = tensorType(adaptor.getInput());
   if (in.getRank() != 4)
     return emitOptionalError(loc, "input must have rank 4, got ", in);
@@ -428,17 +465,17 @@ static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
   return success();
 }
 
-LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  return inferPool(loc, adaptor, inferred);
+  return inferPool<MaxPool2dOp>(ctx, loc, adaptor, inferred);
 }
-LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  return inferPool(loc, adaptor, inferred);
+  return inferPool<AvgPool2dOp>(ctx, loc, adaptor, inferred);
 }
 
 //===----------------------------------------------------------------------===//
@@ -510,8 +547,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitOptionalError(loc, "expected at least one input");
   RankedTensorType first = tensorType(inputs.front());
   FailureOr<int64_t> axis = normalizeAxis(adaptor.getAxis(), first.getRank());
-  if (failed(axis))
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
+  if (failed(axis) || first.getRank() == 0)
+    return emitOptionalError(loc, "axis ",
+                             static_cast<int64_t>(adaptor.getAxis()),
                              " out of range for rank ", first.getRank());
   SmallVector<int64_t> shape(first.getShape());
   shape[*axis] = 0;
@@ -550,7 +588,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   RankedTensorType in = tensorType(adaptor.getInput());
   FailureOr<int64_t> axis = normalizeAxis(adaptor.getAxis(), in.getRank());
   if (failed(axis) || in.getRank() == 0)
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "axis ",
+                             static_cast<int64_t>(adaptor.getAxis()),
                              " out of range for rank ", in.getRank());
   SmallVector<int64_t> shape(in.getShape().take_front(*axis));
   llvm::append_range(shape, tensorType(adaptor.getIndices()).getShape());

@@ -8,6 +8,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -24,6 +25,11 @@ FailureOr<OwningOpRef<ModuleOp>> colo::importModel(llvm::StringRef path,
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
 
+  if (llvm::sys::fs::is_directory(path))
+    return emitError(UnknownLoc::get(&context)) << "'" << path << "' is a directory";
+  if (!llvm::sys::fs::exists(path))
+    return emitError(UnknownLoc::get(&context))
+           << "cannot open '" << path << "': no such file";
   llvm::StringRef ext = llvm::sys::path::extension(path);
   FailureOr<OwningOpRef<ModuleOp>> module = failure();
   if (ext == ".mlir" || ext == ".mlirbc") {

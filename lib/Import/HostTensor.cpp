@@ -1,6 +1,7 @@
 #include "HostTensor.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -85,7 +86,14 @@ double HostTensor::convert(double v, int32_t dtype) {
   switch (dtype) {
   case kFloat: return static_cast<float>(v);
   case kBool: return v != 0 ? 1 : 0;
-  case kDouble: case kFloat16: case kBFloat16: return v;
+  case kDouble: return v;
+  case kFloat16: case kBFloat16: {
+    APFloat f(v);
+    bool lost;
+    f.convert(dtype == kFloat16 ? APFloat::IEEEhalf() : APFloat::BFloat(),
+              APFloat::rmNearestTiesToEven, &lost);
+    return f.convertToDouble();
+  }
   default:
     return std::isnan(v) ? 0 : std::trunc(v);
   }
@@ -186,15 +194,25 @@ SliceBounds resolveSlice(int64_t dim, int64_t start, int64_t end, int64_t step) 
   };
   if (step > 0) {
     int64_t s = clampIndex(start, 0, dim), e = clampIndex(end, 0, dim);
-    int64_t size = e > s ? (e - s + step - 1) / step : 0;
+    int64_t size = e > s ? (e - s - 1) / step + 1 : 0;
     return {s, e, step, size};
   }
-  int64_t s = clampIndex(start, -1, dim - 1), e = clampIndex(end, -1, dim - 1);
-  int64_t size = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+  // Negative steps: start in [0, dim-1], end in [-1, dim-1].
+  int64_t s = clampIndex(start, std::min<int64_t>(0, dim - 1), dim - 1),
+          e = clampIndex(end, -1, dim - 1);
+  int64_t size = s > e ? (e - s + 1) / step + 1 : 0;
   return {s, e, step, size};
 }
 
 namespace {
+/// The element count of `shape`, saturated at kMaxHostElements + 1.
+int64_t cappedNumel(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n = d == 0 ? 0 : std::min(n * std::min(d, kMaxHostElements + 1), kMaxHostElements + 1);
+  return n;
+}
+
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
@@ -226,9 +244,9 @@ EvalResult nary(ArrayRef<const HostTensor *> in, int32_t outType,
     shape = next;
   }
   HostTensor out{outType, shape, {}};
-  int64_t n = out.numel();
-  if (n > kMaxHostElements)
+  if (cappedNumel(shape) > kMaxHostElements)
     return EvalResult::notFoldable();
+  int64_t n = out.numel();
   out.values.resize(n);
   SmallVector<int64_t> strides = stridesOf(shape);
   SmallVector<double> args(in.size());
@@ -329,7 +347,7 @@ EvalResult concat(ArrayRef<const HostTensor *> in, int64_t axisAttr) {
     return EvalResult::fail("no inputs");
   int64_t rank = in[0]->shape.size();
   auto axis = normAxis(axisAttr, rank);
-  if (!axis)
+  if (!axis || rank == 0)
     return EvalResult::fail("axis out of range");
   HostTensor out{in[0]->dtype, in[0]->shape, {}};
   out.shape[*axis] = 0;
@@ -486,12 +504,10 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
     HostTensor out = attrs.getTensor("value").value_or(HostTensor::scalar(0, kFloat));
     double v = out.values.empty() ? 0 : out.values[0];
     std::vector<int64_t> shape = in[0]->asInts();
-    int64_t n = 1;
-    for (int64_t d : shape) {
+    for (int64_t d : shape)
       if (d < 0)
         return EvalResult::fail("negative dimension " + std::to_string(d));
-      n = d == 0 ? 0 : std::min(n * d, kMaxHostElements + 1);
-    }
+    int64_t n = cappedNumel(shape);
     if (n > kMaxHostElements)
       return EvalResult::fail("ConstantOfShape of " + std::to_string(n) +
                               "+ elements is too large");
@@ -562,7 +578,9 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
 
   if (op == "Flatten") {
     int64_t rank = in[0]->shape.size();
-    auto axis = normAxis(attrs.getInt("axis").value_or(1), rank + 1);
+    // Flatten's axis is in [-r, r]; a negative one counts from the back.
+    int64_t axisAttr = attrs.getInt("axis").value_or(1);
+    auto axis = axisAttr < 0 ? normAxis(axisAttr, rank) : normAxis(axisAttr, rank + 1);
     if (!axis)
       return EvalResult::fail("axis out of range");
     int64_t outer = 1;
@@ -578,6 +596,8 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
     SmallVector<int64_t> shape;
     if (!broadcastShapes(in[0]->shape, target, shape))
       return EvalResult::fail("cannot expand to the requested shape");
+    if (cappedNumel(shape) > kMaxHostElements)
+      return EvalResult::notFoldable();
     HostTensor zero{in[0]->dtype, shape, {}};
     zero.values.assign(zero.numel(), 0);
     return nary({in[0], &zero}, in[0]->dtype, [](ArrayRef<double> a) { return a[0]; });

@@ -81,8 +81,6 @@ LogicalResult Importer::load() {
   if (!in)
     return emitError(UnknownLoc::get(&ctx))
            << "cannot open '" << path << "': " << std::strerror(errno);
-  if (llvm::sys::fs::is_directory(path))
-    return emitError(UnknownLoc::get(&ctx)) << "'" << path << "' is a directory";
   google::protobuf::io::IstreamInputStream zin(&in);
   google::protobuf::io::CodedInputStream coded(&zin);
   coded.SetTotalBytesLimit(INT_MAX);

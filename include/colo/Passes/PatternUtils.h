@@ -13,8 +13,10 @@ std::optional<double> getSplatConstant(mlir::Value v);
 /// True if `v` is a splat constant within a relative 1e-4 of `expected`.
 bool isSplatConstant(mlir::Value v, double expected);
 
-/// Flattens a tree of colo.mul ops rooted at `v` into its factors.
-void collectMulFactors(mlir::Value v, llvm::SmallVectorImpl<mlir::Value> &factors);
+/// Flattens a tree of colo.mul ops rooted at `v` into its factors. `leaf`, if
+/// given, stays one factor even when it is itself a product.
+void collectMulFactors(mlir::Value v, llvm::SmallVectorImpl<mlir::Value> &factors,
+                       mlir::Value leaf = {});
 
 /// Removes the first factor matching `pred` from `factors`; returns it.
 template <typename Pred>

@@ -1,0 +1,52 @@
+"""Every file of the broken-input corpus gives exit code 1 and one line naming
+the problem; none crashes."""
+import pytest
+
+from bad_corpus import write_corpus
+from conftest import run_colo
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    return d, write_corpus(d)
+
+
+def check_one_line_error(proc, expect):
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("colo: error:"), lines[0]
+    for word in expect:
+        assert word in lines[0], (word, lines[0])
+
+
+def test_corpus_is_complete(corpus):
+    assert len(corpus[1]) >= 15
+
+
+def test_each_bad_file_is_rejected(corpus):
+    d, cases = corpus
+    failures = []
+    for name, expect in sorted(cases.items()):
+        proc = run_colo("import", d / name, "--summary", check=False)
+        try:
+            check_one_line_error(proc, expect)
+        except AssertionError as e:
+            failures.append(f"{name}: {e}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["import", "/nonexistent/model.onnx"], ["cannot open", "/nonexistent/model.onnx"]),
+    (["import", "/tmp"], ["directory"]),
+    (["import", __file__], ["unknown model format", ".py"]),
+])
+def test_bad_paths(args, expect):
+    check_one_line_error(run_colo(*args, check=False), expect)
+
+
+def test_help_on_every_command():
+    assert "import" in run_colo("--help").stdout
+    out = run_colo("import", "--help").stdout
+    assert "--summary" in out and "-o" in out
