@@ -21,21 +21,6 @@ std::string str(ArrayRef<int64_t> shape) {
   return s;
 }
 
-/// NumPy broadcasting of static shapes.
-LogicalResult broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
-                              SmallVectorImpl<int64_t> &out) {
-  size_t rank = std::max(a.size(), b.size());
-  out.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x != y && x != 1 && y != 1)
-      return failure();
-    out[i] = x == 1 ? y : x;
-  }
-  return success();
-}
-
 LogicalResult inferBroadcast(std::optional<Location> loc, ValueRange operands,
                              Type elementType, SmallVectorImpl<Type> &inferred) {
   SmallVector<int64_t> shape;
@@ -98,6 +83,20 @@ LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   return success();
 }
 } // namespace
+
+LogicalResult colo::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
+                                    SmallVectorImpl<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1)
+      return failure();
+    out[i] = x == 1 ? y : x;
+  }
+  return success();
+}
 
 #define COLO_BINARY_INFER(OP)                                                  \
   LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \

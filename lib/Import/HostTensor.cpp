@@ -1,5 +1,7 @@
 #include "HostTensor.h"
 
+#include "colo/Dialect/Colo/ColoOps.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
@@ -133,16 +135,7 @@ DenseElementsAttr HostTensor::toAttr(MLIRContext *ctx) const {
 
 bool broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b,
                      llvm::SmallVectorImpl<int64_t> &out) {
-  size_t rank = std::max(a.size(), b.size());
-  out.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x != y && x != 1 && y != 1)
-      return false;
-    out[i] = x == 1 ? y : x;
-  }
-  return true;
+  return succeeded(colo::broadcastShapes(a, b, out));
 }
 
 std::optional<std::string> resolveReshape(llvm::ArrayRef<int64_t> in,

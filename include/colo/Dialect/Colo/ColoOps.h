@@ -19,4 +19,12 @@
 #define GET_OP_CLASSES
 #include "colo/Dialect/Colo/ColoOps.h.inc"
 
+namespace colo {
+/// NumPy broadcasting of two static shapes (the rule of every broadcasting
+/// colo op); fails if they are incompatible.
+mlir::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> a,
+                                    llvm::ArrayRef<int64_t> b,
+                                    llvm::SmallVectorImpl<int64_t> &out);
+} // namespace colo
+
 #endif
