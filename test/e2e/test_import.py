@@ -146,3 +146,19 @@ def test_external_weights_stay_lazy(tmp_path):
     assert peak_mib < 256, peak_mib
     ir = run_colo("import", path).stdout
     assert "#colo.external<path = " in ir and f"length = {n * 4}" in ir
+
+
+@pytest.mark.parametrize("name,opset", [
+    (n, o) for n in ("gpt2", "llama", "resnet18") for o in (13, 14, 15, 16, 18, 20)
+    # PyTorch exports scaled_dot_product_attention from opset 14 on.
+    if o > 13 or n == "resnet18"])
+def test_torchscript_exporter_opsets(name, opset, tmp_path):
+    """Opsets 13 to 20: reductions' axes move from attribute to input, Split
+    gains num_outputs, LayerNormalization appears at 17 and Gelu at 20."""
+    model, args = models.build(name)
+    path = models.export(model, args, tmp_path / "m.onnx", "torchscript", opset=opset)
+    s = summary(path)
+    assert s["parameters"] == models.parameter_count(model)
+    ops = s["op_counts"]
+    for op, count in EXPECTED_OPS[name].items():
+        assert ops.get(op, 0) == count, (op, ops)
