@@ -70,11 +70,6 @@ std::string externalField(const onnx::TensorProto &t, llvm::StringRef key) {
 }
 } // namespace
 
-LogicalResult Importer::fail(const Twine &msg) {
-  nodeError = msg.str();
-  return failure();
-}
-
 LogicalResult Importer::load() {
   google::protobuf::SetLogHandler(nullptr);
   std::ifstream in(path, std::ios::binary);
@@ -448,21 +443,7 @@ FailureOr<std::vector<int64_t>> Importer::constInts(Val *v, llvm::StringRef what
   return v->host->asInts();
 }
 
-LogicalResult Importer::inferTypes(Operation *op) {
-  SmallVector<Type> types;
-  auto iface = cast<InferTypeOpInterface>(op);
-  if (failed(iface.inferReturnTypes(&ctx, op->getLoc(), op->getOperands(),
-                                    op->getRawDictionaryAttrs(),
-                                    op->getPropertiesStorage(), op->getRegions(),
-                                    types)))
-    return failure();
-  for (auto [r, t] : llvm::zip(op->getResults(), types))
-    r.setType(t);
-  return verify(op, /*verifyRecursively=*/false);
-}
-
 LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
-  currentNode = &node;
   const std::string &op = node.op_type();
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return fail("unsupported op from domain '" + node.domain() + "'");
@@ -567,21 +548,11 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run() {
 
   for (auto [index, node] : llvm::enumerate(model.graph().node())) {
     loc = nodeLocation(node, index);
-    std::string captured;
-    nodeError.clear();
-    LogicalResult result = success();
-    {
-      ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-        if (d.getSeverity() == DiagnosticSeverity::Error && captured.empty())
-          captured = d.str();
-        return success();
-      });
-      result = importNode(node, index);
-    }
-    if (failed(result)) {
+    if (std::optional<std::string> problem =
+            capture([&] { return importNode(node, index); })) {
       std::string name = node.name().empty() ? "#" + std::to_string(index) : node.name();
       return emitError(loc) << path << ": node '" << name << "' (" << node.op_type()
-                            << "): " << (nodeError.empty() ? captured : nodeError);
+                            << "): " << *problem;
     }
   }
 

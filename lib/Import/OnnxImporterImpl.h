@@ -4,6 +4,7 @@
 #define COLO_LIB_IMPORT_ONNXIMPORTERIMPL_H
 
 #include "HostTensor.h"
+#include "ImportBase.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,10 +26,10 @@ struct Val {
   bool defined() const { return value || host || sequence; }
 };
 
-class Importer {
+class Importer : public ImportBase {
 public:
   Importer(mlir::MLIRContext &ctx, llvm::StringRef path)
-      : ctx(ctx), builder(&ctx), path(path.str()) {}
+      : ImportBase(ctx), path(path.str()) {}
 
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> run();
 
@@ -39,52 +40,15 @@ public:
                                                     Outputs &);
   static const llvm::StringMap<Handler> &handlers();
 
-  /// Reports `msg` as the failure of the current node.
-  mlir::LogicalResult fail(const llvm::Twine &msg);
   /// The SSA value of an input, materializing host tensors as constants.
   mlir::Value use(Val &v);
   /// Host values of a required constant input (shape, axes, ...).
   mlir::FailureOr<std::vector<int64_t>> constInts(Val *v, llvm::StringRef what);
   NodeAttrs attrs(const onnx::NodeProto &node);
 
-  /// Creates a colo op whose result types are inferred, reporting inference
-  /// and verification failures as node errors instead of aborting.
-  template <typename OpTy, typename... Args>
-  mlir::FailureOr<OpTy> create(Args &&...args) {
-    return finish<OpTy>(createRaw<OpTy>(std::forward<Args>(args)...));
-  }
-  /// Creates an op with explicit result types, then verifies it.
-  template <typename OpTy, typename... Args>
-  mlir::FailureOr<OpTy> createTyped(Args &&...args) {
-    auto op = OpTy::create(builder, loc, std::forward<Args>(args)...);
-    if (mlir::failed(mlir::verify(op, /*verifyRecursively=*/false))) {
-      op->erase();
-      return mlir::failure();
-    }
-    return op;
-  }
-
-  mlir::MLIRContext &ctx;
-  mlir::OpBuilder builder;
-  mlir::Location loc = mlir::UnknownLoc::get(&ctx);
   int64_t opset = 0;
 
 private:
-  template <typename OpTy, typename... Args>
-  OpTy createRaw(Args &&...args) {
-    return OpTy::create(builder, loc, mlir::NoneType::get(&ctx),
-                        std::forward<Args>(args)...);
-  }
-  template <typename OpTy>
-  mlir::FailureOr<OpTy> finish(OpTy op) {
-    if (mlir::failed(inferTypes(op.getOperation()))) {
-      op->erase();
-      return mlir::failure();
-    }
-    return op;
-  }
-  mlir::LogicalResult inferTypes(mlir::Operation *op);
-
   mlir::LogicalResult load();
   mlir::LogicalResult classifyInitializers();
   mlir::LogicalResult importGraphInputs();
@@ -110,8 +74,6 @@ private:
   llvm::StringMap<Val> values;
   llvm::StringMap<const onnx::TensorProto *> initializers;
   llvm::StringSet<> params, stateBuffers;
-  const onnx::NodeProto *currentNode = nullptr;
-  std::string nodeError;
 };
 
 } // namespace colo::onnx_import

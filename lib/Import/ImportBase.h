@@ -1,0 +1,64 @@
+// What both importers share: building colo ops through their type inference
+// and verifier, so that a model's shape error becomes a diagnostic on the
+// node being imported instead of an abort.
+#ifndef COLO_LIB_IMPORT_IMPORTBASE_H
+#define COLO_LIB_IMPORT_IMPORTBASE_H
+
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <string>
+
+namespace colo {
+
+class ImportBase {
+public:
+  explicit ImportBase(mlir::MLIRContext &ctx) : ctx(ctx), builder(&ctx) {}
+
+  /// Records `msg` as the failure of the node being imported.
+  mlir::LogicalResult fail(const llvm::Twine &msg) {
+    nodeError = msg.str();
+    return mlir::failure();
+  }
+
+  /// Creates a colo op whose result types are inferred.
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<OpTy> create(Args &&...args) {
+    auto op = OpTy::create(builder, loc, mlir::NoneType::get(&ctx),
+                           std::forward<Args>(args)...);
+    if (mlir::failed(inferTypes(op.getOperation()))) {
+      op->erase();
+      return mlir::failure();
+    }
+    return op;
+  }
+
+  /// Creates an op with explicit result types, then verifies it.
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<OpTy> createTyped(Args &&...args) {
+    auto op = OpTy::create(builder, loc, std::forward<Args>(args)...);
+    if (mlir::failed(mlir::verify(op, /*verifyRecursively=*/false))) {
+      op->erase();
+      return mlir::failure();
+    }
+    return op;
+  }
+
+  /// Runs `importOne` with diagnostics captured; on failure returns the
+  /// problem (the recorded node error, else the first diagnostic).
+  std::optional<std::string> capture(llvm::function_ref<mlir::LogicalResult()> importOne);
+
+  mlir::MLIRContext &ctx;
+  mlir::OpBuilder builder;
+  mlir::Location loc = mlir::UnknownLoc::get(&ctx);
+  std::string nodeError;
+
+private:
+  mlir::LogicalResult inferTypes(mlir::Operation *op);
+};
+
+} // namespace colo
+
+#endif
