@@ -2,6 +2,7 @@
 
 #include "colo/Dialect/Colo/ColoDialect.h"
 #include "colo/Import/OnnxImporter.h"
+#include "colo/Import/TorchScriptImporter.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,7 +20,7 @@ void colo::registerDialects(DialectRegistry &registry) {
 
 FailureOr<OwningOpRef<ModuleOp>> colo::importModel(llvm::StringRef path,
                                                    MLIRContext &context,
-                                                   bool runPipeline) {
+                                                   const ImportOptions &options) {
   DialectRegistry registry;
   registerDialects(registry);
   context.appendDialectRegistry(registry);
@@ -39,12 +40,14 @@ FailureOr<OwningOpRef<ModuleOp>> colo::importModel(llvm::StringRef path,
     module = std::move(parsed);
   } else if (ext == ".onnx") {
     module = importOnnxFile(path, context);
+  } else if (ext == ".pt" || ext == ".pth" || ext == ".ts") {
+    module = importTorchScriptFile(path, context, options.inputShapes);
   } else {
     return emitError(UnknownLoc::get(&context))
            << "'" << path << "': unknown model format '" << ext
-           << "' (expected .onnx or .mlir)";
+           << "' (expected .onnx, .pt or .mlir)";
   }
-  if (failed(module) || !runPipeline)
+  if (failed(module) || !options.runPipeline)
     return module;
   PassManager pm(&context);
   buildImportPipeline(pm);

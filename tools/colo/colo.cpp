@@ -18,7 +18,7 @@ namespace {
 cl::SubCommand importCmd("import",
                          "Import an ONNX model (or parse a .mlir module) into "
                          "the colo dialect; print its IR or a summary");
-cl::opt<std::string> importInput(cl::Positional, cl::desc("<model.onnx>"),
+cl::opt<std::string> importInput(cl::Positional, cl::desc("<model.onnx|model.pt|model.mlir>"),
                                  cl::Required, cl::sub(importCmd));
 cl::opt<std::string> importOutput("o", cl::desc("Write the IR to this file"),
                                   cl::value_desc("file"), cl::sub(importCmd));
@@ -37,6 +37,12 @@ cl::opt<bool> importElide(
     cl::desc("Print inline weights as __elided__ (the IR cannot be re-read)"),
     cl::sub(importCmd));
 
+cl::list<std::string> importShapes(
+    "input-shape",
+    cl::desc("Shape of an input of a TorchScript model, one per input in order: "
+             "dims joined by 'x' and an optional element type (default f32), "
+             "e.g. 2x16xi64"),
+    cl::value_desc("shape"), cl::sub(importCmd));
 cl::opt<bool> importLocations(
     "print-locations",
     cl::desc("Print each op's location (ONNX node name and module path)"),
@@ -54,7 +60,10 @@ int runImport(mlir::MLIRContext &ctx) {
       reportError(d.str());
     return mlir::success();
   });
-  auto module = colo::importModel(importInput, ctx, !importRaw);
+  colo::ImportOptions options;
+  options.runPipeline = !importRaw;
+  options.inputShapes.assign(importShapes.begin(), importShapes.end());
+  auto module = colo::importModel(importInput, ctx, options);
   if (failed(module)) {
     if (errors == 0)
       reportError("import of '" + importInput + "' failed");

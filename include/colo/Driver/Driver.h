@@ -4,17 +4,28 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <string>
+#include <vector>
+
 namespace colo {
 
 /// Registers what colo's modules contain, for tools that parse or print them.
 void registerDialects(mlir::DialectRegistry &registry);
 
-/// Imports a model file (format from the extension: .onnx; .mlir is parsed)
+/// Imports a model file (format from the extension: .onnx, .pt; .mlir is
+/// parsed)
 /// and runs the import pipeline on it. Errors go to the context's
 /// diagnostic handlers.
+struct ImportOptions {
+  /// Run the import pipeline (canonicalize, raise, CSE).
+  bool runPipeline = true;
+  /// Input shapes for formats that record none (TorchScript), e.g. "2x16xi64".
+  std::vector<std::string> inputShapes;
+};
+
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 importModel(llvm::StringRef path, mlir::MLIRContext &context,
-            bool runPipeline = true);
+            const ImportOptions &options = {});
 
 } // namespace colo
 
