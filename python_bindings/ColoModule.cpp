@@ -8,15 +8,17 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 namespace py = pybind11;
 
 namespace {
-/// Imports `path` and returns (IR text, summary JSON); the GIL is released
+/// Imports `path` and returns (IR, summary JSON, summary text); the GIL is released
 /// while the compiler works.
-std::pair<std::string, std::string> importModel(const std::string &path,
+std::tuple<std::string, std::string, std::string> importModel(const std::string &path,
+                                                std::vector<std::string> shapes,
                                                 PyObject *errorType) {
-  std::string error, ir, summary;
+  std::string error, ir, summary, text;
   {
     py::gil_scoped_release release;
     mlir::MLIRContext ctx;
@@ -25,11 +27,16 @@ std::pair<std::string, std::string> importModel(const std::string &path,
         error = d.str();
       return mlir::success();
     });
-    auto module = colo::importModel(path, ctx);
+    colo::ImportOptions options;
+    options.inputShapes = std::move(shapes);
+    auto module = colo::importModel(path, ctx, options);
     if (succeeded(module)) {
       llvm::raw_string_ostream os(ir);
       (*module)->print(os);
-      summary = llvm::formatv("{0}", colo::toJSON(colo::summarize(**module))).str();
+      colo::ModelSummary s = colo::summarize(**module);
+      summary = llvm::formatv("{0}", colo::toJSON(s)).str();
+      llvm::raw_string_ostream textOs(text);
+      colo::printSummary(s, textOs);
     } else if (error.empty()) {
       error = "import of '" + path + "' failed";
     }
@@ -38,7 +45,7 @@ std::pair<std::string, std::string> importModel(const std::string &path,
     PyErr_SetString(errorType, error.c_str());
     throw py::error_already_set();
   }
-  return {ir, summary};
+  return {ir, summary, text};
 }
 } // namespace
 
@@ -46,6 +53,8 @@ PYBIND11_MODULE(_colo, m) {
   static py::exception<std::runtime_error> coloError(m, "ColoError");
   m.def(
       "_import_model",
-      [](const std::string &path) { return importModel(path, coloError.ptr()); },
-      py::arg("path"));
+      [](const std::string &path, std::vector<std::string> shapes) {
+        return importModel(path, std::move(shapes), coloError.ptr());
+      },
+      py::arg("path"), py::arg("input_shapes") = std::vector<std::string>());
 }

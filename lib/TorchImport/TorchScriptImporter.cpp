@@ -657,6 +657,8 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
                                        builder.getF64FloatAttr(*hi)));
   }
 
+  if (kind == "aten::matmul" && ins[0]->host && ins[1]->host)
+    return push(evalHost("MatMul", {&*ins[0]->host, &*ins[1]->host}, attrs()));
   if (kind == "aten::linear" || kind == "aten::addmm" || kind == "aten::matmul") {
     bool addmm = kind == "aten::addmm";
     FailureOr<Value> a = input(addmm ? 1 : 0), w = input(addmm ? 2 : 1);

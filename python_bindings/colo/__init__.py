@@ -1,36 +1,81 @@
 """colo: compile and plan the training of neural networks.
 
-    import colo
-    m = colo.import_model("model.onnx")
+    import colo, torch, torchvision
+    m = colo.from_torch(torchvision.models.resnet18(), torch.randn(1, 3, 64, 64))
     print(m.summary())
 """
 import json
+import os
+import tempfile
 
 from ._colo import ColoError, _import_model
 
-__all__ = ["ColoError", "Module", "import_model"]
+__all__ = ["ColoError", "Module", "Summary", "from_torch", "import_model"]
+
+
+class Summary(dict):
+    """The summary as a dict (the fields of `colo import --summary --json`);
+    printing it gives the text form."""
+
+    def __init__(self, fields, text):
+        super().__init__(fields)
+        self._text = text
+
+    def __str__(self):
+        return self._text
 
 
 class Module:
     """An imported model: its IR in the colo dialect and its summary."""
 
-    def __init__(self, ir, summary):
+    def __init__(self, ir, summary, text):
         self._ir = ir
-        self._summary = summary
+        self._summary = Summary(json.loads(summary), text)
 
     def mlir(self):
         """The module's IR as text."""
         return self._ir
 
     def summary(self):
-        """Parameters, forward FLOPs, op counts and repeated blocks."""
-        return json.loads(self._summary)
+        """Parameters, forward FLOPs, op counts and repeated blocks (a dict)."""
+        return self._summary
 
     def save(self, path):
+        """Writes the IR to `path`."""
         with open(path, "w") as f:
             f.write(self._ir)
 
+    def __repr__(self):
+        s = self._summary
+        return (f"<colo.Module: {s['parameters']:,} parameters, "
+                f"{s['flops_per_sample']:.4g} forward FLOPs per sample>")
 
-def import_model(path):
-    """Imports an ONNX model; raises ColoError with the diagnostic on failure."""
-    return Module(*_import_model(str(path)))
+
+def _shape_spec(t):
+    dtypes = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+              "int64": "i64", "int32": "i32", "int8": "i8", "bool": "i1"}
+    dtype = dtypes.get(str(t.dtype).replace("torch.", ""))
+    if dtype is None:
+        raise ColoError(f"unsupported input dtype {t.dtype}")
+    return "x".join(str(d) for d in t.shape) + "x" + dtype
+
+
+def import_model(path, input_shapes=()):
+    """Imports an ONNX model or a TorchScript archive (whose inputs need
+    `input_shapes` such as ["2x16xi64"]); raises ColoError on failure."""
+    return Module(*_import_model(os.fspath(path), list(input_shapes)))
+
+
+def from_torch(module, example_inputs):
+    """Traces a torch.nn.Module with `example_inputs` (a tensor or a tuple of
+    tensors) and imports it; the module keeps its training or eval mode."""
+    import torch
+
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "module.pt")
+        traced = torch.jit.trace(module, example_inputs, check_trace=False)
+        traced.save(path)
+        return import_model(path, [_shape_spec(t) for t in example_inputs])

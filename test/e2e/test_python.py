@@ -23,3 +23,35 @@ def test_errors_raise_with_the_diagnostic(tmp_path):
     bad.write_bytes(b"not a model")
     with pytest.raises(colo.ColoError, match="not"):
         colo.import_model(bad)
+
+
+def test_from_torch_traces_in_process():
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet18()
+    m = colo.from_torch(model, torch.randn(1, 3, 64, 64))
+    s = m.summary()
+    assert s["parameters"] == sum(p.numel() for p in model.parameters())
+    assert "parameters   11,689,512" in str(s)
+
+
+def test_from_torch_unsupported_op_raises():
+    import torch
+
+    class Sorts(torch.nn.Module):
+        def forward(self, x):
+            return torch.sort(x).values
+
+    with pytest.raises(colo.ColoError, match="aten::sort"):
+        colo.from_torch(Sorts(), torch.randn(2, 3))
+    with pytest.raises(colo.ColoError, match="not a readable TorchScript archive"):
+        colo.import_model(_truncated_archive(), ["2x3"])
+
+
+def _truncated_archive():
+    import tempfile
+    f = tempfile.NamedTemporaryFile(suffix=".pt", delete=False)
+    f.write(b"PK\x03\x04 truncated")
+    f.close()
+    return f.name

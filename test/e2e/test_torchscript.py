@@ -1,0 +1,130 @@
+"""TorchScript import: the models traced by the pinned PyTorch, checked against
+PyTorch (parameters and their names) and against the ONNX import of the same
+model (parameters, op mix, FLOPs)."""
+import json
+import re
+import subprocess
+
+import pytest
+import torch
+
+from conftest import BIN, run_colo
+import models
+
+# Element types of the example inputs, as --input-shape spells them.
+DTYPES = {torch.float32: "f32", torch.int64: "i64"}
+
+
+def shape_spec(t):
+    return "x".join(map(str, t.shape)) + "x" + DTYPES[t.dtype]
+
+
+@pytest.fixture(scope="session")
+def traced(tmp_path_factory):
+    out = tmp_path_factory.mktemp("torchscript")
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            model, args = models.build(name)
+            path = out / f"{name}.pt"
+            torch.jit.trace(model, args, check_trace=False).save(str(path))
+            shapes = [a for t in args for a in ("--input-shape", shape_spec(t))]
+            cache[name] = (path, model, shapes)
+        return cache[name]
+
+    return get
+
+
+def summary(path, *extra):
+    return json.loads(run_colo("import", path, *extra, "--summary", "--json").stdout)
+
+
+def globals_in(path, *extra, trainable=True):
+    ir = run_colo("import", path, *extra, "--elide-weights").stdout
+    pattern = r'colo\.global trainable @"?([^" :]+)"?' if trainable else \
+        r'colo\.global @"?([^" :]+)"?'
+    return set(re.findall(pattern, ir))
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_parameters_and_names_equal_pytorch(traced, name):
+    path, model, shapes = traced(name)
+    s = summary(path, *shapes)
+    assert s["parameters"] == models.parameter_count(model)
+    assert globals_in(path, *shapes) == {n for n, _ in model.named_parameters()}
+
+
+COMPUTE_OPS = {"matmul", "conv2d", "attention", "layer_norm", "rms_norm", "batch_norm",
+               "gelu", "silu", "sigmoid", "softmax", "relu", "clamp", "embedding",
+               "dropout", "max_pool2d"}
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_same_graph_as_onnx(traced, exported, name):
+    """Same parameters (names where the exporter kept them), the same compute
+    ops after canonicalization, and the same FLOPs as the ONNX import."""
+    path, model, shapes = traced(name)
+    onnx_path, _ = exported(name, "torchscript")
+    ts, ox = summary(path, *shapes), summary(onnx_path)
+    assert ts["parameters"] == ox["parameters"]
+    ts_names, ox_names = globals_in(path, *shapes), globals_in(onnx_path)
+    renamed = {n for n in ox_names - ts_names if n.startswith("onnx::")}
+    assert ox_names - renamed <= ts_names
+    assert len(ox_names) == len(ts_names)
+
+    def compute(ops):
+        return {k: v for k, v in ops.items() if k in COMPUTE_OPS}
+
+    assert compute(ts["op_counts"]) == compute(ox["op_counts"])
+    assert ts["matmul_flops"] == pytest.approx(ox["matmul_flops"], rel=0.01)
+    assert ts["flops"] == pytest.approx(ox["flops"], rel=0.02)
+
+
+def check_one_line_error(proc, *words):
+    assert proc.returncode == 1, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("colo: error:"), proc.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+class Inner(torch.nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=-1)
+
+
+class Outer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.block = Inner()
+
+    def forward(self, x):
+        return self.block(self.proj(x))
+
+
+def test_unsupported_op_names_op_and_scope(tmp_path):
+    path = tmp_path / "m.pt"
+    torch.jit.trace(Outer(), (torch.randn(2, 8),)).save(str(path))
+    check_one_line_error(run_colo("import", path, "--input-shape", "2x8", check=False),
+                         "aten::cumsum", "block", "unsupported op")
+
+
+def test_truncated_and_foreign_archives(traced, tmp_path):
+    path, _, shapes = traced("mlp")
+    data = path.read_bytes()
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(data[: len(data) // 2])
+    text = tmp_path / "text.pt"
+    text.write_text("not a TorchScript archive\n")
+    for bad in (truncated, text):
+        check_one_line_error(run_colo("import", bad, *shapes, check=False),
+                             "not a readable TorchScript archive")
+
+
+def test_missing_or_bad_input_shapes(traced):
+    path, _, _ = traced("gpt2")
+    check_one_line_error(run_colo("import", path, check=False), "--input-shape", "ids")
+    check_one_line_error(run_colo("import", path, "--input-shape", "2xbanana",
+                                  check=False), "bad input shape")
