@@ -20,6 +20,43 @@ bool isSplatConstant(Value v, double expected) {
   return c && std::abs(*c - expected) <= 1e-4 * std::max(1.0, std::abs(expected));
 }
 
+Value stripConstantScale(Value v, double &scale, bool throughReshapes) {
+  while (true) {
+    if (auto mul = v.getDefiningOp<MulOp>()) {
+      std::optional<double> c;
+      Value x;
+      if ((c = getSplatConstant(mul.getRhs())))
+        x = mul.getLhs();
+      else if ((c = getSplatConstant(mul.getLhs())))
+        x = mul.getRhs();
+      if (x && x.getType() == mul.getType()) {
+        scale *= *c;
+        v = x;
+        continue;
+      }
+    }
+    if (auto div = v.getDefiningOp<DivOp>()) {
+      std::optional<double> c = getSplatConstant(div.getRhs());
+      if (c && *c != 0 && div.getLhs().getType() == div.getType()) {
+        scale /= *c;
+        v = div.getLhs();
+        continue;
+      }
+    }
+    if (auto reshape = v.getDefiningOp<ReshapeOp>(); reshape && throughReshapes) {
+      v = reshape.getInput();
+      continue;
+    }
+    return v;
+  }
+}
+
+Value stripReshapes(Value v) {
+  while (auto reshape = v.getDefiningOp<ReshapeOp>())
+    v = reshape.getInput();
+  return v;
+}
+
 void collectMulFactors(Value v, SmallVectorImpl<Value> &factors, Value leaf) {
   if (auto mul = v.getDefiningOp<MulOp>(); mul && v != leaf) {
     collectMulFactors(mul.getLhs(), factors, leaf);

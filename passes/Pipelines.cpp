@@ -13,6 +13,7 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
   pm.addPass(createColoRaiseLayerNorm());
   pm.addPass(createColoRaiseRmsNorm());
   pm.addPass(createColoRaiseGelu());
+  pm.addPass(createColoRaiseAttention());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
 }
@@ -21,6 +22,7 @@ void colo::registerPassesAndPipelines() {
   registerColoPasses();
   mlir::PassPipelineRegistration<>(
       "colo-import-pipeline",
-      "Cleans up an imported graph: canonicalize, raise norms and GELU, CSE",
+      "Cleans up an imported graph: canonicalize, raise norms, GELU and "
+      "attention, CSE",
       buildImportPipeline);
 }

@@ -64,8 +64,11 @@ int64_t AttentionOp::getFlops() {
   auto k = cast<RankedTensorType>(getKey().getType());
   auto v = cast<RankedTensorType>(getValue().getType());
   int64_t scores = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) * k.getDimSize(2);
-  // q k^T, then p v; the softmax and scaling are ~5 FLOPs per score.
-  return 2 * scores * q.getDimSize(3) + 2 * scores * v.getDimSize(3) + 5 * scores;
+  // q k^T, then p v; the softmax and scaling are ~5 FLOPs per score, dropout
+  // (a draw and a select-and-scale) 2 more.
+  int64_t perScore = 5 + (getDropout().isZero() ? 0 : DropoutOp::kFlopsPerElement);
+  return 2 * scores * q.getDimSize(3) + 2 * scores * v.getDimSize(3) +
+         perScore * scores;
 }
 CostClass AttentionOp::getCostClass() { return CostClass::Matmul; }
 

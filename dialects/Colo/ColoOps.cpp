@@ -334,6 +334,13 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult AttentionOp::verify() {
+  double p = getDropout().convertToDouble();
+  if (!(p >= 0 && p < 1))
+    return emitOpError() << "dropout " << p << " outside [0, 1)";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

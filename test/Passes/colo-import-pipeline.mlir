@@ -1,7 +1,7 @@
 // RUN: colo-opt %s --colo-import-pipeline | FileCheck %s
 
 // The import cleanup as a whole: canonicalization, raising of layer norm,
-// RMS norm and GELU, and CSE.
+// RMS norm, GELU and attention, and CSE.
 
 // A GPT-2 block's MLP as torch.onnx exports it: layer norm at an old opset,
 // the tanh GELU, plus the identities and duplicates an export leaves behind.
@@ -85,4 +85,51 @@ func.func @llama_norm(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %w: tensor<64
   %b = colo.matmul %ng, %v : tensor<2x16x64xf32>, tensor<64x128xf32>
   %y = colo.mul %s, %b : tensor<2x16x128xf32>, tensor<2x16x128xf32>
   return %y : tensor<2x16x128xf32>
+}
+
+// GPT-2's attention as the dynamo exporter writes it: heads split from the
+// fused projection, k transposed through a [b*h, t, d] round trip, q and k
+// scaled by sqrt(scale), the causal bias. The round trip and the bias go.
+// CHECK-LABEL: func.func @gpt2_attention
+// CHECK-SAME: (%[[QKV:.*]]: tensor<2x4x48xf32>)
+// CHECK-DAG: %[[QS:.*]] = colo.slice %[[QKV]] start = [0, 0, 0]
+// CHECK-DAG: %[[KS:.*]] = colo.slice %[[QKV]] start = [0, 0, 16]
+// CHECK-DAG: %[[VS:.*]] = colo.slice %[[QKV]] start = [0, 0, 32]
+// CHECK-DAG: %[[QR:.*]] = colo.reshape %[[QS]] : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+// CHECK-DAG: %[[KR:.*]] = colo.reshape %[[KS]] : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+// CHECK-DAG: %[[VR:.*]] = colo.reshape %[[VS]] : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+// CHECK-DAG: %[[Q:.*]] = colo.transpose %[[QR]] permutation = [0, 2, 1, 3]
+// CHECK-DAG: %[[K:.*]] = colo.transpose %[[KR]] permutation = [0, 2, 1, 3]
+// CHECK-DAG: %[[V:.*]] = colo.transpose %[[VR]] permutation = [0, 2, 1, 3]
+// CHECK: %[[O:.*]] = colo.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f64} : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>
+// CHECK-NEXT: %[[T:.*]] = colo.transpose %[[O]] permutation = [0, 2, 1, 3]
+// CHECK-NEXT: %[[Y:.*]] = colo.reshape %[[T]] : tensor<2x4x2x8xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @gpt2_attention(%qkv: tensor<2x4x48xf32>) -> tensor<2x4x16xf32> {
+  %bias = colo.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000],
+                               [0.0, 0.0, 0xFF800000, 0xFF800000],
+                               [0.0, 0.0, 0.0, 0xFF800000],
+                               [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %c = colo.constant dense<0.5> : tensor<1xf32>
+  %qs = colo.slice %qkv start = [0, 0, 0] limit = [2, 4, 16] stride = [1, 1, 1] : tensor<2x4x48xf32>
+  %ks = colo.slice %qkv start = [0, 0, 16] limit = [2, 4, 32] stride = [1, 1, 1] : tensor<2x4x48xf32>
+  %vs = colo.slice %qkv start = [0, 0, 32] limit = [2, 4, 48] stride = [1, 1, 1] : tensor<2x4x48xf32>
+  %qr = colo.reshape %qs : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+  %q = colo.transpose %qr permutation = [0, 2, 1, 3] : tensor<2x4x2x8xf32>
+  %kr = colo.reshape %ks : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+  %k = colo.transpose %kr permutation = [0, 2, 1, 3] : tensor<2x4x2x8xf32>
+  %vr = colo.reshape %vs : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+  %v = colo.transpose %vr permutation = [0, 2, 1, 3] : tensor<2x4x2x8xf32>
+  %k3 = colo.reshape %k : tensor<2x2x4x8xf32> -> tensor<4x4x8xf32>
+  %kt3 = colo.transpose %k3 permutation = [0, 2, 1] : tensor<4x4x8xf32>
+  %kt = colo.reshape %kt3 : tensor<4x8x4xf32> -> tensor<2x2x8x4xf32>
+  %qc = colo.mul %q, %c : tensor<2x2x4x8xf32>, tensor<1xf32>
+  %kc = colo.mul %kt, %c : tensor<2x2x8x4xf32>, tensor<1xf32>
+  %s = colo.matmul %qc, %kc : tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>
+  %m = colo.add %s, %bias : tensor<2x2x4x4xf32>, tensor<4x4xf32>
+  %p = colo.softmax %m axis = 3 : tensor<2x2x4x4xf32>
+  %o = colo.matmul %p, %v : tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>
+  %t = colo.transpose %o permutation = [0, 2, 1, 3] : tensor<2x2x4x8xf32>
+  %y = colo.reshape %t : tensor<2x4x2x8xf32> -> tensor<2x4x16xf32>
+  return %y : tensor<2x4x16xf32>
 }

@@ -10,7 +10,7 @@ namespace colo {
 #include "colo/Passes/Passes.h.inc"
 
 /// The cleanup every imported graph goes through: canonicalization, raising
-/// of decomposed norms and activations, CSE. The CLI, colo-opt
+/// of decomposed norms, activations and attention, CSE. The CLI, colo-opt
 /// (`--colo-import-pipeline`) and Python all call this one function.
 void buildImportPipeline(mlir::OpPassManager &pm);
 

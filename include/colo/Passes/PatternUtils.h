@@ -13,6 +13,19 @@ std::optional<double> getSplatConstant(mlir::Value v);
 /// True if `v` is a splat constant within a relative 1e-4 of `expected`.
 bool isSplatConstant(mlir::Value v, double expected);
 
+/// Peels constant scalings off `v`: `x * c`, `c * x` and `x / c` with `c` a
+/// splat float constant (nonzero for a division) that does not broadcast `x`
+/// to a larger shape. Multiplies `scale` by the factors it peels and returns
+/// the innermost `x`. With `throughReshapes` it also looks through
+/// colo.reshape, which commutes with a scalar factor.
+mlir::Value stripConstantScale(mlir::Value v, double &scale,
+                               bool throughReshapes = false);
+
+/// Follows colo.reshape producers from `v` and returns the first value that no
+/// reshape produced. A reshape keeps row-major order, so that value holds the
+/// same elements in the same order as `v`.
+mlir::Value stripReshapes(mlir::Value v);
+
 /// Flattens a tree of colo.mul ops rooted at `v` into its factors. `leaf`, if
 /// given, stays one factor even when it is itself a product.
 void collectMulFactors(mlir::Value v, llvm::SmallVectorImpl<mlir::Value> &factors,

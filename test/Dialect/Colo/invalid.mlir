@@ -329,6 +329,22 @@ func.func @attention_mask(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x32x8xf32>, %v
   return
 }
 
+// -----
+
+func.func @attention_dropout_one(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{'colo.attention' op dropout 1.000000e+00 outside [0, 1)}}
+  %0 = colo.attention %q, %k, %v {scale = 1.0 : f64, dropout = 1.0 : f64} : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_dropout_negative(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{'colo.attention' op dropout -1.000000e-01 outside [0, 1)}}
+  %0 = colo.attention %q, %k, %v {scale = 1.0 : f64, dropout = -0.1 : f64} : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization and regularization
 //===----------------------------------------------------------------------===//

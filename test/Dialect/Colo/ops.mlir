@@ -267,6 +267,21 @@ func.func @attention_mask(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v
   return %0 : tensor<2x4x16x8xf32>
 }
 
+// Attention dropout round-trips; the default 0 is not printed.
+// CHECK-LABEL: func.func @attention_dropout
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x16x8xf32>, %[[K:.*]]: tensor<2x2x16x8xf32>, %[[V:.*]]: tensor<2x2x16x8xf32>)
+// CHECK: %[[A:.*]] = colo.attention %[[Q]], %[[K]], %[[V]] {causal, dropout = 1.000000e-01 : f64, scale = 1.250000e-01 : f64} : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+// CHECK: %[[B:.*]] = colo.attention %[[Q]], %[[K]], %[[V]] {scale = 1.250000e-01 : f64} : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+// CHECK: return %[[A]], %[[B]]
+func.func @attention_dropout(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x16x8xf32>, %v: tensor<2x2x16x8xf32>)
+    -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) {
+  %0 = colo.attention %q, %k, %v {scale = 0.125 : f64, causal, dropout = 0.1 : f64}
+       : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+  %1 = colo.attention %q, %k, %v {scale = 0.125 : f64, dropout = 0.0 : f64}
+       : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+  return %0, %1 : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization and regularization
 //===----------------------------------------------------------------------===//

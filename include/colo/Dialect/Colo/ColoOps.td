@@ -286,22 +286,37 @@ def Colo_AttentionOp : Colo_CostedOp<"attention", [Pure, InferTypeOpAdaptor,
   let description = [{
     `softmax(q k^T * scale + mask) v` over `q: [b, h, s, d]`,
     `k: [b, hkv, t, d]`, `v: [b, hkv, t, dv]` with `h` a multiple of `hkv`
-    (grouped-query attention); `causal` masks keys after the query position.
-    The optional additive mask broadcasts to `[b, h, s, t]`.
+    (grouped-query attention: query head `i` uses key/value head
+    `i / (h / hkv)`); `causal` masks keys after the query position. The
+    optional additive mask broadcasts to `[b, h, s, t]`. `dropout` is the
+    probability with which training zeroes each attention probability (the
+    rest are scaled by `1 / (1 - dropout)`, as `colo.dropout` does); it lies
+    in `[0, 1)` and defaults to 0.
 
     ```mlir
-    %o = colo.attention %q, %k, %v {scale = 0.125 : f64, causal}
+    %o = colo.attention %q, %k, %v {scale = 0.125 : f64, causal, dropout = 0.1 : f64}
          : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
     ```
   }];
   let arguments = (ins Colo_FloatTensor:$query, Colo_FloatTensor:$key,
       Colo_FloatTensor:$value, Optional<Colo_FloatTensor>:$mask,
-      F64Attr:$scale, UnitAttr:$causal);
+      F64Attr:$scale, UnitAttr:$causal,
+      DefaultValuedAttr<F64Attr, "0.0">:$dropout);
   let results = (outs Colo_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)?
   }];
+  // Without dropout, as inference and the importers build it.
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$query,
+      "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::Value":$mask,
+      "::mlir::FloatAttr":$scale, "::mlir::UnitAttr":$causal), [{
+      build($_builder, $_state, result, query, key, value, mask, scale, causal,
+            $_builder.getF64FloatAttr(0.0));
+    }]>
+  ];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
