@@ -13,6 +13,7 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
   pm.addPass(createColoRaiseLayerNorm());
   pm.addPass(createColoRaiseRmsNorm());
   pm.addPass(createColoRaiseGelu());
+  pm.addPass(createColoRaiseSilu());
   pm.addPass(createColoRaiseAttention());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

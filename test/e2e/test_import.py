@@ -30,11 +30,11 @@ EXPECTED_OPS = {
     "mlp": {"matmul": 3, "relu": 1, "gelu": 1},
     "resnet18": {"conv2d": 20, "batch_norm": 20, "max_pool2d": 1},
     "mobilenet_v2": {"conv2d": 52, "batch_norm": 52, "clamp": 35},
-    "vit": {"layer_norm": 5, "gelu": 2, "softmax": 2, "conv2d": 1},
-    "transformer_encoder": {"layer_norm": 4, "softmax": 2, "relu": 2},
-    "gpt2": {"layer_norm": 5, "gelu": 2, "softmax": 2, "embedding": 2},
-    "bert": {"layer_norm": 6, "gelu": 3, "softmax": 2},
-    "llama": {"rms_norm": 5, "softmax": 2, "sigmoid": 2, "embedding": 1},
+    "vit": {"layer_norm": 5, "gelu": 2, "attention": 2, "softmax": 0, "conv2d": 1},
+    "transformer_encoder": {"layer_norm": 4, "attention": 2, "softmax": 0, "relu": 2},
+    "gpt2": {"layer_norm": 5, "gelu": 2, "attention": 2, "softmax": 0, "embedding": 2},
+    "bert": {"layer_norm": 6, "gelu": 3, "attention": 2, "softmax": 0},
+    "llama": {"rms_norm": 5, "attention": 2, "silu": 2, "sigmoid": 0, "embedding": 1},
 }
 TRAINING_OPS = {
     "transformer_encoder": "dropout", "gpt2": "dropout",

@@ -30,7 +30,7 @@ cl::opt<bool> importJson("json", cl::desc("With --summary: print JSON"),
                          cl::sub(importCmd));
 cl::opt<bool> importRaw("no-cleanup",
                         cl::desc("Skip the import pipeline (canonicalize, "
-                                 "raise norms and GELU, CSE)"),
+                                 "raise norms, activations and attention, CSE)"),
                         cl::sub(importCmd));
 cl::opt<bool> importElide(
     "elide-weights",

@@ -105,4 +105,25 @@ def ColoRaiseAttention : Pass<"colo-raise-attention"> {
   ];
 }
 
+def ColoRaiseSilu : Pass<"colo-raise-silu"> {
+  let summary = "Raises x * sigmoid(x) to colo.silu";
+  let description = [{
+    Exporters spell SiLU (Swish, Llama's MLP activation) as
+    `x * sigmoid(x)`; this pass replaces the product with `colo.silu`.
+
+    Before:
+    ```mlir
+    %s = colo.sigmoid %x : tensor<2x8xf32>
+    %y = colo.mul %x, %s : tensor<2x8xf32>, tensor<2x8xf32>
+    ```
+    After:
+    ```mlir
+    %y = colo.silu %x : tensor<2x8xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRaised", "num-raised", "SiLUs raised">,
+  ];
+}
+
 #endif // COLO_PASSES
