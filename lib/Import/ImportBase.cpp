@@ -20,6 +20,18 @@ LogicalResult ImportBase::inferTypes(Operation *op) {
   return verify(op, /*verifyRecursively=*/false);
 }
 
+FailureOr<Value> ImportBase::createUnary(llvm::StringRef mnemonic, Value x) {
+  OperationState state(loc, ("colo." + mnemonic).str());
+  state.addOperands(x);
+  state.addTypes(x.getType());
+  Operation *op = builder.create(state);
+  if (!op->isRegistered() || failed(verify(op, /*verifyRecursively=*/false))) {
+    op->erase();
+    return failure();
+  }
+  return op->getResult(0);
+}
+
 std::optional<std::string>
 ImportBase::capture(llvm::function_ref<LogicalResult()> importOne) {
   std::string captured;

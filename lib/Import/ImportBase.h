@@ -46,6 +46,10 @@ public:
     return op;
   }
 
+  /// Creates the one-operand elementwise colo op `colo.<mnemonic>` (relu,
+  /// exp, ...) on `x`, verified.
+  mlir::FailureOr<mlir::Value> createUnary(llvm::StringRef mnemonic, mlir::Value x);
+
   /// Runs `importOne` with diagnostics captured; on failure returns the
   /// problem (the recorded node error, else the first diagnostic).
   std::optional<std::string> capture(llvm::function_ref<mlir::LogicalResult()> importOne);

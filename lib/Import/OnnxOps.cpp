@@ -40,21 +40,18 @@ LogicalResult Importer::importIdentity(const onnx::NodeProto &, Inputs ins,
 
 LogicalResult Importer::importUnary(const onnx::NodeProto &node, Inputs ins,
                                     Outputs &outs) {
-  Value x = use(*ins[0]);
-  Type t = x.getType();
-  const std::string &op = node.op_type();
-  if (op == "Neg") return setResult(createTyped<NegOp>(t, x), outs);
-  if (op == "Exp") return setResult(createTyped<ExpOp>(t, x), outs);
-  if (op == "Log") return setResult(createTyped<LogOp>(t, x), outs);
-  if (op == "Sqrt") return setResult(createTyped<SqrtOp>(t, x), outs);
-  if (op == "Reciprocal") return setResult(createTyped<ReciprocalOp>(t, x), outs);
-  if (op == "Tanh") return setResult(createTyped<TanhOp>(t, x), outs);
-  if (op == "Erf") return setResult(createTyped<ErfOp>(t, x), outs);
-  if (op == "Sigmoid") return setResult(createTyped<SigmoidOp>(t, x), outs);
-  if (op == "Relu") return setResult(createTyped<ReluOp>(t, x), outs);
-  if (op == "Cos") return setResult(createTyped<CosOp>(t, x), outs);
-  if (op == "Sin") return setResult(createTyped<SinOp>(t, x), outs);
-  return fail("unsupported op");
+  static const llvm::StringMap<llvm::StringRef> mnemonics = {
+      {"Neg", "neg"}, {"Exp", "exp"}, {"Log", "log"}, {"Sqrt", "sqrt"},
+      {"Reciprocal", "reciprocal"}, {"Tanh", "tanh"}, {"Erf", "erf"},
+      {"Sigmoid", "sigmoid"}, {"Relu", "relu"}, {"Cos", "cos"}, {"Sin", "sin"}};
+  auto it = mnemonics.find(node.op_type());
+  if (it == mnemonics.end())
+    return fail("unsupported op");
+  FailureOr<Value> y = createUnary(it->second, use(*ins[0]));
+  if (failed(y))
+    return failure();
+  outs.push_back(Val{*y, {}, {}});
+  return success();
 }
 
 /// A host operand of a binary op takes the element type of the other side,
@@ -713,7 +710,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     for (const char *op : {"Identity"})
       t[op] = &Importer::importIdentity;
     for (const char *op : {"Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Tanh", "Erf",
-                           "Sigmoid", "Relu", "Cos", "Sin"})
+                           "Sigmoid", "Relu", "Cos", "Sin"}) // see importUnary
       t[op] = &Importer::importUnary;
     for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
       t[op] = &Importer::importBinary;

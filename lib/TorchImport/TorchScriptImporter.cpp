@@ -58,6 +58,16 @@ std::string firstLine(const std::string &s) {
   return line.size() > 300 ? line.substr(0, 300) + "..." : line;
 }
 
+/// A tensor's values, known at import time.
+HostTensor hostOf(const at::Tensor &t) {
+  at::Tensor c = t.detach().contiguous().to(at::kDouble);
+  HostTensor h{dtypeOf(t.scalar_type()), {}, {}};
+  for (int64_t d : c.sizes())
+    h.shape.push_back(d);
+  h.values.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  return h;
+}
+
 NodeAttrs attrs(std::map<std::string, int64_t> ints = {},
                 std::map<std::string, std::vector<int64_t>> lists = {}) {
   NodeAttrs a;
@@ -459,12 +469,7 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
     } else if (iv->isIntList()) {
       t.host = HostTensor::vector(iv->toIntVector());
     } else if (iv->isTensor()) {
-      at::Tensor c = iv->toTensor().contiguous().to(at::kDouble);
-      HostTensor h{dtypeOf(iv->toTensor().scalar_type()), {}, {}};
-      for (int64_t d : c.sizes())
-        h.shape.push_back(d);
-      h.values.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-      t.host = std::move(h);
+      t.host = hostOf(iv->toTensor());
     } else {
       t.none = true; // devices, layouts, memory formats: irrelevant here
     }
@@ -491,12 +496,7 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
         t.value = *g;
       } else {
         // A buffer: known now; batch norm turns its statistics into state.
-        at::Tensor c = v.toTensor().contiguous().to(at::kDouble);
-        HostTensor h{dtypeOf(v.toTensor().scalar_type()), {}, {}};
-        for (int64_t d : c.sizes())
-          h.shape.push_back(d);
-        h.values.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-        t.host = std::move(h);
+        t.host = hostOf(v.toTensor());
         t.name = full;
       }
     } else if (v.isInt() || v.isBool() || v.isDouble()) {
@@ -626,19 +626,15 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
     FailureOr<Value> x = tensor(*ins[0]);
     if (failed(x))
       return failure();
+    if (kind != "aten::gelu") {
+      llvm::StringRef mnemonic = llvm::StringRef(kind).drop_front(6).rtrim('_');
+      FailureOr<Value> y = createUnary(mnemonic, *x);
+      if (failed(y))
+        return failure();
+      outs.push_back(runtime(*y));
+      return success();
+    }
     Type t = x->getType();
-    if (kind == "aten::relu" || kind == "aten::relu_") return pushOp(createTyped<ReluOp>(t, *x));
-    if (kind == "aten::silu" || kind == "aten::silu_") return pushOp(createTyped<SiluOp>(t, *x));
-    if (kind == "aten::tanh") return pushOp(createTyped<TanhOp>(t, *x));
-    if (kind == "aten::sigmoid") return pushOp(createTyped<SigmoidOp>(t, *x));
-    if (kind == "aten::neg") return pushOp(createTyped<NegOp>(t, *x));
-    if (kind == "aten::rsqrt") return pushOp(createTyped<RsqrtOp>(t, *x));
-    if (kind == "aten::sqrt") return pushOp(createTyped<SqrtOp>(t, *x));
-    if (kind == "aten::exp") return pushOp(createTyped<ExpOp>(t, *x));
-    if (kind == "aten::log") return pushOp(createTyped<LogOp>(t, *x));
-    if (kind == "aten::cos") return pushOp(createTyped<CosOp>(t, *x));
-    if (kind == "aten::sin") return pushOp(createTyped<SinOp>(t, *x));
-    if (kind == "aten::erf") return pushOp(createTyped<ErfOp>(t, *x));
     std::string approx = "none";
     if (TVal *a = arg("approximate"); a && a->str)
       approx = *a->str;
@@ -724,10 +720,16 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
                     "is not supported");
       if (i >= 2 && p->host && !p->name.empty()) {
         // Running statistics are state the training step updates.
+        static const std::map<int32_t, at::ScalarType> floats = {
+            {ox::kFloat, at::kFloat}, {ox::kDouble, at::kDouble},
+            {ox::kFloat16, at::kHalf}, {ox::kBFloat16, at::kBFloat16}};
+        auto dt = floats.find(p->host->dtype);
+        if (dt == floats.end())
+          return fail("running statistics must be floating point");
         torch::Tensor data = torch::from_blob(p->host->values.data(),
                                               {static_cast<int64_t>(p->host->values.size())},
                                               torch::kDouble)
-                                 .to(torch::kFloat);
+                                 .to(dt->second);
         FailureOr<Value> g = stateGlobal(p->name, data, /*trainable=*/false);
         if (failed(g))
           return failure();
