@@ -96,6 +96,8 @@ private:
   using Env = std::unordered_map<const torch::jit::Value *, TVal>;
   LogicalResult importGraph(torch::jit::Graph &graph, const std::string &scope,
                             std::vector<TVal> args, std::vector<TVal> &results);
+  LogicalResult importBlock(torch::jit::Block &block, const std::string &scope,
+                            Env &env);
   LogicalResult translate(torch::jit::Node *n, const std::string &scope,
                           std::vector<TVal *> &ins, std::vector<TVal> &outs);
 
@@ -377,7 +379,16 @@ LogicalResult TsImporter::importGraph(torch::jit::Graph &graph, const std::strin
                 std::to_string(graph.inputs().size()));
   for (size_t i = 0; i < args.size(); ++i)
     env[graph.inputs()[i]] = std::move(args[i]);
-  for (torch::jit::Node *n : graph.nodes()) {
+  if (failed(importBlock(*graph.block(), scope, env)))
+    return failure();
+  for (const torch::jit::Value *v : graph.outputs())
+    results.push_back(env.at(v));
+  return success();
+}
+
+LogicalResult TsImporter::importBlock(torch::jit::Block &block, const std::string &scope,
+                                      Env &env) {
+  for (torch::jit::Node *n : block.nodes()) {
     std::vector<TVal *> ins;
     for (const torch::jit::Value *v : n->inputs()) {
       auto it = env.find(v);
@@ -389,21 +400,69 @@ LogicalResult TsImporter::importGraph(torch::jit::Graph &graph, const std::strin
     std::string kind = n->kind().toQualString();
     loc = NameLoc::get(StringAttr::get(&ctx, scope + "/" + kind));
     current = n;
+    auto call = [&](torch::jit::Graph &g, const std::string &calleeScope,
+                    size_t firstArg) -> LogicalResult {
+      std::vector<TVal> args;
+      for (size_t i = firstArg; i < ins.size(); ++i)
+        args.push_back(*ins[i]);
+      if (failed(importGraph(g, calleeScope, std::move(args), outs)))
+        return failure();
+      if (outs.size() != n->outputs().size())
+        return fail("call returned " + std::to_string(outs.size()) + " values");
+      return success();
+    };
     if (kind == "prim::CallMethod") {
       if (ins.empty() || !ins[0]->module)
         return fail("call of a method on something that is not a module");
-      torch::jit::Module callee = *ins[0]->module;
       std::string method = n->s(c10::Symbol::attr("name"));
-      auto m = callee.find_method(method);
+      auto m = ins[0]->module->find_method(method);
       if (!m)
         return fail("module '" + ins[0]->name + "' has no method '" + method + "'");
-      std::vector<TVal> args;
-      for (TVal *v : ins)
-        args.push_back(*v);
-      if (failed(importGraph(*m->graph(), ins[0]->name, std::move(args), outs)))
+      if (failed(call(*m->graph(), ins[0]->name, 0)))
         return failure();
-      if (outs.size() != n->outputs().size())
-        return fail("method returned " + std::to_string(outs.size()) + " values");
+    } else if (kind == "prim::CallFunction") {
+      // Scripted calls of free functions (torch.nn.functional.*): inlined in
+      // the caller's scope.
+      auto fnType = n->input(0)->type()->cast<c10::FunctionType>();
+      if (!fnType)
+        return fail("call of something that is not a function");
+      if (failed(call(*torch::jit::toGraphFunction(*fnType->function()).graph(), scope, 1)))
+        return failure();
+    } else if (kind == "prim::If") {
+      // Scripted models branch on what is known at import (training mode,
+      // None checks, ranks): import the branch taken.
+      if (!ins[0]->host)
+        return fail("in " + scope + ": prim::If on a value computed at run time is "
+                    "not supported");
+      torch::jit::Block *taken = n->blocks()[ins[0]->host->values[0] ? 0 : 1];
+      if (failed(importBlock(*taken, scope, env)))
+        return failure();
+      for (const torch::jit::Value *v : taken->outputs())
+        outs.push_back(env.at(v));
+    } else if (kind == "prim::Loop") {
+      // Loops of a trip count known at import (size checks in scripted
+      // models) are unrolled.
+      FailureOr<int64_t> trips = toInt(*ins[0], "loop trip count");
+      FailureOr<int64_t> cond = toInt(*ins[1], "loop condition");
+      if (failed(trips) || failed(cond))
+        return failure();
+      torch::jit::Block *body = n->blocks()[0];
+      std::vector<TVal> carried;
+      for (size_t i = 2; i < ins.size(); ++i)
+        carried.push_back(*ins[i]);
+      for (int64_t i = 0; i < *trips && *cond; ++i) {
+        env[body->inputs()[0]] = TVal{{}, HostTensor::scalar(i, ox::kInt64), {}, {}, {}, {}, false};
+        for (size_t k = 0; k < carried.size(); ++k)
+          env[body->inputs()[k + 1]] = carried[k];
+        if (failed(importBlock(*body, scope, env)))
+          return failure();
+        cond = toInt(env.at(body->outputs()[0]), "loop condition");
+        if (failed(cond))
+          return failure();
+        for (size_t k = 0; k < carried.size(); ++k)
+          carried[k] = env.at(body->outputs()[k + 1]);
+      }
+      outs = std::move(carried);
     } else if (failed(translate(n, scope, ins, outs))) {
       if (nodeError.rfind("in ", 0) != 0 && !nodeError.empty())
         nodeError = "in " + (scope.empty() ? std::string("<root>") : scope) + ": " +
@@ -413,8 +472,6 @@ LogicalResult TsImporter::importGraph(torch::jit::Graph &graph, const std::strin
     for (size_t i = 0; i < n->outputs().size() && i < outs.size(); ++i)
       env[n->outputs()[i]] = std::move(outs[i]);
   }
-  for (const torch::jit::Value *v : graph.outputs())
-    results.push_back(env.at(v));
   return success();
 }
 
@@ -519,7 +576,16 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
     outs.push_back(std::move(t));
     return success();
   }
+  // Lists of numbers (sizes) are host vectors; index and unpack them too.
+  auto asList = [](TVal &v) {
+    if (v.host && !v.list && v.host->shape.size() == 1) {
+      v.list.emplace();
+      for (double x : v.host->values)
+        v.list->push_back(TVal{{}, HostTensor::scalar(x, v.host->dtype), {}, {}, {}, {}, false});
+    }
+  };
   if (kind == "prim::ListUnpack" || kind == "prim::TupleUnpack") {
+    asList(*ins[0]);
     if (!ins[0]->list || ins[0]->list->size() != n->outputs().size())
       return fail("cannot unpack into " + std::to_string(n->outputs().size()) + " values");
     for (TVal &v : *ins[0]->list)
@@ -527,6 +593,7 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
     return success();
   }
   if (kind == "aten::__getitem__") {
+    asList(*ins[0]);
     FailureOr<int64_t> i = toInt(*ins[1], "index");
     if (failed(i) || !ins[0]->list)
       return fail("indexing needs a list and a constant index");
@@ -542,6 +609,57 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
       "aten::lift_fresh"};
   if (identities.count(kind)) {
     outs.push_back(*ins[0]);
+    return success();
+  }
+
+  if (kind == "aten::__is__" || kind == "aten::__isnot__") {
+    bool same = ins[0]->none && ins[1]->none;
+    if (!ins[0]->none && !ins[1]->none)
+      return fail("identity of two values is not known at import time");
+    TVal t;
+    t.host = HostTensor::scalar(kind == "aten::__is__" ? same : !same, ox::kBool);
+    outs.push_back(t);
+    return success();
+  }
+  if (kind == "aten::__not__") {
+    FailureOr<int64_t> b = toInt(*ins[0], "condition");
+    if (failed(b))
+      return failure();
+    TVal t;
+    t.host = HostTensor::scalar(!*b, ox::kBool);
+    outs.push_back(t);
+    return success();
+  }
+  static const std::map<std::string, std::string> comparisons = {
+      {"aten::eq", "Equal"}, {"aten::ne", "Equal"}, {"aten::lt", "Less"},
+      {"aten::le", "LessOrEqual"}, {"aten::gt", "Greater"}, {"aten::ge", "GreaterOrEqual"}};
+  if (auto it = comparisons.find(kind);
+      it != comparisons.end() && ins.size() == 2 && ins[0]->host && ins[1]->host) {
+    FailureOr<TVal> r = evalHost(it->second, {&*ins[0]->host, &*ins[1]->host}, attrs());
+    if (succeeded(r) && kind == "aten::ne")
+      for (double &v : r->host->values)
+        v = !v;
+    return push(r);
+  }
+  if (kind == "prim::RaiseException")
+    return fail("the model raises an exception on this path" +
+                (ins.size() && ins[0]->str ? ": " + *ins[0]->str : std::string()));
+  if (kind == "prim::unchecked_cast" || kind == "aten::Bool" || kind == "aten::warn" ||
+      kind == "prim::Uninitialized") {
+    if (kind != "aten::warn")
+      outs.push_back(ins.empty() ? TVal{} : *ins[0]);
+    return success();
+  }
+  if (kind == "aten::format") {
+    TVal t;
+    t.str = ins.empty() || !ins[0]->str ? std::string() : *ins[0]->str;
+    outs.push_back(t);
+    return success();
+  }
+  if (kind == "aten::len" && (asList(*ins[0]), ins[0]->list)) {
+    TVal t;
+    t.host = HostTensor::scalar(ins[0]->list->size(), ox::kInt64);
+    outs.push_back(t);
     return success();
   }
 
@@ -576,6 +694,7 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
       {"aten::add", "Add"}, {"aten::add_", "Add"}, {"aten::sub", "Sub"},
       {"aten::sub_", "Sub"}, {"aten::mul", "Mul"}, {"aten::mul_", "Mul"},
       {"aten::div", "Div"}, {"aten::div_", "Div"}, {"aten::floor_divide", "Div"},
+      {"aten::floordiv", "Div"},
       {"aten::pow", "Pow"}, {"aten::rsub", "Sub"}};
   if (auto it = binaries.find(kind); it != binaries.end()) {
     TVal *a = ins[0], *b = ins[1];
@@ -600,7 +719,8 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
                                           *mode->str != "trunc" && !(a->host && b->host))
       return fail("division with rounding_mode '" + *mode->str + "' is not supported");
     FailureOr<TVal> r = binary(it->second, *a, *b);
-    if (succeeded(r) && kind == "aten::floor_divide" && r->host)
+    if (succeeded(r) && (kind == "aten::floor_divide" || kind == "aten::floordiv") &&
+        r->host)
       for (double &v : r->host->values)
         v = std::floor(v);
     return push(r);

@@ -128,3 +128,22 @@ def test_missing_or_bad_input_shapes(traced):
     check_one_line_error(run_colo("import", path, check=False), "--input-shape", "ids")
     check_one_line_error(run_colo("import", path, "--input-shape", "2xbanana",
                                   check=False), "bad input shape")
+
+
+SCRIPTABLE = ["mlp", "resnet18", "mobilenet_v2"]
+
+
+@pytest.mark.parametrize("name", SCRIPTABLE)
+def test_scripted_modules(traced, name, tmp_path):
+    """torch.jit.script keeps control flow (batch norm's training checks, size
+    loops); what depends only on import-time values is followed or unrolled,
+    and the result is the traced model's graph."""
+    model, args = models.build(name)
+    path = tmp_path / f"{name}.scripted.pt"
+    torch.jit.script(model).save(str(path))
+    shapes = [a for t in args for a in ("--input-shape", shape_spec(t))]
+    s = summary(path, *shapes)
+    assert s["parameters"] == models.parameter_count(model)
+    assert globals_in(path, *shapes) == {n for n, _ in model.named_parameters()}
+    traced_path, _, traced_shapes = traced(name)
+    assert s["op_counts"] == summary(traced_path, *traced_shapes)["op_counts"]
