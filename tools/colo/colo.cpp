@@ -1,111 +1,51 @@
 // colo: the command-line front end. Subcommands share one diagnostic style:
 // "colo: error: <one line>" and exit code 1.
-#include "colo/Analysis/ModelSummary.h"
-#include "colo/Driver/Driver.h"
+#include "Commands.h"
 
-#include "mlir/IR/AsmState.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace llvm;
 
-namespace {
-cl::SubCommand importCmd("import",
-                         "Import an ONNX model (or parse a .mlir module) into "
-                         "the colo dialect; print its IR or a summary");
-cl::opt<std::string> importInput(cl::Positional, cl::desc("<model.onnx|model.pt|model.mlir>"),
-                                 cl::Required, cl::sub(importCmd));
-cl::opt<std::string> importOutput("o", cl::desc("Write the IR to this file"),
-                                  cl::value_desc("file"), cl::sub(importCmd));
-cl::opt<bool> importSummary("summary",
-                            cl::desc("Print parameters, forward FLOPs, op counts "
-                                     "and repeated blocks instead of the IR"),
-                            cl::sub(importCmd));
-cl::opt<bool> importJson("json", cl::desc("With --summary: print JSON"),
-                         cl::sub(importCmd));
-cl::opt<bool> importRaw("no-cleanup",
-                        cl::desc("Skip the import pipeline (canonicalize, "
-                                 "raise norms, activations and attention, CSE)"),
-                        cl::sub(importCmd));
-cl::opt<bool> importElide(
-    "elide-weights",
-    cl::desc("Print inline weights as __elided__ (the IR cannot be re-read)"),
-    cl::sub(importCmd));
-
-cl::list<std::string> importShapes(
-    "input-shape",
-    cl::desc("Shape of an input of a TorchScript model, one per input in order: "
-             "dims joined by 'x' and an optional element type (default f32), "
-             "e.g. 2x16xi64"),
-    cl::value_desc("shape"), cl::sub(importCmd));
-cl::opt<bool> importLocations(
-    "print-locations",
-    cl::desc("Print each op's location (ONNX node name and module path)"),
-    cl::sub(importCmd));
-
-int reportError(const Twine &msg) {
+int colo::tool::reportError(const Twine &msg) {
   WithColor::error(errs(), "colo") << msg << "\n";
   return 1;
 }
 
-int runImport(mlir::MLIRContext &ctx) {
-  int errors = 0;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && errors++ == 0)
-      reportError(d.str());
-    return mlir::success();
-  });
-  colo::ImportOptions options;
-  options.runPipeline = !importRaw;
-  options.inputShapes.assign(importShapes.begin(), importShapes.end());
-  auto module = colo::importModel(importInput, ctx, options);
-  if (failed(module)) {
-    if (errors == 0)
-      reportError("import of '" + importInput + "' failed");
-    return 1;
-  }
-  if (importSummary) {
-    colo::ModelSummary summary = colo::summarize(**module);
-    if (importJson)
-      outs() << formatv("{0:2}", colo::toJSON(summary)) << "\n";
-    else
-      colo::printSummary(summary, outs());
-    if (importOutput.empty())
-      return 0;
-  }
-  std::string error;
-  auto out = mlir::openOutputFile(importOutput.empty() ? std::string("-") : importOutput.getValue(), &error);
-  if (!out)
-    return reportError(error);
-  mlir::OpPrintingFlags flags;
-  if (importElide)
-    flags.elideLargeResourceString(64);
-  if (importLocations)
-    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  (*module)->print(out->os(), flags);
-  out->os() << "\n";
-  out->keep();
-  return 0;
-}
-} // namespace
+colo::tool::OneLineDiagnostics::OneLineDiagnostics(mlir::MLIRContext &ctx)
+    : handler(&ctx, [this](mlir::Diagnostic &d) {
+        if (d.getSeverity() == mlir::DiagnosticSeverity::Error && !any) {
+          reportError(d.str());
+          any = true;
+        }
+        return mlir::success();
+      }) {}
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::OptionCategory coloCategory("colo options");
+  using namespace colo::tool;
+  // Touch every subcommand so its options are registered before parsing.
+  cl::SubCommand *commands[] = {&importCommand(), &modelCommand(), &clusterCommand(),
+                                &planCommand()};
+  (void)commands;
   cl::ParseCommandLineOptions(
       argc, argv,
       "colo: compile and plan the training of neural networks\n\n"
-      "  colo import MODEL.onnx --summary   what the model holds and costs\n"
-      "  colo import MODEL.onnx -o M.mlir   the model in the colo dialect\n\n"
+      "  colo import MODEL.onnx --summary          what the model holds and costs\n"
+      "  colo import MODEL.onnx -o M.mlir          the model in the colo dialect\n"
+      "  colo model gpt --preset gpt3-175b -o M.mlir   a synthetic model, no weights\n"
+      "  colo cluster show a100-80g                a cluster preset or file\n"
+      "  colo plan M.mlir --cluster a100-80g:128x8 --global-batch 1536\n\n"
       "Run 'colo <subcommand> --help' for the options of a subcommand.\n");
   mlir::MLIRContext ctx;
-  if (importCmd)
+  if (importCommand())
     return runImport(ctx);
+  if (modelCommand())
+    return runModel(ctx);
+  if (clusterCommand())
+    return runCluster();
+  if (planCommand())
+    return runPlan(ctx);
   errs() << "colo: no subcommand given; try 'colo --help'\n";
   return 1;
 }

@@ -1,0 +1,50 @@
+#ifndef COLO_PLANNER_PLAN_H
+#define COLO_PLANNER_PLAN_H
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace colo::planner {
+
+enum class Schedule { None, GPipe, OneFOneB, Interleaved };
+enum class Recompute { None, Selective, Full };
+enum class Offload { None, Optimizer };
+
+/// A parallel training plan: the mesh, how state is partitioned, how the batch
+/// is cut and scheduled, and what is recomputed or offloaded. Plans are data:
+/// written as JSON (docs/plan-format.md) and read back by `colo compile`.
+struct Plan {
+  int64_t dp = 1, tp = 1, pp = 1;
+  bool sequenceParallel = false;
+  int zero = 0;
+  int64_t microBatch = 1;   // samples per microbatch
+  int64_t microBatches = 1; // microbatches per step and data-parallel rank
+  Schedule schedule = Schedule::None;
+  int64_t virtualStages = 1;
+  Recompute recompute = Recompute::None;
+  Offload offload = Offload::None;
+  /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
+  std::vector<std::pair<int64_t, int64_t>> stages;
+
+  int64_t worldSize() const { return dp * tp * pp; }
+  int64_t globalBatch() const { return dp * microBatch * microBatches; }
+  /// Short form: dp=16,tp=8,pp=8,sp,zero=1,mbs=1,micro=96,schedule=interleaved,v=2
+  std::string str() const;
+};
+
+llvm::StringRef scheduleName(Schedule s);
+llvm::StringRef recomputeName(Recompute r);
+
+/// Parses the inline form (`dp=2,tp=2,pp=2,zero=1,micro=4,schedule=1f1b`) or,
+/// if `text` names a file, the JSON plan file.
+llvm::Expected<Plan> parsePlan(llvm::StringRef text);
+llvm::Expected<Plan> parsePlanJSON(llvm::StringRef json, llvm::StringRef what);
+llvm::json::Value toJSON(const Plan &plan);
+
+} // namespace colo::planner
+
+#endif

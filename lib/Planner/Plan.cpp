@@ -1,0 +1,227 @@
+#include "colo/Planner/Plan.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace llvm;
+
+namespace colo::planner {
+
+StringRef scheduleName(Schedule s) {
+  switch (s) {
+  case Schedule::None: return "none";
+  case Schedule::GPipe: return "gpipe";
+  case Schedule::OneFOneB: return "1f1b";
+  case Schedule::Interleaved: return "interleaved";
+  }
+  return "none";
+}
+
+StringRef recomputeName(Recompute r) {
+  switch (r) {
+  case Recompute::None: return "none";
+  case Recompute::Selective: return "selective";
+  case Recompute::Full: return "full";
+  }
+  return "none";
+}
+
+std::string Plan::str() const {
+  std::string s = formatv("dp={0},tp={1},pp={2}", dp, tp, pp).str();
+  if (sequenceParallel)
+    s += ",sp";
+  s += formatv(",zero={0},mbs={1},micro={2}", zero, microBatch, microBatches).str();
+  if (pp > 1)
+    s += ",schedule=" + scheduleName(schedule).str();
+  if (schedule == Schedule::Interleaved)
+    s += formatv(",v={0}", virtualStages).str();
+  if (recompute != Recompute::None)
+    s += ",recompute=" + recomputeName(recompute).str();
+  if (offload == Offload::Optimizer)
+    s += ",offload=optimizer";
+  return s;
+}
+
+static Error bad(const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(), msg);
+}
+
+static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
+  auto number = [&](int64_t &out, int64_t min) -> Error {
+    if (value.getAsInteger(10, out) || out < min)
+      return bad(what + ": '" + key + "' must be an integer >= " + Twine(min) +
+                 ", got '" + value + "'");
+    return Error::success();
+  };
+  if (key == "dp") return number(p.dp, 1);
+  if (key == "tp") return number(p.tp, 1);
+  if (key == "pp") return number(p.pp, 1);
+  if (key == "mbs") return number(p.microBatch, 1);
+  if (key == "micro") return number(p.microBatches, 1);
+  if (key == "v") return number(p.virtualStages, 1);
+  if (key == "zero") {
+    int64_t z;
+    if (Error e = number(z, 0))
+      return e;
+    if (z > 3)
+      return bad(what + ": ZeRO stage must be 0, 1, 2 or 3, got " + Twine(z));
+    p.zero = z;
+    return Error::success();
+  }
+  if (key == "sp") {
+    p.sequenceParallel = value.empty() || value == "1" || value == "true";
+    return Error::success();
+  }
+  if (key == "schedule") {
+    if (value == "gpipe") p.schedule = Schedule::GPipe;
+    else if (value == "1f1b") p.schedule = Schedule::OneFOneB;
+    else if (value == "interleaved") p.schedule = Schedule::Interleaved;
+    else if (value == "none") p.schedule = Schedule::None;
+    else
+      return bad(what + ": unknown schedule '" + value +
+                 "' (gpipe, 1f1b, interleaved)");
+    return Error::success();
+  }
+  if (key == "recompute") {
+    if (value == "none") p.recompute = Recompute::None;
+    else if (value == "selective") p.recompute = Recompute::Selective;
+    else if (value == "full") p.recompute = Recompute::Full;
+    else
+      return bad(what + ": unknown recompute policy '" + value +
+                 "' (none, selective, full)");
+    return Error::success();
+  }
+  if (key == "offload") {
+    if (value == "none") p.offload = Offload::None;
+    else if (value == "optimizer") p.offload = Offload::Optimizer;
+    else
+      return bad(what + ": unknown offload '" + value + "' (none, optimizer)");
+    return Error::success();
+  }
+  return bad(what + ": unknown plan field '" + key +
+             "' (dp, tp, pp, sp, zero, mbs, micro, schedule, v, recompute, offload)");
+}
+
+static Error check(Plan &p, StringRef what) {
+  if (p.pp == 1)
+    p.schedule = Schedule::None;
+  else if (p.schedule == Schedule::None)
+    p.schedule = Schedule::OneFOneB;
+  if (p.schedule != Schedule::Interleaved)
+    p.virtualStages = 1;
+  if (p.sequenceParallel && p.tp == 1)
+    return bad(what + ": sequence parallelism needs tp > 1");
+  if (p.schedule == Schedule::Interleaved && p.virtualStages < 2)
+    return bad(what + ": the interleaved schedule needs v >= 2 virtual stages");
+  if (p.schedule == Schedule::Interleaved && p.microBatches % p.pp != 0)
+    return bad(what + ": the interleaved schedule needs microbatches (" +
+               Twine(p.microBatches) + ") to be a multiple of pp (" + Twine(p.pp) + ")");
+  if (p.pp > 1 && p.zero >= 2)
+    return bad(what + ": ZeRO stage " + Twine(p.zero) +
+               " with pipeline parallelism is not supported (use zero=0 or 1)");
+  return Error::success();
+}
+
+Expected<Plan> parsePlan(StringRef text) {
+  if (sys::fs::exists(text)) {
+    auto buf = MemoryBuffer::getFile(text);
+    if (!buf)
+      return bad("cannot read plan file '" + text + "'");
+    return parsePlanJSON((*buf)->getBuffer(), text);
+  }
+  Plan p;
+  SmallVector<StringRef> fields;
+  text.split(fields, ',', -1, false);
+  for (StringRef f : fields) {
+    auto [key, value] = f.split('=');
+    if (Error e = setField(p, key.trim(), value.trim(), "plan"))
+      return std::move(e);
+  }
+  if (Error e = check(p, "plan"))
+    return std::move(e);
+  return p;
+}
+
+Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
+  Expected<json::Value> v = json::parse(text);
+  if (!v)
+    return bad(what + ": invalid JSON: " + toString(v.takeError()));
+  const json::Object *o = v->getAsObject();
+  if (!o)
+    return bad(what + ": a plan is a JSON object");
+  Plan p;
+  for (const auto &[key, value] : *o) {
+    StringRef k = key;
+    if (k == "mesh") {
+      const json::Object *mesh = value.getAsObject();
+      if (!mesh)
+        return bad(what + ": 'mesh' must be an object {dp, tp, pp}");
+      for (const auto &[axis, size] : *mesh) {
+        std::optional<int64_t> n = size.getAsInteger();
+        if (!n)
+          return bad(what + ": mesh axis '" + StringRef(axis) + "' must be an integer");
+        if (Error e = setField(p, axis, std::to_string(*n), what))
+          return std::move(e);
+      }
+    } else if (k == "stages") {
+      const json::Array *a = value.getAsArray();
+      if (!a)
+        return bad(what + ": 'stages' must be a list of [begin, end) layer ranges");
+      for (const json::Value &r : *a) {
+        const json::Array *pair = r.getAsArray();
+        if (!pair || pair->size() != 2 || !(*pair)[0].getAsInteger() ||
+            !(*pair)[1].getAsInteger())
+          return bad(what + ": each stage must be [begin, end]");
+        p.stages.push_back({*(*pair)[0].getAsInteger(), *(*pair)[1].getAsInteger()});
+      }
+    } else if (k == "global_batch" || k == "predicted") {
+      continue; // derived, or informational
+    } else {
+      static const std::pair<const char *, const char *> keys[] = {
+          {"sequence_parallel", "sp"}, {"zero", "zero"}, {"micro_batch", "mbs"},
+          {"micro_batches", "micro"}, {"schedule", "schedule"},
+          {"virtual_stages", "v"}, {"recompute", "recompute"}, {"offload", "offload"}};
+      const char *field = nullptr;
+      for (auto [jsonKey, f] : keys)
+        if (k == jsonKey)
+          field = f;
+      if (!field)
+        return bad(what + ": unknown key '" + k +
+                   "' (mesh, sequence_parallel, zero, micro_batch, micro_batches, "
+                   "schedule, virtual_stages, recompute, offload, stages)");
+      std::string text;
+      if (auto s = value.getAsString()) text = s->str();
+      else if (auto i = value.getAsInteger()) text = std::to_string(*i);
+      else if (auto b = value.getAsBoolean()) text = *b ? "true" : "false";
+      else
+        return bad(what + ": '" + k + "' has the wrong type");
+      if (Error e = setField(p, field, text, what))
+        return std::move(e);
+    }
+  }
+  if (Error e = check(p, what))
+    return std::move(e);
+  return p;
+}
+
+json::Value toJSON(const Plan &p) {
+  json::Array stages;
+  for (auto [b, e] : p.stages)
+    stages.push_back(json::Array{b, e});
+  return json::Object{
+      {"mesh", json::Object{{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}}},
+      {"sequence_parallel", p.sequenceParallel},
+      {"zero", p.zero},
+      {"micro_batch", p.microBatch},
+      {"micro_batches", p.microBatches},
+      {"global_batch", p.globalBatch()},
+      {"schedule", scheduleName(p.schedule)},
+      {"virtual_stages", p.virtualStages},
+      {"recompute", recomputeName(p.recompute)},
+      {"offload", p.offload == Offload::Optimizer ? "optimizer" : "none"},
+      {"stages", std::move(stages)},
+  };
+}
+
+} // namespace colo::planner

@@ -1,0 +1,211 @@
+#include "colo/Planner/Search.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+namespace colo::planner {
+
+namespace {
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i <= n; ++i)
+    if (n % i == 0)
+      d.push_back(i);
+  return d;
+}
+
+std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
+                            const SearchOptions &o) {
+  std::vector<Plan> plans;
+  int64_t n = c.worldSize();
+  for (int64_t tp : divisors(n)) {
+    // Tensor parallelism stays inside a node, where its all-reduces are cheap.
+    if (tp > c.devicesPerNode || m.heads % tp || m.hidden % tp)
+      continue;
+    for (int64_t pp : divisors(n / tp)) {
+      if (pp > m.layers)
+        continue;
+      int64_t dp = n / (tp * pp);
+      if (o.globalBatch % dp)
+        continue;
+      int64_t perRank = o.globalBatch / dp;
+      for (int64_t mbs : divisors(perRank)) {
+        if (mbs > 64)
+          break;
+        int64_t micro = perRank / mbs;
+        std::vector<std::pair<Schedule, int64_t>> schedules;
+        if (pp == 1) {
+          schedules.push_back({Schedule::None, 1});
+        } else {
+          schedules.push_back({Schedule::OneFOneB, 1});
+          schedules.push_back({Schedule::GPipe, 1});
+          for (int64_t v : {2, 4})
+            if (m.layers % (pp * v) == 0 && micro % pp == 0)
+              schedules.push_back({Schedule::Interleaved, v});
+        }
+        for (auto [sched, v] : schedules)
+          for (int zero = 0; zero <= (pp > 1 ? 1 : 3); ++zero)
+            for (bool sp : {false, true}) {
+              if (sp && (tp == 1 || m.seq % tp))
+                continue;
+              for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+                if (!o.allowRecompute && rc != Recompute::None)
+                  continue;
+                for (Offload off : {Offload::None, Offload::Optimizer}) {
+                  if (!o.allowOffload && off != Offload::None)
+                    continue;
+                  Plan p;
+                  p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
+                  p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
+                  p.schedule = sched, p.virtualStages = v;
+                  p.recompute = rc, p.offload = off;
+                  plans.push_back(p);
+                }
+              }
+            }
+      }
+    }
+  }
+  return plans;
+}
+
+bool faster(const Prediction &a, const Prediction &b) {
+  if (a.stepTime != b.stepTime)
+    return a.stepTime < b.stepTime;
+  return a.plan.str() < b.plan.str();
+}
+
+double overflow(const Prediction &p, const ClusterSpec &c) {
+  return p.memory.total() / (0.92 * c.deviceMemory);
+}
+} // namespace
+
+llvm::Expected<SearchResult> searchPlans(const ModelProfile &m, const ClusterSpec &c,
+                                         const SearchOptions &o) {
+  if (o.globalBatch <= 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the global batch must be positive");
+  std::vector<Plan> plans = enumerate(m, c, o);
+  SearchResult result;
+  if (plans.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "no mesh of " + llvm::Twine(c.worldSize()) + " devices divides global batch " +
+            llvm::Twine(o.globalBatch) + " for a model with " + llvm::Twine(m.heads) +
+            " heads and " + llvm::Twine(m.layers) + " layers");
+
+  std::vector<std::optional<Prediction>> predictions(plans.size());
+  std::atomic<int64_t> done{0}, pruned{0};
+  unsigned threads = o.threads ? o.threads : llvm::hardware_concurrency().compute_thread_count();
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(threads));
+    size_t chunk = std::max<size_t>(1, plans.size() / (threads * 8));
+    for (size_t begin = 0; begin < plans.size(); begin += chunk) {
+      size_t end = std::min(plans.size(), begin + chunk);
+      pool.async([&, begin, end] {
+        for (size_t i = begin; i < end; ++i) {
+          // Model state alone is a lower bound on memory: prune before timing.
+          double stateParams = (m.pre.params + m.layers * m.layer.params + m.post.params) /
+                               (plans[i].tp * plans[i].pp);
+          MemoryBreakdown state = modelStateMemory(
+              stateParams, plans[i].zero, plans[i].dp,
+              plans[i].offload == Offload::Optimizer);
+          if (state.total() > 4 * c.deviceMemory) {
+            ++pruned;
+          } else if (auto p = predict(m, c, plans[i])) {
+            predictions[i] = std::move(*p);
+          } else {
+            llvm::consumeError(p.takeError());
+          }
+          ++done;
+        }
+        if (o.progress)
+          o.progress(done.load(), plans.size());
+      });
+    }
+    pool.wait();
+  }
+  result.evaluated = plans.size();
+  result.pruned = pruned;
+  for (auto &p : predictions) {
+    if (!p)
+      continue;
+    if (p->fits)
+      result.best.push_back(*p);
+    else if (!result.closest || overflow(*p, c) < overflow(*result.closest, c) ||
+             (overflow(*p, c) == overflow(*result.closest, c) &&
+              p->plan.str() < result.closest->plan.str()))
+      result.closest = *p;
+  }
+  std::sort(result.best.begin(), result.best.end(), faster);
+  if (static_cast<int64_t>(result.best.size()) > o.topK)
+    result.best.resize(o.topK);
+  if (!result.best.empty()) {
+    result.closest.reset();
+    return result;
+  }
+  if (!result.closest) {
+    // Everything was pruned: predict the pruned points to name the closest.
+    for (const Plan &plan : plans)
+      if (auto p = predict(m, c, plan)) {
+        if (!result.closest || overflow(*p, c) < overflow(*result.closest, c))
+          result.closest = *p;
+      } else {
+        llvm::consumeError(p.takeError());
+      }
+  }
+  // Nothing fits: say what would. Searches of larger clusters and of the
+  // options the request ruled out, each reported with its fastest plan.
+  auto tryWith = [&](const ClusterSpec &cc, SearchOptions oo, const std::string &what) {
+    oo.progress = nullptr;
+    oo.topK = 1;
+    std::vector<Plan> ps = enumerate(m, cc, oo);
+    std::optional<Prediction> fastest;
+    for (const Plan &plan : ps)
+      if (auto p = predict(m, cc, plan)) {
+        if (p->fits && (!fastest || faster(*p, *fastest)))
+          fastest = *p;
+      } else {
+        llvm::consumeError(p.takeError());
+      }
+    if (fastest)
+      result.suggestions.push_back(
+          what + ": " + fastest->plan.str() + " (" +
+          llvm::formatv("{0:F2} s per step, {1:F1} GiB per device", fastest->stepTime,
+                        fastest->memory.total() / (1 << 30))
+              .str() +
+          ")");
+    return fastest.has_value();
+  };
+  if (!o.allowOffload) {
+    SearchOptions oo = o;
+    oo.allowOffload = true;
+    tryWith(c, oo, "with optimizer offload to host memory");
+  }
+  if (!o.allowRecompute) {
+    SearchOptions oo = o;
+    oo.allowRecompute = true;
+    tryWith(c, oo, "with activation recomputation");
+  }
+  for (int64_t f : {2, 4, 8, 16, 32, 64}) {
+    ClusterSpec bigger = c;
+    if (c.worldSize() * f > 1 << 16)
+      break;
+    if (c.nodes > 1 || c.devicesPerNode * f > 8)
+      bigger.nodes = c.nodes * f;
+    else
+      bigger.devicesPerNode = c.devicesPerNode * f;
+    if (tryWith(bigger, o, "with " + std::to_string(bigger.worldSize()) + " devices (" +
+                              std::to_string(bigger.nodes) + " x " +
+                              std::to_string(bigger.devicesPerNode) + ")"))
+      break;
+  }
+  return result;
+}
+
+} // namespace colo::planner

@@ -1,0 +1,226 @@
+// colo plan: predict the time and memory of parallel plans on a cluster and
+// search for the fastest that fits.
+#include "Commands.h"
+
+#include "colo/Driver/Driver.h"
+#include "colo/Models/SyntheticModels.h"
+#include "colo/Planner/Search.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+
+#include <mutex>
+
+using namespace llvm;
+using namespace colo::tool;
+using namespace colo::planner;
+
+namespace {
+cl::SubCommand planCmd("plan", "Predict and search parallel training plans");
+cl::opt<std::string> planModel(cl::Positional,
+                               cl::desc("<model.mlir|model.onnx|model.pt|preset>"),
+                               cl::Required, cl::sub(planCmd));
+cl::opt<std::string> planCluster("cluster",
+                                 cl::desc("Cluster: preset[:NODESxDEVICES] or JSON file"),
+                                 cl::Required, cl::sub(planCmd));
+cl::opt<int64_t> planBatch("global-batch", cl::desc("Samples per training step"),
+                           cl::sub(planCmd));
+cl::opt<int64_t> planSeq("seq", cl::desc("Sequence length (for a preset model)"),
+                         cl::sub(planCmd));
+cl::opt<int64_t> planTop("top", cl::desc("Plans to list (default 10)"), cl::init(10),
+                         cl::sub(planCmd));
+cl::opt<bool> planJson("json", cl::desc("Print JSON"), cl::sub(planCmd));
+cl::opt<std::string> planOutput("o", cl::desc("Write the best plan to this plan file"),
+                                cl::value_desc("plan.json"), cl::sub(planCmd));
+cl::opt<std::string> planExplain(
+    "explain", cl::desc("Explain one plan (inline dp=..,tp=.. or a plan file) instead "
+                        "of searching"),
+    cl::value_desc("plan"), cl::sub(planCmd));
+cl::opt<bool> planNoOffload("no-offload", cl::desc("Do not consider optimizer offload"),
+                            cl::sub(planCmd));
+cl::opt<bool> planNoRecompute("no-recompute",
+                              cl::desc("Do not consider activation recomputation"),
+                              cl::sub(planCmd));
+cl::opt<unsigned> planThreads("threads", cl::desc("Search threads (default: all cores)"),
+                              cl::init(0), cl::sub(planCmd));
+cl::list<std::string> planShapes("input-shape",
+                                 cl::desc("Input shapes of a TorchScript model"),
+                                 cl::sub(planCmd));
+
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> loadModel(mlir::MLIRContext &ctx) {
+  if (!sys::fs::exists(planModel)) {
+    Expected<colo::TransformerConfig> cfg = colo::modelPreset(planModel);
+    if (!cfg) {
+      consumeError(cfg.takeError());
+      reportError("'" + planModel + "' is neither a model file nor a model preset");
+      return mlir::failure();
+    }
+    if (planSeq.getNumOccurrences())
+      cfg->seq = planSeq;
+    if (Error e = colo::validate(*cfg)) {
+      reportError(toString(std::move(e)));
+      return mlir::failure();
+    }
+    return colo::buildSyntheticModel(*cfg, ctx);
+  }
+  colo::ImportOptions options;
+  options.runPipeline = sys::path::extension(planModel) != ".mlir";
+  options.inputShapes.assign(planShapes.begin(), planShapes.end());
+  return colo::importModel(planModel, ctx, options);
+}
+
+json::Value predictionJSON(const Prediction &p) {
+  auto gib = [](double b) { return b / (1 << 30); };
+  return json::Object{
+      {"plan", p.plan.str()},
+      {"plan_file", toJSON(p.plan)},
+      {"step_time_s", p.stepTime},
+      {"tokens_per_s", p.tokensPerSecond},
+      {"tflops_per_device", p.tflopsPerDevice},
+      {"mfu", p.mfu},
+      {"fits", p.fits},
+      {"memory_gib",
+       json::Object{{"total", gib(p.memory.total())},
+                    {"parameters", gib(p.memory.params)},
+                    {"gradients", gib(p.memory.grads)},
+                    {"optimizer", gib(p.memory.optimizer)},
+                    {"activations", gib(p.memory.activations)},
+                    {"buffers", gib(p.memory.buffers)}}},
+      {"time_s", json::Object{{"compute", p.time.compute},
+                              {"recompute", p.time.recompute},
+                              {"tensor_parallel", p.time.tensorParallel},
+                              {"pipeline_comm", p.time.pipelineComm},
+                              {"bubble", p.time.bubble},
+                              {"data_parallel", p.time.dataParallel},
+                              {"optimizer", p.time.optimizer},
+                              {"offload", p.time.offload}}},
+  };
+}
+
+/// The memory component that dominates, for the "does not fit" message.
+std::string bindingConstraint(const MemoryBreakdown &m) {
+  std::pair<double, const char *> parts[] = {
+      {m.params, "parameters"}, {m.grads, "gradients"}, {m.optimizer, "optimizer state"},
+      {m.activations, "activations"}, {m.buffers, "buffers"}};
+  auto *it = std::max_element(std::begin(parts), std::end(parts));
+  return formatv("{0} ({1:F1} GiB)", it->second, it->first / (1 << 30)).str();
+}
+} // namespace
+
+cl::SubCommand &colo::tool::planCommand() { return planCmd; }
+
+int colo::tool::runPlan(mlir::MLIRContext &ctx) {
+  OneLineDiagnostics diagnostics(ctx);
+  Expected<ClusterSpec> cluster = resolveCluster(planCluster);
+  if (!cluster)
+    return reportError(toString(cluster.takeError()));
+  auto module = loadModel(ctx);
+  if (failed(module))
+    return 1;
+  mlir::FailureOr<ModelProfile> model = profileModel(**module);
+  if (failed(model))
+    return 1;
+
+  if (!planExplain.empty()) {
+    Expected<Plan> plan = parsePlan(planExplain);
+    if (!plan)
+      return reportError(toString(plan.takeError()));
+    if (planBatch.getNumOccurrences() && plan->globalBatch() != planBatch)
+      return reportError(formatv("the plan's global batch dp*mbs*micro = {0} differs "
+                                 "from --global-batch {1}",
+                                 plan->globalBatch(), planBatch.getValue()));
+    Expected<Prediction> p = predict(*model, *cluster, *plan);
+    if (!p)
+      return reportError("invalid plan: " + toString(p.takeError()));
+    if (planJson)
+      outs() << formatv("{0:2}", predictionJSON(*p)) << "\n";
+    else
+      printExplanation(*model, *cluster, *p, outs());
+    return 0;
+  }
+
+  if (planBatch <= 0)
+    return reportError("give --global-batch (samples per step) or --explain PLAN");
+  SearchOptions options;
+  options.globalBatch = planBatch;
+  options.topK = planTop;
+  options.allowOffload = !planNoOffload;
+  options.allowRecompute = !planNoRecompute;
+  options.threads = planThreads;
+  std::mutex progressMutex;
+  bool terminal = sys::Process::StandardErrIsDisplayed() && !planJson;
+  if (terminal)
+    options.progress = [&](int64_t done, int64_t total) {
+      std::lock_guard<std::mutex> lock(progressMutex);
+      errs() << formatv("\rsearching {0,3}% ({1} / {2} plans)", done * 100 / total, done,
+                        total);
+    };
+  Expected<SearchResult> result = searchPlans(*model, *cluster, options);
+  if (terminal)
+    errs() << "\r" << std::string(60, ' ') << "\r";
+  if (!result)
+    return reportError(toString(result.takeError()));
+
+  if (planJson) {
+    json::Array plans;
+    for (const Prediction &p : result->best)
+      plans.push_back(predictionJSON(p));
+    json::Object out{{"cluster", cluster->name},
+                     {"devices", cluster->worldSize()},
+                     {"global_batch", planBatch.getValue()},
+                     {"parameters", model->totalParams()},
+                     {"evaluated", result->evaluated},
+                     {"pruned", result->pruned},
+                     {"plans", std::move(plans)}};
+    if (result->closest)
+      out["closest"] = predictionJSON(*result->closest);
+    out["suggestions"] = json::Array(result->suggestions);
+    outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
+  } else if (!result->best.empty()) {
+    outs() << formatv("{0} plans evaluated ({1} pruned by memory) for {2:e2} parameters "
+                      "on {3} ({4} devices), global batch {5}\n\n",
+                      result->evaluated, result->pruned, model->totalParams(),
+                      cluster->name, cluster->worldSize(), planBatch.getValue());
+    outs() << format("%-4s %-62s %9s %11s %8s %6s %9s\n", "#", "plan", "step (s)",
+                     "tokens/s", "TFLOP/s", "MFU", "mem GiB");
+    int rank = 1;
+    for (const Prediction &p : result->best)
+      outs() << format("%-4d %-62s %9.3f %11.0f %8.1f %5.1f%% %9.1f\n", rank++,
+                       p.plan.str().c_str(), p.stepTime, p.tokensPerSecond,
+                       p.tflopsPerDevice, 100 * p.mfu, p.memory.total() / (1 << 30));
+  }
+
+  if (result->best.empty()) {
+    raw_ostream &os = planJson ? errs() : outs();
+    os << "no plan fits in " << formatv("{0:F1}", cluster->deviceMemory / (1 << 30))
+       << " GiB per device.\n";
+    if (result->closest) {
+      const Prediction &c = *result->closest;
+      os << formatv("closest: {0} needs {1:F1} GiB per device, {2:F1} GiB over; the "
+                    "binding constraint is {3}\n",
+                    c.plan.str(), c.memory.total() / (1 << 30),
+                    (c.memory.total() - 0.92 * cluster->deviceMemory) / (1 << 30),
+                    bindingConstraint(c.memory));
+    }
+    for (const std::string &s : result->suggestions)
+      os << "would fit " << s << "\n";
+    if (result->suggestions.empty())
+      os << "nothing tried fits: use larger devices or more of them\n";
+    return 1;
+  }
+
+  if (!planOutput.empty()) {
+    std::error_code ec;
+    raw_fd_ostream out(planOutput, ec);
+    if (ec)
+      return reportError("cannot write '" + planOutput + "': " + ec.message());
+    json::Object plan = *toJSON(result->best.front().plan).getAsObject();
+    plan["predicted"] = predictionJSON(result->best.front());
+    out << formatv("{0:2}", json::Value(std::move(plan))) << "\n";
+  }
+  return 0;
+}
