@@ -192,17 +192,28 @@ llvm::Expected<SearchResult> searchPlans(const ModelProfile &m, const ClusterSpe
     oo.allowRecompute = true;
     tryWith(c, oo, "with activation recomputation");
   }
-  for (int64_t f : {2, 4, 8, 16, 32, 64}) {
-    ClusterSpec bigger = c;
-    if (c.worldSize() * f > 1 << 16)
-      break;
-    if (c.nodes > 1 || c.devicesPerNode * f > 8)
-      bigger.nodes = c.nodes * f;
-    else
-      bigger.devicesPerNode = c.devicesPerNode * f;
-    if (tryWith(bigger, o, "with " + std::to_string(bigger.worldSize()) + " devices (" +
-                              std::to_string(bigger.nodes) + " x " +
-                              std::to_string(bigger.devicesPerNode) + ")"))
+  // More devices: the same options first, then with offload and recompute.
+  SearchOptions everything = o;
+  everything.allowOffload = everything.allowRecompute = true;
+  for (const SearchOptions *opts : {&o, static_cast<const SearchOptions *>(&everything)}) {
+    bool found = false;
+    for (int64_t f = 2; f <= 1024 && c.worldSize() * f <= (1 << 16) && !found; f *= 2) {
+      // Grow within a node up to the larger of its size and 8, then add nodes.
+      ClusterSpec bigger = c;
+      int64_t world = c.worldSize() * f, perNode = std::max<int64_t>(c.devicesPerNode, 8);
+      bigger.devicesPerNode = std::min(world, perNode);
+      bigger.nodes = world / bigger.devicesPerNode;
+      if (bigger.worldSize() != world)
+        continue;
+      found = tryWith(bigger, *opts,
+                      "with " + std::to_string(bigger.worldSize()) + " devices (" +
+                          std::to_string(bigger.nodes) + " x " +
+                          std::to_string(bigger.devicesPerNode) + ")" +
+                          (opts == &everything && (!o.allowOffload || !o.allowRecompute)
+                               ? " and offload/recompute allowed"
+                               : ""));
+    }
+    if (found || (o.allowOffload && o.allowRecompute))
       break;
   }
   return result;

@@ -42,7 +42,8 @@ cl::list<std::string> importShapes(
     cl::value_desc("shape"), cl::sub(importCmd));
 cl::opt<bool> importLocations(
     "print-locations",
-    cl::desc("Print each op's location (ONNX node name and module path)"),
+    cl::desc("Print each op's location (node name and module path); files "
+             "written with -o always have them"),
     cl::sub(importCmd));
 
 } // namespace
@@ -76,7 +77,9 @@ int colo::tool::runImport(mlir::MLIRContext &ctx) {
   mlir::OpPrintingFlags flags;
   if (importElide)
     flags.elideLargeResourceString(64);
-  if (importLocations)
+  // Locations carry the module paths the planner groups layers by: files
+  // always keep them.
+  if (importLocations || !importOutput.empty())
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
   (*module)->print(out->os(), flags);
   out->os() << "\n";

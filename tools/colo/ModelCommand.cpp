@@ -90,7 +90,10 @@ int colo::tool::runModel(mlir::MLIRContext &ctx) {
                                   &error);
   if (!out)
     return reportError(error);
-  module->print(out->os());
+  // Locations carry the module paths the planner groups layers by.
+  mlir::OpPrintingFlags flags;
+  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module->print(out->os(), flags);
   out->os() << "\n";
   out->keep();
   return 0;
