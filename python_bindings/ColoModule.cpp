@@ -1,7 +1,10 @@
-// The native part of the `colo` Python module: plain strings in and out; the
-// MLIR diagnostics become a Python exception.
+// The native part of the `colo` Python module: a module handle over the C++
+// API the colo tool uses, plain strings and numbers in and out; MLIR
+// diagnostics become Python exceptions, and the GIL is released while the
+// compiler works.
 #include "colo/Analysis/ModelSummary.h"
 #include "colo/Driver/Driver.h"
+#include "colo/Planner/Search.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -13,48 +16,124 @@
 namespace py = pybind11;
 
 namespace {
-/// Imports `path` and returns (IR, summary JSON, summary text); the GIL is released
-/// while the compiler works.
-std::tuple<std::string, std::string, std::string> importModel(const std::string &path,
-                                                std::vector<std::string> shapes,
-                                                PyObject *errorType) {
-  std::string error, ir, summary, text;
+PyObject *coloErrorType = nullptr;
+
+[[noreturn]] void raise(const std::string &message) {
+  PyErr_SetString(coloErrorType, message.c_str());
+  throw py::error_already_set();
+}
+
+/// Runs `fn` without the GIL, with the context's first error captured.
+template <typename Fn>
+void withDiagnostics(mlir::MLIRContext &ctx, Fn fn) {
+  std::string error;
+  bool ok;
   {
     py::gil_scoped_release release;
-    mlir::MLIRContext ctx;
     mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
       if (d.getSeverity() == mlir::DiagnosticSeverity::Error && error.empty())
         error = d.str();
       return mlir::success();
     });
+    ok = fn(error);
+  }
+  if (!ok)
+    raise(error.empty() ? std::string("colo failed") : error);
+}
+
+struct Module {
+  std::unique_ptr<mlir::MLIRContext> ctx = std::make_unique<mlir::MLIRContext>();
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+
+  std::string ir(bool locations) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    mlir::OpPrintingFlags flags;
+    if (locations)
+      flags.enableDebugInfo(true, false);
+    module->print(os, flags);
+    return text;
+  }
+
+  std::pair<std::string, std::string> summary() {
+    colo::ModelSummary s = colo::summarize(*module);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    colo::printSummary(s, os);
+    return {llvm::formatv("{0}", colo::toJSON(s)).str(), text};
+  }
+
+  std::string plan(const std::string &clusterSpec, int64_t globalBatch, int64_t top,
+                   bool offload, bool recompute) {
+    using namespace colo::planner;
+    std::string result;
+    withDiagnostics(*ctx, [&](std::string &error) {
+      llvm::Expected<ClusterSpec> cluster = resolveCluster(clusterSpec);
+      if (!cluster) {
+        error = llvm::toString(cluster.takeError());
+        return false;
+      }
+      mlir::FailureOr<ModelProfile> model = profileModel(*module);
+      if (mlir::failed(model))
+        return false;
+      SearchOptions options;
+      options.globalBatch = globalBatch;
+      options.topK = top;
+      options.allowOffload = offload;
+      options.allowRecompute = recompute;
+      llvm::Expected<SearchResult> found = searchPlans(*model, *cluster, options);
+      if (!found) {
+        error = llvm::toString(found.takeError());
+        return false;
+      }
+      llvm::json::Array plans;
+      for (const Prediction &p : found->best)
+        plans.push_back(llvm::json::Object{
+            {"plan", p.plan.str()},
+            {"plan_file", toJSON(p.plan)},
+            {"step_time_s", p.stepTime},
+            {"tokens_per_s", p.tokensPerSecond},
+            {"tflops_per_device", p.tflopsPerDevice},
+            {"mfu", p.mfu},
+            {"memory_gib", p.memory.total() / (1 << 30)}});
+      llvm::json::Object out{{"plans", std::move(plans)},
+                             {"suggestions", llvm::json::Array(found->suggestions)}};
+      if (found->closest)
+        out["closest"] = found->closest->plan.str();
+      result = llvm::formatv("{0}", llvm::json::Value(std::move(out))).str();
+      return true;
+    });
+    return result;
+  }
+};
+
+std::unique_ptr<Module> importModel(const std::string &path,
+                                    std::vector<std::string> shapes) {
+  auto m = std::make_unique<Module>();
+  withDiagnostics(*m->ctx, [&](std::string &error) {
     colo::ImportOptions options;
     options.inputShapes = std::move(shapes);
-    auto module = colo::importModel(path, ctx, options);
-    if (succeeded(module)) {
-      llvm::raw_string_ostream os(ir);
-      (*module)->print(os);
-      colo::ModelSummary s = colo::summarize(**module);
-      summary = llvm::formatv("{0}", colo::toJSON(s)).str();
-      llvm::raw_string_ostream textOs(text);
-      colo::printSummary(s, textOs);
-    } else if (error.empty()) {
-      error = "import of '" + path + "' failed";
+    auto module = colo::importModel(path, *m->ctx, options);
+    if (mlir::failed(module)) {
+      if (error.empty())
+        error = "import of '" + path + "' failed";
+      return false;
     }
-  }
-  if (!error.empty()) {
-    PyErr_SetString(errorType, error.c_str());
-    throw py::error_already_set();
-  }
-  return {ir, summary, text};
+    m->module = std::move(*module);
+    return true;
+  });
+  return m;
 }
 } // namespace
 
 PYBIND11_MODULE(_colo, m) {
   static py::exception<std::runtime_error> coloError(m, "ColoError");
-  m.def(
-      "_import_model",
-      [](const std::string &path, std::vector<std::string> shapes) {
-        return importModel(path, std::move(shapes), coloError.ptr());
-      },
-      py::arg("path"), py::arg("input_shapes") = std::vector<std::string>());
+  coloErrorType = coloError.ptr();
+  py::class_<Module>(m, "_Module")
+      .def("ir", &Module::ir, py::arg("locations") = false)
+      .def("summary", &Module::summary)
+      .def("plan", &Module::plan, py::arg("cluster"), py::arg("global_batch"),
+           py::arg("top") = 10, py::arg("offload") = true, py::arg("recompute") = true);
+  m.def("_import_model", &importModel, py::arg("path"),
+        py::arg("input_shapes") = std::vector<std::string>());
 }

@@ -10,7 +10,8 @@ import tempfile
 
 from ._colo import ColoError, _import_model
 
-__all__ = ["ColoError", "Module", "Summary", "from_torch", "import_model"]
+__all__ = ["ColoError", "Module", "PlanResult", "Summary", "from_torch", "import_model",
+           "plan"]
 
 
 class Summary(dict):
@@ -26,29 +27,49 @@ class Summary(dict):
 
 
 class Module:
-    """An imported model: its IR in the colo dialect and its summary."""
+    """An imported model: its IR in the colo dialect, its summary and plans."""
 
-    def __init__(self, ir, summary, text):
-        self._ir = ir
-        self._summary = Summary(json.loads(summary), text)
+    def __init__(self, native):
+        self._native = native
+        fields, text = native.summary()
+        self._summary = Summary(json.loads(fields), text)
 
-    def mlir(self):
-        """The module's IR as text."""
-        return self._ir
+    def mlir(self, locations=False):
+        """The module's IR as text (with op locations if asked)."""
+        return self._native.ir(locations)
 
     def summary(self):
         """Parameters, forward FLOPs, op counts and repeated blocks (a dict)."""
         return self._summary
 
     def save(self, path):
-        """Writes the IR to `path`."""
+        """Writes the IR, with locations, to `path`."""
         with open(path, "w") as f:
-            f.write(self._ir)
+            f.write(self.mlir(locations=True))
 
     def __repr__(self):
         s = self._summary
         return (f"<colo.Module: {s['parameters']:,} parameters, "
                 f"{s['flops_per_sample']:.4g} forward FLOPs per sample>")
+
+
+class PlanResult(list):
+    """Ranked plans (dicts: plan, plan_file, step_time_s, tokens_per_s,
+    tflops_per_device, mfu, memory_gib), fastest first; when none fits,
+    `closest` and `suggestions` say why and what would."""
+
+    def __init__(self, result):
+        super().__init__(result["plans"])
+        self.closest = result.get("closest")
+        self.suggestions = result["suggestions"]
+
+
+def plan(module, cluster, global_batch, top=10, offload=True, recompute=True):
+    """Searches parallel plans for `module` on `cluster` (a preset such as
+    "a100-80g:16x8" or a cluster JSON file) for `global_batch` samples per
+    step; returns a PlanResult."""
+    return PlanResult(json.loads(module._native.plan(cluster, int(global_batch), int(top),
+                                                     bool(offload), bool(recompute))))
 
 
 def _shape_spec(t):
@@ -61,9 +82,10 @@ def _shape_spec(t):
 
 
 def import_model(path, input_shapes=()):
-    """Imports an ONNX model or a TorchScript archive (whose inputs need
-    `input_shapes` such as ["2x16xi64"]); raises ColoError on failure."""
-    return Module(*_import_model(os.fspath(path), list(input_shapes)))
+    """Imports an ONNX model, a TorchScript archive (whose inputs need
+    `input_shapes` such as ["2x16xi64"]) or a .mlir module; raises ColoError
+    on failure."""
+    return Module(_import_model(os.fspath(path), list(input_shapes)))
 
 
 def from_torch(module, example_inputs):

@@ -15,7 +15,7 @@ def test_import_model_summary_and_ir(tmp_path):
     assert s["op_counts"]["layer_norm"] == 5
     assert "colo.matmul" in m.mlir()
     m.save(tmp_path / "m.mlir")
-    assert (tmp_path / "m.mlir").read_text() == m.mlir()
+    assert (tmp_path / "m.mlir").read_text() == m.mlir(locations=True)
 
 
 def test_errors_raise_with_the_diagnostic(tmp_path):
@@ -55,3 +55,15 @@ def _truncated_archive():
     f.write(b"PK\x03\x04 truncated")
     f.close()
     return f.name
+
+
+def test_plan_returns_ranked_plans():
+    m = colo.import_model(EXAMPLE)
+    plans = colo.plan(m, cluster="a100-80g:1x8", global_batch=16, top=5)
+    assert 0 < len(plans) <= 5
+    times = [p["step_time_s"] for p in plans]
+    assert times == sorted(times)
+    assert plans[0]["plan_file"]["mesh"]["dp"] * plans[0]["plan_file"]["mesh"]["tp"] * \
+        plans[0]["plan_file"]["mesh"]["pp"] == 8
+    with pytest.raises(colo.ColoError, match="unknown"):
+        colo.plan(m, cluster="no-such-gpu", global_batch=16)
