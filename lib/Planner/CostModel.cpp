@@ -314,7 +314,6 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   // Data parallelism: gradients reduced once per step, overlapped with the
   // backward of the last microbatch; ZeRO-3 also gathers parameters before
   // each microbatch's forward and backward (prefetched behind compute).
-  double firstParams = (m.pre.params + chunkLayers[0] * m.layer.params) / tp;
   double devParams = 0;
   for (int64_t d = 0; d < pp; ++d) {
     double params = 0;
@@ -382,7 +381,6 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
     if (mem.total() > worst.total())
       worst = mem;
   }
-  (void)firstParams;
   p.memory = worst;
   p.fits = worst.total() <= 0.92 * c.deviceMemory;
 
