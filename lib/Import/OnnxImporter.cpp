@@ -36,6 +36,14 @@ bool passesThrough(llvm::StringRef op) {
   return llvm::is_contained(ops, op);
 }
 
+/// Names from a corrupt file may hold any bytes; messages stay printable.
+std::string printable(llvm::StringRef s) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os.write_escaped(s);
+  return out;
+}
+
 /// Inputs an op cannot do without; checked before any translation reads them.
 int requiredInputs(llvm::StringRef op, int64_t opset) {
   static const llvm::StringMap<int> table = {
@@ -551,8 +559,8 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run() {
     if (std::optional<std::string> problem =
             capture([&] { return importNode(node, index); })) {
       std::string name = node.name().empty() ? "#" + std::to_string(index) : node.name();
-      return emitError(loc) << path << ": node '" << name << "' (" << node.op_type()
-                            << "): " << *problem;
+      return emitError(loc) << path << ": node '" << printable(name) << "' ("
+                            << printable(node.op_type()) << "): " << printable(*problem);
     }
   }
 

@@ -45,6 +45,8 @@ void addCost(PartCost &c, Operation *op, int64_t hidden) {
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost)
     return;
+  if (!isa<ReshapeOp, GlobalLoadOp, ConstantOp>(op))
+    c.ops += 1;
   double flops = cost.getFlops();
   if (cost.getCostClass() == CostClass::Matmul)
     c.matmulFlops += flops;
@@ -239,12 +241,16 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   double bw = c.memoryBandwidth * c.memoryEfficiency;
   // Without sequence parallelism the hidden-size ops (norms, dropout,
   // residuals) are replicated on every tensor-parallel rank.
+  // Every kernel launch costs a few microseconds whatever its size; it is what
+  // bounds small models.
+  const double launch = 4e-6;
   auto timeOf = [&](const PartCost &part) {
     double repl = part.savedReplicated + part.savedSplit > 0
                       ? part.savedReplicated / (part.savedReplicated + part.savedSplit)
                       : 0;
     double memShare = plan.sequenceParallel ? 1.0 / tp : repl + (1 - repl) / tp;
-    return b * (part.matmulFlops / tp / peak + part.memoryBytes * memShare / bw);
+    return b * (part.matmulFlops / tp / peak + part.memoryBytes * memShare / bw) +
+           part.ops * launch;
   };
   double tLayer = timeOf(m.layer), tPre = timeOf(m.pre), tPost = timeOf(m.post);
 

@@ -189,7 +189,7 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
                      "tokens/s", "TFLOP/s", "MFU", "mem GiB");
     int rank = 1;
     for (const Prediction &p : result->best)
-      outs() << format("%-4d %-62s %9.3f %11.0f %8.1f %5.1f%% %9.1f\n", rank++,
+      outs() << format("%-4d %-62s %9.4g %11.0f %8.1f %5.1f%% %9.1f\n", rank++,
                        p.plan.str().c_str(), p.stepTime, p.tokensPerSecond,
                        p.tflopsPerDevice, 100 * p.mfu, p.memory.total() / (1 << 30));
   }

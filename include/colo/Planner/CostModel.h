@@ -19,6 +19,7 @@ struct PartCost {
   double memoryBytes = 0;  // bytes read + written by memory-bound ops
   double attentionFlops = 0;
   double params = 0;
+  double ops = 0;          // kernels launched
   /// Bytes kept for backward: tensors of the hidden size (replicated by
   /// tensor parallelism unless sequence parallel) and the rest (split).
   double savedReplicated = 0, savedSplit = 0;
