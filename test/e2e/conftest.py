@@ -15,7 +15,7 @@ BIN = pathlib.Path(os.environ.get("COLO_BIN", ROOT / "build" / "bin"))
 def run_colo(*args, check=True):
     """Runs the colo CLI; returns the CompletedProcess."""
     proc = subprocess.run([str(BIN / "colo"), *map(str, args)], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, errors="replace", timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"colo {' '.join(map(str, args))} failed:\n{proc.stderr}")
     return proc

@@ -50,3 +50,27 @@ def test_help_on_every_command():
     assert "import" in run_colo("--help").stdout
     out = run_colo("import", "--help").stdout
     assert "--summary" in out and "-o" in out
+
+
+def test_corrupted_models_never_crash(tmp_path):
+    """Byte flips and truncations of a real export (fixed seed): every run ends
+    with exit code 0 or 1 and, on failure, one line."""
+    import random
+    import pathlib
+    rng = random.Random(1234)
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "gpt2-tiny.onnx"
+    src = example.read_bytes()
+    failures = []
+    for i in range(60):
+        data = bytearray(src)
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            data = data[: rng.randrange(len(data))]
+        path = tmp_path / f"m{i}.onnx"
+        path.write_bytes(bytes(data))
+        proc = run_colo("import", path, "--summary", check=False)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        if proc.returncode not in (0, 1) or (proc.returncode == 1 and len(lines) != 1):
+            failures.append(f"{i}: exit {proc.returncode}: {proc.stderr[-200:]}")
+    assert not failures, "\n".join(failures)
