@@ -1168,19 +1168,38 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scop
                c = HostTensor::scalar(step, dt);
     return push(evalHost("Range", {&a, &b, &c}, attrs()));
   }
-  if (kind == "aten::ones" || kind == "aten::zeros") {
+  if (kind == "aten::ones" || kind == "aten::zeros" || kind == "aten::full") {
     FailureOr<std::vector<int64_t>> size = toInts(*ins[0], "size");
     if (failed(size))
       return failure();
+    double fill = kind == "aten::ones" ? 1 : 0;
     int32_t dt = ox::kFloat;
+    if (kind == "aten::full") {
+      FailureOr<double> v = toDouble(*ins[1], "fill_value");
+      if (failed(v))
+        return failure();
+      fill = *v;
+      if (!ox::isFloatDType(ins[1]->host->dtype))
+        dt = ox::kInt64;
+    }
     if (TVal *d = arg("dtype"); present(d))
       dt = dtypeOf(static_cast<c10::ScalarType>(*toInt(*d, "dtype")));
     HostTensor h{dt, llvm::SmallVector<int64_t>(size->begin(), size->end()), {}};
-    h.values.assign(h.numel(), kind == "aten::ones" ? 1 : 0);
+    if (h.numel() > ox::kMaxHostElements)
+      return fail("constant of " + std::to_string(h.numel()) + " elements is too large");
+    h.values.assign(h.numel(), HostTensor::convert(fill, dt));
     TVal t;
     t.host = std::move(h);
     outs.push_back(std::move(t));
     return success();
+  }
+  if ((kind == "aten::triu" || kind == "aten::tril") && ins[0]->host) {
+    FailureOr<int64_t> diagonal = toInt(*ins[1], "diagonal");
+    if (failed(diagonal))
+      return failure();
+    HostTensor k = HostTensor::scalar(*diagonal, ox::kInt64);
+    return push(evalHost("Trilu", {&*ins[0]->host, &k},
+                         attrs({{"upper", kind == "aten::triu" ? 1 : 0}})));
   }
   if (kind == "aten::masked_fill") {
     TVal &x = *ins[0], &mask = *ins[1], &value = *ins[2];

@@ -18,6 +18,17 @@ import models
 # Relative to the largest output magnitude; PyTorch computes in float32.
 TOLERANCE = 1e-4
 DTYPES = {torch.float32: "f32", torch.int64: "i64"}
+def prepare(name):
+    """The model in eval mode with its example inputs. Parameters initialized to zeros (ViT's head) are drawn
+    at random so that the output is not identically zero."""
+    model, args = models.build(name)
+    gen = torch.Generator().manual_seed(models.SEED)
+    with torch.no_grad():
+        for p in model.parameters():
+            if not p.any():
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+    model.eval()
+    return model, args
 
 
 def export_eval(model, args, path, exporter):
@@ -46,8 +57,7 @@ def eval_models(tmp_path_factory):
     def get(name, exporter):
         key = (name, exporter)
         if key not in cache:
-            model, args = models.build(name)
-            model.eval()
+            model, args = prepare(name)
             suffix = "pt" if exporter == "jit" else "onnx"
             path = export_eval(model, args, out / f"{name}.{exporter}.{suffix}", exporter)
             inputs = []
