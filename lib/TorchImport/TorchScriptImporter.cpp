@@ -150,7 +150,7 @@ FailureOr<Value> TsImporter::tensor(TVal &v) {
     return v.value;
   if (v.host)
     return Value(ConstantOp::create(builder, loc, v.host->toAttr(&ctx)));
-  return Value(), fail("expected a tensor");
+  return fail("expected a tensor");
 }
 
 FailureOr<int64_t> TsImporter::toInt(TVal &v, llvm::StringRef what) {
