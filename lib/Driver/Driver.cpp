@@ -39,7 +39,7 @@ FailureOr<OwningOpRef<ModuleOp>> colo::importModel(llvm::StringRef path,
       return failure();
     module = std::move(parsed);
   } else if (ext == ".onnx") {
-    module = importOnnxFile(path, context);
+    module = importOnnxFile(path, context, options.inputShapes);
   } else if (ext == ".pt" || ext == ".pth" || ext == ".ts") {
     module = importTorchScriptFile(path, context, options.inputShapes);
   } else {

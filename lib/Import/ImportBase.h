@@ -13,6 +13,14 @@
 
 namespace colo {
 
+/// An input shape given on the command line: dims joined by 'x' and an
+/// optional element type ("2x16xi64", "1x3x224x224").
+struct InputShape {
+  llvm::SmallVector<int64_t> dims;
+  mlir::Type elementType; // null when the spec names none
+};
+mlir::FailureOr<InputShape> parseInputShape(llvm::StringRef spec, mlir::MLIRContext &ctx);
+
 class ImportBase {
 public:
   explicit ImportBase(mlir::MLIRContext &ctx) : ctx(ctx), builder(&ctx) {}

@@ -323,26 +323,55 @@ FailureOr<Val> Importer::initializerValue(const onnx::TensorProto &t) {
 
 LogicalResult Importer::importGraphInputs() {
   SmallVector<Type> types;
-  for (const auto &in : model.graph().input()) {
-    if (initializers.count(in.name()))
-      continue;
-    if (!in.type().has_tensor_type())
-      return emitError(NameLoc::get(StringAttr::get(&ctx, in.name())))
-             << path << ": graph input '" << in.name() << "' is not a tensor";
-    const auto &tt = in.type().tensor_type();
+  std::vector<const onnx::ValueInfoProto *> inputs;
+  for (const auto &in : model.graph().input())
+    if (!initializers.count(in.name()))
+      inputs.push_back(&in);
+  if (!inputShapes.empty() && inputShapes.size() != inputs.size())
+    return emitError(UnknownLoc::get(&ctx))
+           << path << ": the model has " << inputs.size() << " input(s) but "
+           << inputShapes.size() << " --input-shape(s) were given";
+  for (auto [i, in] : llvm::enumerate(inputs)) {
+    if (!in->type().has_tensor_type())
+      return emitError(UnknownLoc::get(&ctx))
+             << path << ": graph input '" << in->name() << "' is not a tensor";
+    const auto &tt = in->type().tensor_type();
     Type et = elementTypeOf(&ctx, tt.elem_type());
     if (!et)
       return emitError(UnknownLoc::get(&ctx))
-             << path << ": graph input '" << in.name()
+             << path << ": graph input '" << in->name()
              << "' has unsupported data type " << dtypeName(tt.elem_type());
     SmallVector<int64_t> shape;
-    for (const auto &d : tt.shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() < 0)
+    if (!inputShapes.empty()) {
+      // A given shape fixes dynamic dimensions; static ones must agree.
+      FailureOr<InputShape> given = parseInputShape(inputShapes[i], ctx);
+      if (failed(given))
+        return failure();
+      if (given->elementType && given->elementType != et)
         return emitError(UnknownLoc::get(&ctx))
-               << path << ": graph input '" << in.name() << "' has a dynamic dimension"
-               << (d.has_dim_param() ? " '" + d.dim_param() + "'" : std::string())
-               << "; colo compiles static shapes: export with fixed input sizes";
-      shape.push_back(d.dim_value());
+               << path << ": input '" << in->name() << "' is " << et << ", not "
+               << given->elementType;
+      if (static_cast<int>(given->dims.size()) != tt.shape().dim_size())
+        return emitError(UnknownLoc::get(&ctx))
+               << path << ": input '" << in->name() << "' has rank "
+               << tt.shape().dim_size() << ", the given shape '" << inputShapes[i]
+               << "' has rank " << given->dims.size();
+      for (auto [d, v] : llvm::zip(tt.shape().dim(), given->dims))
+        if (d.has_dim_value() && d.dim_value() != v)
+          return emitError(UnknownLoc::get(&ctx))
+                 << path << ": input '" << in->name() << "' has static dimension "
+                 << d.dim_value() << " where the given shape says " << v;
+      shape = given->dims;
+    } else {
+      for (const auto &d : tt.shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0)
+          return emitError(UnknownLoc::get(&ctx))
+                 << path << ": graph input '" << in->name() << "' has a dynamic dimension"
+                 << (d.has_dim_param() ? " '" + d.dim_param() + "'" : std::string())
+                 << "; colo compiles static shapes: pass --input-shape (e.g. "
+                    "--input-shape 2x16) or export with fixed input sizes";
+        shape.push_back(d.dim_value());
+      }
     }
     types.push_back(RankedTensorType::get(shape, et));
   }
@@ -584,7 +613,8 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run() {
 
 } // namespace colo::onnx_import
 
-FailureOr<OwningOpRef<ModuleOp>> colo::importOnnxFile(llvm::StringRef path,
-                                                      MLIRContext &context) {
-  return onnx_import::Importer(context, path).run();
+FailureOr<OwningOpRef<ModuleOp>>
+colo::importOnnxFile(llvm::StringRef path, MLIRContext &context,
+                     llvm::ArrayRef<std::string> inputShapes) {
+  return onnx_import::Importer(context, path, inputShapes).run();
 }

@@ -28,8 +28,10 @@ struct Val {
 
 class Importer : public ImportBase {
 public:
-  Importer(mlir::MLIRContext &ctx, llvm::StringRef path)
-      : ImportBase(ctx), path(path.str()) {}
+  Importer(mlir::MLIRContext &ctx, llvm::StringRef path,
+           llvm::ArrayRef<std::string> inputShapes)
+      : ImportBase(ctx), path(path.str()),
+        inputShapes(inputShapes.begin(), inputShapes.end()) {}
 
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> run();
 
@@ -68,6 +70,7 @@ private:
 #undef COLO_ONNX_HANDLER
 
   std::string path, dir;
+  std::vector<std::string> inputShapes;
   onnx::ModelProto model;
   mlir::ModuleOp module;
   mlir::func::FuncOp func;

@@ -1289,33 +1289,11 @@ FailureOr<OwningOpRef<ModuleOp>> TsImporter::run() {
               "one --input-shape per input, e.g. --input-shape 2x16xi64";
   }
   for (const std::string &spec : inputShapes) {
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(spec).split(parts, 'x');
-    Type et = builder.getF32Type();
-    if (!parts.empty() && !parts.back().empty() && !std::isdigit(parts.back()[0])) {
-      llvm::StringRef t = parts.pop_back_val();
-      static const std::pair<const char *, int32_t> names[] = {
-          {"f32", ox::kFloat}, {"f64", ox::kDouble}, {"f16", ox::kFloat16},
-          {"bf16", ox::kBFloat16}, {"i64", ox::kInt64}, {"i32", ox::kInt32},
-          {"i8", ox::kInt8}, {"i1", ox::kBool}};
-      et = {};
-      for (auto [n, dt] : names)
-        if (t == n)
-          et = ox::elementTypeOf(&ctx, dt);
-    }
-    llvm::SmallVector<int64_t> shape;
-    bool ok = static_cast<bool>(et);
-    for (llvm::StringRef p : parts) {
-      int64_t d;
-      ok &= !p.getAsInteger(10, d) && d > 0;
-      shape.push_back(ok ? d : 1);
-    }
-    if (!ok)
-      return emitError(UnknownLoc::get(&ctx))
-             << "bad input shape '" << spec
-             << "': expected dims joined by 'x' and an optional element type, "
-                "e.g. 2x16xi64 or 1x3x224x224";
-    inputTypes.push_back(RankedTensorType::get(shape, et));
+    FailureOr<InputShape> shape = parseInputShape(spec, ctx);
+    if (failed(shape))
+      return failure();
+    inputTypes.push_back(RankedTensorType::get(
+        shape->dims, shape->elementType ? shape->elementType : builder.getF32Type()));
   }
   module = ModuleOp::create(FileLineColLoc::get(&ctx, path, 0, 0));
   OwningOpRef<ModuleOp> owned(module);

@@ -162,3 +162,19 @@ def test_torchscript_exporter_opsets(name, opset, tmp_path):
     ops = s["op_counts"]
     for op, count in EXPECTED_OPS[name].items():
         assert ops.get(op, 0) == count, (op, ops)
+
+
+def test_dynamic_axes_fixed_by_input_shape(tmp_path):
+    """Exports with dynamic batch and sequence axes import once the shapes are
+    given; without them the error says how."""
+    model, args = models.build("gpt2")
+    path = models.export(model, args, tmp_path / "dyn.onnx", "torchscript",
+                         input_names=["ids"], dynamic_axes={"ids": {0: "batch", 1: "seq"}})
+    proc = run_colo("import", path, "--summary", check=False)
+    assert proc.returncode == 1 and "--input-shape" in proc.stderr
+    s = json.loads(run_colo("import", path, "--input-shape", "4x8xi64", "--summary",
+                            "--json").stdout)
+    assert s["inputs"] == ["4x8xi64"] and s["batch"] == 4
+    assert s["parameters"] == models.parameter_count(model)
+    bad = run_colo("import", path, "--input-shape", "4x8x2", check=False)
+    assert bad.returncode == 1 and "rank" in bad.stderr

@@ -36,9 +36,9 @@ cl::opt<bool> importElide(
 
 cl::list<std::string> importShapes(
     "input-shape",
-    cl::desc("Shape of an input of a TorchScript model, one per input in order: "
-             "dims joined by 'x' and an optional element type (default f32), "
-             "e.g. 2x16xi64"),
+    cl::desc("Shape of a model input, one per input in order: dims joined by 'x' "
+             "and an optional element type, e.g. 2x16xi64. Needed for TorchScript "
+             "(f32 by default); for ONNX it fixes dynamic dimensions"),
     cl::value_desc("shape"), cl::sub(importCmd));
 cl::opt<bool> importLocations(
     "print-locations",

@@ -3,7 +3,10 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <string>
 
 namespace colo {
 
@@ -15,8 +18,11 @@ constexpr int64_t kMaxOnnxOpset = 23;
 /// state and a `func.func @forward` on static shapes. Shape subgraphs are
 /// folded; weights stay lazy (external data is referenced, never read).
 /// Errors are reported as one diagnostic naming the node and op type.
+/// `inputShapes` (optional, one per graph input) fix dynamic dimensions,
+/// e.g. "2x16" for an input of shape [batch, sequence].
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-importOnnxFile(llvm::StringRef path, mlir::MLIRContext &context);
+importOnnxFile(llvm::StringRef path, mlir::MLIRContext &context,
+               llvm::ArrayRef<std::string> inputShapes = {});
 
 } // namespace colo
 
