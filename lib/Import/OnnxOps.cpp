@@ -479,12 +479,12 @@ LogicalResult Importer::importReduce(const onnx::NodeProto &node, Inputs ins,
 
 LogicalResult Importer::importReshape(const onnx::NodeProto &node, Inputs ins,
                                       Outputs &outs) {
-  // Reshape-like ops on a runtime value: compute the result on a host tensor
-  // of the same shape with no data, then reshape.
+  // Reshape-like ops on a runtime value: the evaluator computes the result
+  // shape on a host tensor that has the shape but holds no values (these ops
+  // never read them), then a reshape is built.
   Value x = use(*ins[0]);
   RankedTensorType t = typeOf(x);
   HostTensor shapeOnly{kFloat, SmallVector<int64_t>(t.getShape()), {}};
-  shapeOnly.values.assign(shapeOnly.numel(), 0);
   SmallVector<const HostTensor *> hostIns{&shapeOnly};
   for (size_t i = 1; i < ins.size(); ++i) {
     if (ins[i] && !ins[i]->host)
