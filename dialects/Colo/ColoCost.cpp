@@ -88,3 +88,13 @@ int64_t ReshapeOp::getBytesWritten() { return 0; }
 int64_t EmbeddingOp::getBytesRead() {
   return bytesOf(getIds().getType()) + bytesOf(getType());
 }
+
+// Log-softmax over every logit (~5 FLOPs each), then one pick-and-add per
+// position.
+int64_t CrossEntropyOp::getFlops() {
+  return LogSoftmaxOp::kFlopsPerElement * elementsOf(getLogits()) +
+         elementsOf(getLabels());
+}
+
+// A subtract, a square and an add per element.
+int64_t MseLossOp::getFlops() { return 3 * elementsOf(getPred()); }

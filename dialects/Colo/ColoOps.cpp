@@ -617,5 +617,50 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location>,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(
+      RankedTensorType::get({}, tensorType(adaptor.getLogits()).getElementType()));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  RankedTensorType logits = tensorType(getLogits());
+  if (logits.getRank() != 2 && logits.getRank() != 3)
+    return emitOpError() << "logits must be [N, C] or [B, S, C], got " << logits;
+  ArrayRef<int64_t> positions = logits.getShape().drop_back();
+  ArrayRef<int64_t> labels = tensorType(getLabels()).getShape();
+  if (labels != positions)
+    return emitOpError() << "label shape " << str(labels)
+                         << " does not match logits shape "
+                         << str(logits.getShape())
+                         << " without its class dimension " << str(positions);
+  double smoothing = getLabelSmoothing().convertToDouble();
+  if (!(smoothing >= 0 && smoothing < 1))
+    return emitOpError() << "label_smoothing " << smoothing << " outside [0, 1)";
+  return success();
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(
+      RankedTensorType::get({}, tensorType(adaptor.getPred()).getElementType()));
+  return success();
+}
+
+LogicalResult MseLossOp::verify() {
+  if (getPred().getType() != getTarget().getType())
+    return emitOpError() << "pred and target types differ: " << getPred().getType()
+                         << " vs " << getTarget().getType();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "colo/Dialect/Colo/ColoOps.cpp.inc"

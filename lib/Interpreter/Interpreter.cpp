@@ -280,6 +280,8 @@ private:
   template <typename OpTy>
   LogicalResult evalPool(OpTy op, bool isMax);
   LogicalResult evalGather(Operation *op, Value input, Value indices, int64_t axis);
+  LogicalResult evalCrossEntropy(CrossEntropyOp op);
+  LogicalResult evalMseLoss(MseLossOp op);
 
   SymbolTable symbols;
   llvm::StringMap<HostArray> globals;
@@ -611,6 +613,53 @@ LogicalResult Evaluator::evalGather(Operation *op, Value input, Value indices,
   return success();
 }
 
+LogicalResult Evaluator::evalCrossEntropy(CrossEntropyOp op) {
+  const HostArray &x = get(op.getLogits()), &labels = get(op.getLabels());
+  int64_t classes = x.shape.back();
+  int64_t ignore = op.getIgnoreIndex();
+  double eps = op.getLabelSmoothing().convertToDouble();
+  double total = 0.0;
+  int64_t count = 0;
+  for (size_t n = 0; n < labels.data.size(); ++n) {
+    int64_t label = static_cast<int64_t>(labels.data[n]);
+    if (label == ignore)
+      continue;
+    if (label < 0 || label >= classes)
+      return op.emitError() << "label " << label << " is out of range for "
+                            << classes << " classes";
+    const double *p = x.data.data() + n * classes;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < classes; ++c)
+      mx = std::max(mx, p[c]);
+    double sum = 0.0, logits = 0.0;
+    for (int64_t c = 0; c < classes; ++c) {
+      sum += std::exp(p[c] - mx);
+      logits += p[c];
+    }
+    double logZ = mx + std::log(sum);
+    // -log_softmax at the label, and its mean over all classes.
+    double nll = logZ - p[label];
+    double smooth = logZ - logits / static_cast<double>(classes);
+    total += (1.0 - eps) * nll + eps * smooth;
+    ++count;
+  }
+  // 0 / 0 is NaN when every label is ignored, as in PyTorch.
+  set(op.getResult(), HostArray{{}, {total / static_cast<double>(count)}});
+  return success();
+}
+
+LogicalResult Evaluator::evalMseLoss(MseLossOp op) {
+  const HostArray &pred = get(op.getPred()), &target = get(op.getTarget());
+  double total = 0.0;
+  for (size_t i = 0; i < pred.data.size(); ++i) {
+    double d = pred.data[i] - target.data[i];
+    total += d * d;
+  }
+  set(op.getResult(),
+      HostArray{{}, {total / static_cast<double>(pred.data.size())}});
+  return success();
+}
+
 LogicalResult Evaluator::run(Operation *op) {
   auto setUnary = [&](function_ref<double(double)> f) {
     set(op->getResult(0), unary(op, f));
@@ -839,6 +888,8 @@ LogicalResult Evaluator::run(Operation *op) {
         return evalGather(g, g.getInput(), g.getIndices(), g.getAxis());
       })
       .Case([&](EmbeddingOp e) { return evalGather(e, e.getTable(), e.getIds(), 0); })
+      .Case([&](CrossEntropyOp c) { return evalCrossEntropy(c); })
+      .Case([&](MseLossOp m) { return evalMseLoss(m); })
       .Default([&](Operation *other) {
         return other->emitError() << "the interpreter does not support '"
                                   << other->getName() << "'";

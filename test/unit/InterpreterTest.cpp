@@ -387,4 +387,60 @@ TEST_F(InterpreterTest, GatherIndexOutOfRangeIsAnError) {
   EXPECT_NE(msg.find("index -4 is out of range"), std::string::npos) << msg;
 }
 
+TEST_F(InterpreterTest, CrossEntropySkipsIgnoredLabels) {
+  // Row 2 is ignored (label -100), so the mean is over rows 0 and 1 only.
+  auto r = run(R"(
+    func.func @forward(%x: tensor<3x3xf32>, %y: tensor<3xi64>) -> tensor<f32> {
+      %0 = colo.cross_entropy %x, %y : tensor<3x3xf32>, tensor<3xi64>
+      return %0 : tensor<f32>
+    })",
+               {{{3, 3}, {1, 2, 3, 0, 0, 0, 100, 0, 0}}, {{3}, {2, 1, -100}}});
+  ASSERT_EQ(r.size(), 1u);
+  // -log_softmax([1, 2, 3])[2] = lse - 3; -log_softmax([0, 0, 0])[1] = log 3.
+  double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  expectArray(r[0], {}, {((lse - 3) + std::log(3.0)) / 2});
+}
+
+TEST_F(InterpreterTest, CrossEntropyLabelSmoothingRank3) {
+  // [B, S, C] = [1, 2, 3]. With smoothing e, PyTorch's loss per position is
+  // (1 - e) * -log_softmax(x)[label] + e * mean_c(-log_softmax(x)[c]).
+  auto r = run(R"(
+    func.func @forward(%x: tensor<1x2x3xf32>, %y: tensor<1x2xi32>) -> tensor<f32> {
+      %0 = colo.cross_entropy %x, %y {ignore_index = -1 : i64, label_smoothing = 0.2 : f64}
+           : tensor<1x2x3xf32>, tensor<1x2xi32>
+      return %0 : tensor<f32>
+    })",
+               {{{1, 2, 3}, {1, 2, 3, 0, 0, 0}}, {{1, 2}, {0, 2}}});
+  ASSERT_EQ(r.size(), 1u);
+  double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  // Position 0: nll = lse - 1, mean over classes = lse - 2.
+  double loss0 = 0.8 * (lse - 1) + 0.2 * (lse - 2);
+  // Position 1: uniform logits, both terms are log 3.
+  double loss1 = std::log(3.0);
+  expectArray(r[0], {}, {(loss0 + loss1) / 2});
+}
+
+TEST_F(InterpreterTest, CrossEntropyLabelOutOfRangeIsAnError) {
+  std::string msg = error(R"(
+    func.func @forward(%x: tensor<1x3xf32>, %y: tensor<1xi64>) -> tensor<f32> {
+      %0 = colo.cross_entropy %x, %y : tensor<1x3xf32>, tensor<1xi64>
+      return %0 : tensor<f32>
+    })",
+                          {{{1, 3}, {0, 0, 0}}, {{1}, {3}}});
+  EXPECT_NE(msg.find("label 3 is out of range for 3 classes"), std::string::npos)
+      << msg;
+}
+
+TEST_F(InterpreterTest, MseLoss) {
+  auto r = run(R"(
+    func.func @forward(%p: tensor<2x2xf32>, %t: tensor<2x2xf32>) -> tensor<f32> {
+      %0 = colo.mse_loss %p, %t : tensor<2x2xf32>, tensor<2x2xf32>
+      return %0 : tensor<f32>
+    })",
+               {{{2, 2}, {1, 2, 3, 4}}, {{2, 2}, {0, 2, 5, 4}}});
+  ASSERT_EQ(r.size(), 1u);
+  // Differences 1, 0, -2, 0: (1 + 0 + 4 + 0) / 4.
+  expectArray(r[0], {}, {1.25});
+}
+
 } // namespace

@@ -36,6 +36,11 @@ struct HostArray {
 /// normalization and unbiased for the running-statistics update, as PyTorch's
 /// train mode does).
 ///
+/// The losses reduce to a scalar mean: `colo.cross_entropy` over the
+/// positions whose label is not `ignore_index` (NaN if there are none, as in
+/// PyTorch; a label outside `[0, C)` is an error), `colo.mse_loss` over all
+/// elements.
+///
 /// Errors (an unsupported op, inputs of the wrong count or shape, unreadable
 /// data) are reported with emitError on the op and return failure.
 mlir::FailureOr<std::vector<HostArray>>

@@ -691,3 +691,39 @@ func.func @embedding_table_rank(%t: tensor<1000xf32>, %ids: tensor<2x16xi64>) {
   %0 = colo.embedding %t, %ids : tensor<1000xf32>, tensor<2x16xi64>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cross_entropy_logits_rank(%x: tensor<10xf32>, %y: tensor<i64>) {
+  // expected-error @+1 {{'colo.cross_entropy' op logits must be [N, C] or [B, S, C], got 'tensor<10xf32>'}}
+  %0 = colo.cross_entropy %x, %y : tensor<10xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_label_shape(%x: tensor<2x16x100xf32>, %y: tensor<2x15xi64>) {
+  // expected-error @+1 {{'colo.cross_entropy' op label shape [2, 15] does not match logits shape [2, 16, 100] without its class dimension [2, 16]}}
+  %0 = colo.cross_entropy %x, %y : tensor<2x16x100xf32>, tensor<2x15xi64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_smoothing_one(%x: tensor<8x10xf32>, %y: tensor<8xi64>) {
+  // expected-error @+1 {{'colo.cross_entropy' op label_smoothing 1.000000e+00 outside [0, 1)}}
+  %0 = colo.cross_entropy %x, %y {label_smoothing = 1.0 : f64} : tensor<8x10xf32>, tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @mse_loss_type_mismatch(%p: tensor<8x4xf32>, %t: tensor<8x3xf32>) {
+  // expected-error @+1 {{'colo.mse_loss' op pred and target types differ: 'tensor<8x4xf32>' vs 'tensor<8x3xf32>'}}
+  %0 = colo.mse_loss %p, %t : tensor<8x4xf32>, tensor<8x3xf32>
+  return
+}

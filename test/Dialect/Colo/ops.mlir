@@ -465,6 +465,32 @@ func.func @embedding(%table: tensor<1000x64xf32>, %ids: tensor<2x16xi64>) -> ten
   return %0 : tensor<2x16x64xf32>
 }
 
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+// The attributes' defaults are elided; the result is a scalar of the logits'
+// element type.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: (%[[X:.*]]: tensor<8x10xf32>, %[[Y:.*]]: tensor<8xi64>, %[[XS:.*]]: tensor<2x16x100xbf16>, %[[YS:.*]]: tensor<2x16xi32>)
+// CHECK: %[[L:.*]] = colo.cross_entropy %[[X]], %[[Y]] : tensor<8x10xf32>, tensor<8xi64>
+// CHECK: %[[S:.*]] = colo.cross_entropy %[[XS]], %[[YS]] {ignore_index = 0 : i64, label_smoothing = 1.000000e-01 : f64} : tensor<2x16x100xbf16>, tensor<2x16xi32>
+// CHECK: return %[[L]], %[[S]] : tensor<f32>, tensor<bf16>
+func.func @cross_entropy(%x: tensor<8x10xf32>, %y: tensor<8xi64>, %xs: tensor<2x16x100xbf16>, %ys: tensor<2x16xi32>) -> (tensor<f32>, tensor<bf16>) {
+  %0 = colo.cross_entropy %x, %y {ignore_index = -100 : i64, label_smoothing = 0.0 : f64} : tensor<8x10xf32>, tensor<8xi64>
+  %1 = colo.cross_entropy %xs, %ys {ignore_index = 0 : i64, label_smoothing = 0.1 : f64} : tensor<2x16x100xbf16>, tensor<2x16xi32>
+  return %0, %1 : tensor<f32>, tensor<bf16>
+}
+
+// CHECK-LABEL: func.func @mse_loss
+// CHECK-SAME: (%[[P:.*]]: tensor<8x4xf32>, %[[T:.*]]: tensor<8x4xf32>)
+// CHECK: %[[L:.*]] = colo.mse_loss %[[P]], %[[T]] : tensor<8x4xf32>, tensor<8x4xf32>
+// CHECK: return %[[L]] : tensor<f32>
+func.func @mse_loss(%pred: tensor<8x4xf32>, %target: tensor<8x4xf32>) -> tensor<f32> {
+  %0 = colo.mse_loss %pred, %target : tensor<8x4xf32>, tensor<8x4xf32>
+  return %0 : tensor<f32>
+}
+
 // CHECK: dialect_resources
 // CHECK: colo_blob: "0x040000000000803F00000040"
 {-#

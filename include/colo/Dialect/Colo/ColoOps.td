@@ -616,4 +616,64 @@ def Colo_EmbeddingOp : Colo_CostedOp<"embedding", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids)";
 }
 
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Colo_CrossEntropyOp : Colo_CostedOp<"cross_entropy", [Pure,
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
+  let summary = "Mean softmax cross-entropy of class logits and integer labels";
+  let description = [{
+    PyTorch's `F.cross_entropy(..., reduction='mean')` with the class
+    dimension last: `logits` is `[N, C]` or `[B, S, C]`, `labels` has the
+    logits' shape without the class dimension. For each position `i` whose
+    label is not `ignore_index`,
+    `loss_i = (1 - label_smoothing) * -log_softmax(logits_i)[label_i]
+              + label_smoothing * mean_c(-log_softmax(logits_i)[c])`;
+    the result is the mean of `loss_i` over those positions, a scalar of the
+    logits' element type (NaN when every label is ignored, as in PyTorch).
+
+    A language-model loss compares the logits of tokens `[0, S-1)` with the
+    tokens `[1, S)`; the caller shifts them with `colo.slice` first:
+
+    ```mlir
+    %l = colo.slice %logits start = [0, 0, 0] limit = [2, 15, 1000]
+         stride = [1, 1, 1] : tensor<2x16x1000xf32>
+    %t = colo.slice %ids start = [0, 1] limit = [2, 16] stride = [1, 1]
+         : tensor<2x16xi64>
+    %loss = colo.cross_entropy %l, %t
+            {ignore_index = -100 : i64, label_smoothing = 0.0 : f64}
+            : tensor<2x15x1000xf32>, tensor<2x15xi64>
+    ```
+  }];
+  let arguments = (ins Colo_FloatTensor:$logits, Colo_IntTensor:$labels,
+      DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs 0DTensorOf<[AnyFloat]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+def Colo_MseLossOp : Colo_CostedOp<"mse_loss", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
+  let summary = "Mean squared error: mean((pred - target)^2)";
+  let description = [{
+    PyTorch's `F.mse_loss(..., reduction='mean')`; `pred` and `target` have
+    the same type and the result is a scalar of their element type.
+
+    ```mlir
+    %loss = colo.mse_loss %pred, %target : tensor<8x4xf32>, tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Colo_FloatTensor:$pred, Colo_FloatTensor:$target);
+  let results = (outs 0DTensorOf<[AnyFloat]>:$result);
+  let assemblyFormat = [{
+    $pred `,` $target attr-dict `:` type($pred) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // COLO_OPS
