@@ -52,6 +52,29 @@ Shape shapeOf(Value v) {
   return Shape(t.getShape().begin(), t.getShape().end());
 }
 
+/// For every element of a row-major tensor of shape `out`, the offset
+/// `start + sum(idx[d] * step[d])` into another tensor's data: broadcasting,
+/// transposes and slices are all such strided views.
+std::vector<int64_t> stridedOffsets(ArrayRef<int64_t> out, ArrayRef<int64_t> step,
+                                    int64_t start = 0) {
+  int64_t rank = out.size(), n = numElements(out), off = start;
+  std::vector<int64_t> result(n);
+  Shape idx(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    result[i] = off;
+    // Odometer increment, adjusting the offset as dimensions wrap.
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < out[d]) {
+        off += step[d];
+        break;
+      }
+      off -= step[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return result;
+}
+
 /// For every element of `out` (row-major), the index of the element of a
 /// tensor of shape `in` that NumPy broadcasting reads (`in` is aligned to the
 /// trailing dimensions of `out`; its dimensions are 1 or equal).
@@ -62,23 +85,15 @@ std::vector<int64_t> broadcastIndex(ArrayRef<int64_t> in, ArrayRef<int64_t> out)
   Shape step(rank, 0);
   for (size_t d = lead; d < rank; ++d)
     step[d] = in[d - lead] == 1 ? 0 : inStrides[d - lead];
-  int64_t n = numElements(out);
-  std::vector<int64_t> result(n);
-  Shape idx(rank, 0);
-  int64_t off = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    result[i] = off;
-    // Odometer increment, adjusting the input offset as dimensions wrap.
-    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-      if (++idx[d] < out[d]) {
-        off += step[d];
-        break;
-      }
-      off -= step[d] * (out[d] - 1);
-      idx[d] = 0;
-    }
-  }
-  return result;
+  return stridedOffsets(out, step);
+}
+
+/// The elements of `x` at `offsets`.
+std::vector<double> gatherAt(const HostArray &x, ArrayRef<int64_t> offsets) {
+  std::vector<double> r(offsets.size());
+  for (size_t i = 0; i < offsets.size(); ++i)
+    r[i] = x.data[offsets[i]];
+  return r;
 }
 
 double roundTo(double x, Type type) {
@@ -800,10 +815,7 @@ LogicalResult Evaluator::run(Operation *op) {
         const HostArray &x = get(b.getInput());
         HostArray r;
         r.shape = shapeOf(b.getResult());
-        std::vector<int64_t> ix = broadcastIndex(x.shape, r.shape);
-        r.data.resize(ix.size());
-        for (size_t i = 0; i < ix.size(); ++i)
-          r.data[i] = x.data[ix[i]];
+        r.data = gatherAt(x, broadcastIndex(x.shape, r.shape));
         set(b.getResult(), std::move(r));
         return success();
       })
@@ -815,22 +827,7 @@ LogicalResult Evaluator::run(Operation *op) {
         r.shape = shapeOf(t.getResult());
         for (size_t i = 0; i < perm.size(); ++i)
           permStrides[i] = inStrides[perm[i]];
-        // A strided view of the input: broadcastIndex's odometer with the
-        // permuted strides.
-        int64_t n = x.data.size(), rank = perm.size(), off = 0;
-        Shape idx(rank, 0);
-        r.data.resize(n);
-        for (int64_t i = 0; i < n; ++i) {
-          r.data[i] = x.data[off];
-          for (int64_t d = rank - 1; d >= 0; --d) {
-            if (++idx[d] < r.shape[d]) {
-              off += permStrides[d];
-              break;
-            }
-            off -= permStrides[d] * (r.shape[d] - 1);
-            idx[d] = 0;
-          }
-        }
+        r.data = gatherAt(x, stridedOffsets(r.shape, permStrides));
         set(t.getResult(), std::move(r));
         return success();
       })
@@ -840,25 +837,13 @@ LogicalResult Evaluator::run(Operation *op) {
         Shape inStrides = stridesOf(x.shape);
         HostArray r;
         r.shape = shapeOf(s.getResult());
-        int64_t rank = r.shape.size(), n = numElements(r.shape), off = 0;
+        int64_t rank = r.shape.size(), off = 0;
         Shape step(rank);
         for (int64_t d = 0; d < rank; ++d) {
           step[d] = inStrides[d] * stride[d];
           off += start[d] * inStrides[d];
         }
-        Shape idx(rank, 0);
-        r.data.resize(n);
-        for (int64_t i = 0; i < n; ++i) {
-          r.data[i] = x.data[off];
-          for (int64_t d = rank - 1; d >= 0; --d) {
-            if (++idx[d] < r.shape[d]) {
-              off += step[d];
-              break;
-            }
-            off -= step[d] * (r.shape[d] - 1);
-            idx[d] = 0;
-          }
-        }
+        r.data = gatherAt(x, stridedOffsets(r.shape, step, off));
         set(s.getResult(), std::move(r));
         return success();
       })
