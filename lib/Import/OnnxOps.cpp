@@ -22,6 +22,14 @@ std::string join(ArrayRef<T> v) {
   return s + "]";
 }
 
+/// The single result of an op that may have failed to build.
+template <typename OpTy>
+FailureOr<Value> valueOf(FailureOr<OpTy> op) {
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
 template <typename OpTy>
 LogicalResult setResult(FailureOr<OpTy> op, Importer::Outputs &outs) {
   if (failed(op))
@@ -190,7 +198,7 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &, Inputs ins,
   auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> FailureOr<Value> {
     auto r = createTyped<ReshapeOp>(
         RankedTensorType::get(shape, typeOf(v).getElementType()), v);
-    return failed(r) ? FailureOr<Value>(failure()) : FailureOr<Value>(r->getResult());
+    return valueOf(r);
   };
   bool aVec = at.getRank() == 1, bVec = bt.getRank() == 1;
   if (aVec) {
@@ -225,7 +233,7 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node, Inputs ins,
   Value a = use(*ins[0]), b = use(*ins[1]);
   auto transpose = [&](Value v) -> FailureOr<Value> {
     auto t = create<TransposeOp>(v, builder.getDenseI64ArrayAttr({1, 0}));
-    return failed(t) ? FailureOr<Value>(failure()) : FailureOr<Value>(t->getResult());
+    return valueOf(t);
   };
   if (typeOf(a).getRank() != 2 || typeOf(b).getRank() != 2)
     return fail("Gemm operands must be matrices");
@@ -251,7 +259,7 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node, Inputs ins,
         DenseElementsAttr::get(RankedTensorType::get({}, typeOf(v).getElementType()),
                                APFloat(static_cast<float>(s))));
     auto m = create<MulOp>(v, c);
-    return failed(m) ? FailureOr<Value>(failure()) : FailureOr<Value>(m->getResult());
+    return valueOf(m);
   };
   auto scaled = scale(y, at.getFloat("alpha").value_or(1.0));
   if (failed(scaled))
