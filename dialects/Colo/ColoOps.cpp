@@ -7,6 +7,7 @@
 
 using namespace mlir;
 using namespace colo;
+using colo::detail::windowOutput;
 
 namespace {
 RankedTensorType tensorType(Value v) {
@@ -237,8 +238,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-static int64_t windowOutput(int64_t in, int64_t padBefore, int64_t padAfter,
-                            int64_t kernel, int64_t stride, int64_t dilation) {
+int64_t colo::detail::windowOutput(int64_t in, int64_t padBefore,
+                                   int64_t padAfter, int64_t kernel,
+                                   int64_t stride, int64_t dilation) {
   int64_t extent = dilation * (kernel - 1) + 1;
   int64_t span = in + padBefore + padAfter - extent;
   return span < 0 ? 0 : span / stride + 1;

@@ -2,12 +2,16 @@
 #define COLO_PASSES_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace colo {
 
 #define GEN_PASS_DECL
 #include "colo/Passes/Passes.h.inc"
+
+/// colo.attention as matmul, masks, softmax and matmul (colo-decompose-attention).
+void populateDecomposeAttentionPatterns(mlir::RewritePatternSet &patterns);
 
 /// The cleanup every imported graph goes through: canonicalization, raising
 /// of decomposed norms, activations and attention, CSE. The CLI, colo-opt

@@ -126,4 +126,135 @@ def ColoRaiseSilu : Pass<"colo-raise-silu"> {
   ];
 }
 
+def ColoDecomposeAttention : Pass<"colo-decompose-attention"> {
+  let summary = "Rewrites colo.attention as matmul, masks, softmax and matmul";
+  let description = [{
+    For targets without a fused attention kernel (the CPU lowering) and for
+    differentiation on them: `softmax(q k^T * scale + causal + mask) v`, with
+    grouped key/value heads repeated by reshape and broadcast and the causal
+    mask as an additive constant (top-left aligned, as PyTorch's is_causal).
+
+    Before:
+    ```mlir
+    %o = colo.attention %q, %k, %v {causal, scale = 0.125 : f64}
+         : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>
+    ```
+    After:
+    ```mlir
+    %kt = colo.transpose %k permutation = [0, 1, 3, 2] : tensor<1x2x8x8xf32>
+    %s = colo.matmul %q, %kt : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>
+    %c = colo.constant dense<1.250000e-01> : tensor<f32>
+    %ss = colo.mul %s, %c : tensor<1x2x8x8xf32>, tensor<f32>
+    %m = colo.constant dense<...> : tensor<8x8xf32>
+    %sm = colo.add %ss, %m : tensor<1x2x8x8xf32>, tensor<8x8xf32>
+    %p = colo.softmax %sm axis = 3 : tensor<1x2x8x8xf32>
+    %o = colo.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>
+    ```
+  }];
+}
+
+def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
+  let summary = "Turns @forward into @train_step: loss, backward, optimizer update";
+  let description = [{
+    Builds `func.func @train_step` next to `@forward`: the forward graph (batch
+    norms in training mode, attention decomposed), the loss, the backward graph
+    by reverse-mode differentiation of every op (passes/Autodiff.cpp), gradient
+    clipping by global norm, the learning-rate schedule, and one optimizer
+    update per trainable global, whose new value and optimizer state are written
+    back with `colo.global_store`. The step counter is the global `colo.step`;
+    optimizer state globals are named `<param>#<state>` and carry
+    `colo.optimizer_state`. `@train_step` returns the loss.
+
+    Losses: `cross-entropy` (a new argument `labels` of the output's shape
+    without the class dimension), `lm` (next-token cross-entropy of the logits
+    against the first integer input shifted by one), `mse` (a new argument
+    `target` of the output's type), `output` (the model's first result is
+    already the scalar loss).
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"cross-entropy\"",
+           "cross-entropy, lm, mse or output">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
+           "Label that cross-entropy ignores">,
+    Option<"labelSmoothing", "label-smoothing", "double", "0.0",
+           "Cross-entropy label smoothing">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd, adam, adamw, lamb or lars">,
+    Option<"lr", "lr", "double", "1e-3", "Peak learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD/LARS momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam/LAMB beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam/LAMB beta2">,
+    Option<"epsilon", "eps", "double", "-1",
+           "Optimizer epsilon (default: 1e-8 Adam, 1e-6 LAMB, 1e-8 LARS)">,
+    Option<"weightDecay", "weight-decay", "double", "-1",
+           "Weight decay (default: 0.01 for adamw and lamb, 0 otherwise)">,
+    Option<"trustCoefficient", "trust-coefficient", "double", "0.001",
+           "LARS trust coefficient">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
+           "Clip gradients to this global L2 norm (0: no clipping)">,
+    Option<"schedule", "schedule", "std::string", "\"constant\"",
+           "constant or cosine (linear warm-up, then cosine decay to 0)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0", "Warm-up steps">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "Steps of the whole run (cosine schedule)">,
+  ];
+  let statistics = [
+    Statistic<"numParams", "num-params", "Parameters updated">,
+  ];
+}
+
+def ColoLowerToLinalg : Pass<"colo-lower-to-linalg"> {
+  let summary = "Lowers colo kernel ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Converts the ops a CPU or GPU kernel is made of into upstream ops on
+    tensors, one pattern per op (or op family), following the interpreter's
+    semantics:
+
+    - unary and binary elementwise ops, clamp, gelu (erf or tanh form),
+      compare, select, convert and broadcast_to become one parallel
+      `linalg.generic` each, reading operands with NumPy broadcasting through
+      their indexing maps (a size-1 dimension reads index 0);
+    - reduce_sum / reduce_mean / reduce_max become a reduction generic
+      (`keep_dims` through `tensor.expand_shape`); softmax subtracts the max,
+      log_softmax is `x - max - log(sum(exp(x - max)))`; layer_norm, rms_norm
+      and batch_norm compute two-pass biased variances (batch_norm's running
+      variance uses the unbiased one); cross_entropy and mse_loss reduce to a
+      0-d mean (NaN when every label is ignored);
+    - transpose is `linalg.transpose`, reshape a collapse and/or expand,
+      slice a strided `tensor.extract_slice`, concat `tensor.insert_slice`s,
+      gather and embedding a generic with `tensor.extract` at the index
+      (clamped into range, so a bad index cannot read out of bounds);
+    - constant is `arith.constant`; dropout with ratio 0 is the identity
+      (a positive ratio is an error: CPU kernels draw no random numbers yet).
+
+    Arithmetic on f16 and bf16 is done in f32; reductions accumulate in f32
+    for f32, f16 and bf16 inputs (in f64 for f64), where the interpreter
+    accumulates in double. Ops without a pattern (matmul, convolution,
+    pooling, attention, globals) are left as they are.
+
+    Before:
+    ```mlir
+    %y = colo.add %x, %b : tensor<4x8xf32>, tensor<8xf32>
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<4x8xf32>
+    %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+           affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+           iterator_types = ["parallel", "parallel"]}
+           ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+    ^bb0(%a: f32, %c: f32, %out: f32):
+      %s = arith.addf %a, %c : f32
+      linalg.yield %s : f32
+    } -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+    "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+  ];
+}
+
 #endif // COLO_PASSES

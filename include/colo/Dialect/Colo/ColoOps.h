@@ -25,6 +25,12 @@ namespace colo {
 mlir::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> a,
                                     llvm::ArrayRef<int64_t> b,
                                     llvm::SmallVectorImpl<int64_t> &out);
+
+namespace detail {
+/// Output size of a convolution or pooling window along one dimension.
+int64_t windowOutput(int64_t in, int64_t padBefore, int64_t padAfter,
+                     int64_t kernel, int64_t stride, int64_t dilation);
+} // namespace detail
 } // namespace colo
 
 #endif

@@ -57,7 +57,7 @@ def Colo_GlobalOp : Colo_Op<"global", [Symbol]> {
 }
 
 def Colo_GlobalLoadOp : Colo_CostedOp<"global_load",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, Pure]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemRead]>]> {
   let summary = "Reads the current value of a global";
   let description = [{
     ```mlir
@@ -675,5 +675,7 @@ def Colo_MseLossOp : Colo_CostedOp<"mse_loss", [Pure, InferTypeOpAdaptor,
   }];
   let hasVerifier = 1;
 }
+
+include "colo/Dialect/Colo/ColoTrainOps.td"
 
 #endif // COLO_OPS

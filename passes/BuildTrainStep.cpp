@@ -1,0 +1,408 @@
+// colo-build-train-step: @forward -> @train_step (loss, backward by
+// reverse-mode differentiation, gradient clipping, learning-rate schedule,
+// optimizer updates written back to the globals).
+#include "colo/Passes/Autodiff.h"
+#include "colo/Passes/Passes.h"
+
+#include "colo/Dialect/Colo/ColoOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <numeric>
+
+namespace colo {
+#define GEN_PASS_DEF_COLOBUILDTRAINSTEP
+#include "colo/Passes/Passes.h.inc"
+} // namespace colo
+
+using namespace mlir;
+using namespace colo;
+
+namespace {
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+class TrainStepBuilder {
+public:
+  TrainStepBuilder(ModuleOp module, func::FuncOp step, const ColoBuildTrainStepOptions &o)
+      : module(module), step(step), o(o), b(step.front().getTerminator()),
+        loc(step.getLoc()) {}
+
+  LogicalResult build(int64_t &numParams) {
+    auto ret = cast<func::ReturnOp>(step.front().getTerminator());
+    if (ret.getNumOperands() == 0)
+      return step.emitError("@forward returns nothing to train on");
+    FailureOr<Value> loss = buildLoss(ret.getOperand(0));
+    if (failed(loss))
+      return failure();
+    storeRunningStatistics();
+    FailureOr<llvm::MapVector<GlobalOp, Value>> grads = buildBackward(*loss);
+    if (failed(grads))
+      return failure();
+    numParams = grads->size();
+    if (o.maxGradNorm > 0)
+      clipGradients(*grads);
+    Value stepCount = incrementStepCounter();
+    Value lr = learningRate(stepCount);
+    for (auto &[param, grad] : *grads)
+      update(param, grad, lr, stepCount);
+    func::ReturnOp::create(b, ret.getLoc(), *loss);
+    ret.erase();
+    step.setFunctionType(FunctionType::get(
+        module.getContext(), step.front().getArgumentTypes(), {loss->getType()}));
+    return success();
+  }
+
+private:
+  Value scalar(Type elementType, double v) {
+    auto type = RankedTensorType::get({}, elementType);
+    Attribute value = isa<FloatType>(elementType)
+                          ? Attribute(b.getFloatAttr(elementType, v))
+                          : Attribute(b.getIntegerAttr(elementType, static_cast<int64_t>(v)));
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
+  }
+  Value f32(double v) { return scalar(b.getF32Type(), v); }
+
+  Value addArgument(RankedTensorType type, StringRef name) {
+    return step.front().addArgument(type, NameLoc::get(b.getStringAttr(name)));
+  }
+
+  FailureOr<Value> buildLoss(Value output) {
+    RankedTensorType out = tensorType(output);
+    Location lossLoc = NameLoc::get(b.getStringAttr("loss"));
+    auto crossEntropy = [&](Value logits, Value labels) {
+      return CrossEntropyOp::create(b, lossLoc, logits, labels,
+                                    b.getI64IntegerAttr(o.ignoreIndex),
+                                    b.getF64FloatAttr(o.labelSmoothing))
+          .getResult();
+    };
+    if (o.loss == "output") {
+      if (out.getRank() != 0 || !isa<FloatType>(out.getElementType()))
+        return step.emitError() << "loss=output needs a scalar float first result, got "
+                                << out;
+      return output;
+    }
+    if (o.loss == "mse")
+      return MseLossOp::create(b, lossLoc, output, addArgument(out, "target")).getResult();
+    if (o.loss != "cross-entropy" && o.loss != "lm")
+      return step.emitError() << "unknown loss '" << o.loss
+                              << "' (expected cross-entropy, lm, mse or output)";
+    if ((out.getRank() != 2 && out.getRank() != 3) ||
+        !isa<FloatType>(out.getElementType()))
+      return step.emitError() << "loss=" << o.loss
+                              << " needs logits [N, C] or [B, S, C], got " << out;
+    ArrayRef<int64_t> positions = out.getShape().drop_back();
+    if (o.loss == "cross-entropy")
+      return crossEntropy(output, addArgument(RankedTensorType::get(
+                                                  positions, b.getIntegerType(64)),
+                                              "labels"));
+    // Next-token prediction: logits of tokens [0, S-1) against ids [1, S).
+    if (out.getRank() != 3 || out.getDimSize(1) < 2)
+      return step.emitError() << "loss=lm needs logits [B, S, V] with S >= 2, got " << out;
+    auto ids = llvm::find_if(step.getArguments(), [&](BlockArgument arg) {
+      RankedTensorType t = tensorType(arg);
+      return isa<IntegerType>(t.getElementType()) && t.getShape() == positions;
+    });
+    if (ids == step.getArguments().end())
+      return step.emitError() << "loss=lm needs an integer input of shape ["
+                              << positions[0] << ", " << positions[1]
+                              << "] (the token ids) to shift into labels";
+    int64_t batch = out.getDimSize(0), seq = out.getDimSize(1), vocab = out.getDimSize(2);
+    Value logits = SliceOp::create(b, lossLoc, output, ArrayRef<int64_t>{0, 0, 0},
+                                   ArrayRef<int64_t>{batch, seq - 1, vocab},
+                                   ArrayRef<int64_t>{1, 1, 1});
+    Value labels = SliceOp::create(b, lossLoc, *ids, ArrayRef<int64_t>{0, 1},
+                                   ArrayRef<int64_t>{batch, seq}, ArrayRef<int64_t>{1, 1});
+    return crossEntropy(logits, labels);
+  }
+
+  /// Training-mode batch norms return updated running statistics: write them
+  /// back to the globals they were read from.
+  void storeRunningStatistics() {
+    step.walk([&](BatchNormOp bn) {
+      for (auto [stat, updated] : {std::pair(bn.getRunningMean(), bn.getNewRunningMean()),
+                                   std::pair(bn.getRunningVar(), bn.getNewRunningVar())})
+        if (auto load = stat.getDefiningOp<GlobalLoadOp>())
+          GlobalStoreOp::create(b, bn.getLoc(), load.getGlobalAttr(), updated);
+    });
+  }
+
+  bool isTrainable(GlobalLoadOp load) {
+    auto global = module.lookupSymbol<GlobalOp>(load.getGlobalAttr());
+    return global && global.getTrainable();
+  }
+
+  /// Reverse-mode sweep from the loss; returns each trainable global with the
+  /// sum of the gradients of its loads, in module order.
+  FailureOr<llvm::MapVector<GlobalOp, Value>> buildBackward(Value loss) {
+    Block &body = step.front();
+    SmallVector<Operation *> forward;
+    DenseSet<Value> active;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<GlobalStoreOp>(op))
+        continue;
+      forward.push_back(&op);
+      auto load = dyn_cast<GlobalLoadOp>(op);
+      bool isActive = load ? isTrainable(load)
+                           : llvm::any_of(op.getOperands(),
+                                          [&](Value v) { return active.contains(v); });
+      if (isActive)
+        active.insert(op.result_begin(), op.result_end());
+    }
+
+    DenseMap<Value, Value> grads;
+    auto accumulate = [&](Value v, Value g) {
+      Value &slot = grads[v];
+      slot = slot ? AddOp::create(b, g.getLoc(), slot, g).getResult() : g;
+    };
+    grads[loss] = scalar(tensorType(loss).getElementType(), 1.0);
+    for (Operation *op : llvm::reverse(forward)) {
+      if (isa<GlobalLoadOp>(op) ||
+          llvm::none_of(op->getResults(), [&](Value r) { return active.contains(r); }))
+        continue;
+      SmallVector<Value> resultGrads;
+      for (Value r : op->getResults())
+        resultGrads.push_back(grads.lookup(r));
+      if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+        continue;
+      FailureOr<SmallVector<Value>> operandGrads =
+          buildOperandGradients(b, op, resultGrads);
+      if (failed(operandGrads))
+        return failure();
+      for (auto [operand, g] : llvm::zip(op->getOperands(), *operandGrads))
+        if (g && active.contains(operand))
+          accumulate(operand, g);
+    }
+
+    llvm::MapVector<GlobalOp, Value> paramGrads;
+    for (Operation *op : forward)
+      if (auto load = dyn_cast<GlobalLoadOp>(op))
+        if (Value g = grads.lookup(load.getResult())) {
+          auto global = module.lookupSymbol<GlobalOp>(load.getGlobalAttr());
+          Value &slot = paramGrads[global];
+          slot = slot ? AddOp::create(b, load.getLoc(), slot, g).getResult() : g;
+        }
+    return paramGrads;
+  }
+
+  /// torch.nn.utils.clip_grad_norm_: scale every gradient by
+  /// min(1, max_norm / (total_norm + 1e-6)).
+  void clipGradients(llvm::MapVector<GlobalOp, Value> &grads) {
+    Value total;
+    for (auto &[param, g] : grads) {
+      RankedTensorType t = tensorType(g);
+      Value g32 = t.getElementType().isF32()
+                      ? g
+                      : ConvertOp::create(b, loc, t.clone(b.getF32Type()), g).getResult();
+      SmallVector<int64_t> all(t.getRank());
+      std::iota(all.begin(), all.end(), 0);
+      Value squares = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g32, g32),
+                                          b.getDenseI64ArrayAttr(all), nullptr);
+      total = total ? AddOp::create(b, loc, total, squares).getResult() : squares;
+    }
+    if (!total)
+      return;
+    Value norm = SqrtOp::create(b, loc, total);
+    Value coef = DivOp::create(b, loc, f32(o.maxGradNorm),
+                               AddOp::create(b, loc, norm, f32(1e-6)));
+    coef = MinimumOp::create(b, loc, coef, f32(1.0));
+    for (auto &[param, g] : grads) {
+      Type e = tensorType(g).getElementType();
+      Value c = e.isF32() ? coef
+                          : ConvertOp::create(b, loc, RankedTensorType::get({}, e), coef)
+                                .getResult();
+      g = MulOp::create(b, loc, g, c);
+    }
+  }
+
+  GlobalOp createGlobal(StringRef name, RankedTensorType type, Attribute init) {
+    // After the model's own globals, before the functions.
+    OpBuilder mb(module.lookupSymbol("forward"));
+    auto global = GlobalOp::create(mb, loc, mb.getStringAttr(name), TypeAttr::get(type),
+                                   init, /*trainable=*/nullptr);
+    global->setAttr("colo.optimizer_state", mb.getUnitAttr());
+    return global;
+  }
+
+  /// The number of this update, counting from 1, kept in the global colo.step.
+  Value incrementStepCounter() {
+    auto type = RankedTensorType::get({}, b.getIntegerType(64));
+    GlobalOp counter =
+        createGlobal("colo.step", type, DenseElementsAttr::get(type, int64_t(0)));
+    Value next = AddOp::create(
+        b, loc, GlobalLoadOp::create(b, loc, type, counter.getSymName()),
+        scalar(b.getIntegerType(64), 1));
+    GlobalStoreOp::create(b, loc, counter.getSymName(), next);
+    return next;
+  }
+
+  /// Constant, or Hugging Face's get_cosine_schedule_with_warmup: linear from 0
+  /// over the warm-up, then cosine to 0 at total-steps.
+  Value learningRate(Value stepCount) {
+    Value base = f32(o.lr);
+    if (o.schedule == "constant")
+      return base;
+    Value index = ConvertOp::create(
+        b, loc, RankedTensorType::get({}, b.getF32Type()),
+        SubOp::create(b, loc, stepCount, scalar(b.getIntegerType(64), 1)));
+    double warmup = static_cast<double>(o.warmupSteps);
+    double decay = static_cast<double>(std::max<int64_t>(1, o.totalSteps - o.warmupSteps));
+    Value warm = MulOp::create(b, loc, index, f32(1.0 / std::max(1.0, warmup)));
+    Value progress = MulOp::create(b, loc, SubOp::create(b, loc, index, f32(warmup)),
+                                   f32(1.0 / decay));
+    Value cosine = MulOp::create(
+        b, loc,
+        AddOp::create(b, loc, f32(1.0),
+                      CosOp::create(b, loc,
+                                    MulOp::create(b, loc, progress, f32(llvm::numbers::pi)))),
+        f32(0.5));
+    cosine = MaximumOp::create(b, loc, cosine, f32(0.0));
+    Value inWarmup = CompareOp::create(b, loc, ComparePredicate::lt, index, f32(warmup));
+    return MulOp::create(b, loc, base, SelectOp::create(b, loc, inWarmup, warm, cosine));
+  }
+
+  /// A zero-initialized optimizer state of `param`'s type.
+  Value state(GlobalOp param, StringRef name) {
+    RankedTensorType type = param.getTensorType();
+    GlobalOp global = createGlobal((param.getSymName() + "#" + name).str(), type,
+                                   DenseElementsAttr::get(type, b.getZeroAttr(
+                                                                    type.getElementType())));
+    states.push_back(global);
+    return GlobalLoadOp::create(b, loc, type, global.getSymName());
+  }
+
+  void update(GlobalOp param, Value grad, Value lr, Value stepCount) {
+    Location paramLoc = NameLoc::get(b.getStringAttr(param.getSymName() + "#update"));
+    Value p = GlobalLoadOp::create(b, paramLoc, param.getTensorType(), param.getSymName());
+    auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
+    auto store = [&](StringRef name, Value v) {
+      GlobalStoreOp::create(b, paramLoc, name, v);
+    };
+    states.clear();
+    Operation *updateOp;
+    if (o.optimizer == "sgd" || o.optimizer == "lars") {
+      bool buffered = o.optimizer == "lars" || o.momentum != 0;
+      Value buf = buffered ? state(param, "momentum_buffer") : grad;
+      if (o.optimizer == "sgd")
+        updateOp = SgdUpdateOp::create(b, paramLoc, p, grad, buf, lr, stepCount,
+                                       f64(o.momentum), f64(o.dampening),
+                                       f64(weightDecay()),
+                                       o.nesterov ? b.getUnitAttr() : nullptr);
+      else
+        updateOp = LarsUpdateOp::create(b, paramLoc, p, grad, buf, lr, stepCount,
+                                        f64(o.momentum), f64(weightDecay()),
+                                        f64(o.trustCoefficient), f64(epsilon()));
+    } else {
+      Value m = state(param, "exp_avg"), v = state(param, "exp_avg_sq");
+      if (o.optimizer == "lamb")
+        updateOp = LambUpdateOp::create(b, paramLoc, p, grad, m, v, lr, stepCount,
+                                        f64(o.beta1), f64(o.beta2), f64(epsilon()),
+                                        f64(weightDecay()));
+      else
+        updateOp = AdamUpdateOp::create(b, paramLoc, p, grad, m, v, lr, stepCount,
+                                        f64(o.beta1), f64(o.beta2), f64(epsilon()),
+                                        f64(weightDecay()),
+                                        o.optimizer == "adamw" ? b.getUnitAttr() : nullptr);
+    }
+    store(param.getSymName(), updateOp->getResult(0));
+    for (auto [i, s] : llvm::enumerate(states))
+      store(s.getSymName(), updateOp->getResult(i + 1));
+  }
+
+  double weightDecay() const {
+    if (o.weightDecay >= 0)
+      return o.weightDecay;
+    return o.optimizer == "adamw" || o.optimizer == "lamb" ? 0.01 : 0.0;
+  }
+  double epsilon() const {
+    if (o.epsilon >= 0)
+      return o.epsilon;
+    return o.optimizer == "lamb" ? 1e-6 : 1e-8;
+  }
+
+  ModuleOp module;
+  func::FuncOp step;
+  const ColoBuildTrainStepOptions &o;
+  OpBuilder b;
+  Location loc;
+  SmallVector<GlobalOp> states;
+};
+
+struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainStep> {
+  using ColoBuildTrainStepBase::ColoBuildTrainStepBase;
+
+  ColoBuildTrainStepOptions options() const {
+    ColoBuildTrainStepOptions o;
+    o.loss = loss;
+    o.ignoreIndex = ignoreIndex;
+    o.labelSmoothing = labelSmoothing;
+    o.optimizer = optimizer;
+    o.lr = lr;
+    o.momentum = momentum;
+    o.dampening = dampening;
+    o.nesterov = nesterov;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.epsilon = epsilon;
+    o.weightDecay = weightDecay;
+    o.trustCoefficient = trustCoefficient;
+    o.maxGradNorm = maxGradNorm;
+    o.schedule = schedule;
+    o.warmupSteps = warmupSteps;
+    o.totalSteps = totalSteps;
+    return o;
+  }
+
+  LogicalResult checkOptions(ModuleOp module) {
+    auto fail = [&](const Twine &msg) { return module.emitError(msg); };
+    if (!llvm::is_contained({"sgd", "adam", "adamw", "lamb", "lars"}, optimizer))
+      return fail("unknown optimizer '" + optimizer +
+                  "' (expected sgd, adam, adamw, lamb or lars)");
+    if (!(lr > 0))
+      return fail("lr must be positive, got " + std::to_string(static_cast<double>(lr)));
+    if (schedule != "constant" && schedule != "cosine")
+      return fail("unknown schedule '" + schedule + "' (expected constant or cosine)");
+    if (schedule == "cosine" && totalSteps <= warmupSteps)
+      return fail("schedule=cosine needs total-steps (" + Twine(static_cast<int64_t>(totalSteps)) +
+                  ") greater than warmup-steps (" + Twine(static_cast<int64_t>(warmupSteps)) + ")");
+    if (warmupSteps < 0 || maxGradNorm < 0)
+      return fail("warmup-steps and max-grad-norm must not be negative");
+    if (nesterov && (momentum <= 0 || dampening != 0))
+      return fail("nesterov needs momentum > 0 and dampening 0 (as torch.optim.SGD)");
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward || forward.isExternal()) {
+      module.emitError("no func.func @forward to build a training step from");
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol("train_step")) {
+      module.emitError("the module already has a @train_step");
+      return signalPassFailure();
+    }
+    if (failed(checkOptions(module)))
+      return signalPassFailure();
+
+    auto step = cast<func::FuncOp>(forward->clone());
+    step.setName("train_step");
+    module.getBody()->push_back(step);
+    step.walk([](BatchNormOp bn) { bn.setTraining(true); });
+    RewritePatternSet patterns(&getContext());
+    populateDecomposeAttentionPatterns(patterns);
+    if (failed(applyPatternsGreedily(step, std::move(patterns))))
+      return signalPassFailure();
+
+    int64_t params = 0;
+    ColoBuildTrainStepOptions opts = options();
+    if (failed(TrainStepBuilder(module, step, opts).build(params)))
+      return signalPassFailure();
+    numParams = params;
+  }
+};
+} // namespace

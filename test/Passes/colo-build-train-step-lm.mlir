@@ -1,0 +1,16 @@
+// RUN: colo-opt %s --colo-build-train-step="loss=lm" | FileCheck %s
+
+// A language model: logits of tokens [0, S-1) against ids [1, S); the
+// embedding's gradient is a scatter-add.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%[[IDS:.*]]: tensor<2x5xi64>) -> tensor<f32>
+// CHECK: %[[L:.*]] = colo.slice %{{.*}} start = [0, 0, 0] limit = [2, 4, 7]
+// CHECK: %[[T:.*]] = colo.slice %[[IDS]] start = [0, 1] limit = [2, 5]
+// CHECK: colo.cross_entropy %[[L]], %[[T]]
+// CHECK: colo.scatter_add %{{.*}}, %[[IDS]] axis = 0 : tensor<2x5x7xf32>, tensor<2x5xi64> -> tensor<7x7xf32>
+colo.global trainable @emb : tensor<7x7xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0 : f64>
+func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x7xf32> {
+  %t = colo.global_load @emb : tensor<7x7xf32>
+  %e = colo.embedding %t, %ids : tensor<7x7xf32>, tensor<2x5xi64>
+  return %e : tensor<2x5x7xf32>
+}
