@@ -3,6 +3,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <algorithm>
+
 namespace colo {
 #define GEN_PASS_REGISTRATION
 #include "colo/Passes/Passes.h.inc"
@@ -17,6 +19,24 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
   pm.addPass(createColoRaiseAttention());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+}
+
+mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
+                                                 llvm::StringRef options,
+                                                 llvm::raw_ostream &errors) {
+  // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
+  std::string spaced = options.str();
+  std::replace(spaced.begin(), spaced.end(), ',', ' ');
+  std::unique_ptr<mlir::Pass> pass = createColoBuildTrainStep();
+  if (failed(pass->initializeOptions(spaced, [&](const llvm::Twine &msg) {
+        errors << msg;
+        return mlir::failure();
+      })))
+    return mlir::failure();
+  pm.addPass(std::move(pass));
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  return mlir::success();
 }
 
 void colo::registerPassesAndPipelines() {

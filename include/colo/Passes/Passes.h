@@ -18,6 +18,13 @@ void populateDecomposeAttentionPatterns(mlir::RewritePatternSet &patterns);
 /// (`--colo-import-pipeline`) and Python all call this one function.
 void buildImportPipeline(mlir::OpPassManager &pm);
 
+/// The train-step pipeline: colo-build-train-step with `options` (its pass
+/// options as `key=value` separated by commas or spaces), canonicalize, CSE.
+/// Invalid options are described on `errors`.
+mlir::LogicalResult buildTrainStepPipeline(mlir::OpPassManager &pm,
+                                           llvm::StringRef options,
+                                           llvm::raw_ostream &errors);
+
 /// Registers every colo pass and the colo pipelines with the global registry.
 void registerPassesAndPipelines();
 
