@@ -95,6 +95,12 @@ public:
   Location loc;
 };
 
+/// An axis attribute (read as unsigned by the generated getters) in [0, rank).
+int64_t normalizedAxis(uint64_t axis, int64_t rank) {
+  int64_t a = static_cast<int64_t>(axis);
+  return a < 0 ? a + rank : a;
+}
+
 SmallVector<int64_t> range(int64_t begin, int64_t end) {
   SmallVector<int64_t> r(end - begin);
   std::iota(r.begin(), r.end(), begin);
@@ -129,7 +135,7 @@ SmallVector<Value> matmulGrads(GradBuilder &gb, MatmulOp op, Value g) {
 SmallVector<Value> layerNormGrads(GradBuilder &gb, LayerNormOp op, Value g) {
   Value x = op.getInput();
   RankedTensorType xt = tensorType(x);
-  int64_t axis = op.getAxis();
+  int64_t axis = normalizedAxis(op.getAxis(), xt.getRank());
   SmallVector<int64_t> normDims = range(axis, xt.getRank());
   SmallVector<int64_t> leadDims = range(0, axis);
   Value mean = gb.mean(x, normDims, true);
@@ -142,18 +148,19 @@ SmallVector<Value> layerNormGrads(GradBuilder &gb, LayerNormOp op, Value g) {
   Value dx = gb.mul(rstd, gb.sub(gb.sub(dxhat, gb.mean(dxhat, normDims, true)),
                                  gb.mul(xhat, gb.mean(gb.mul(dxhat, xhat), normDims,
                                                       true))));
-  SmallVector<Value> grads{dx, {}, {}};
+  SmallVector<Value> grads{dx};
   if (Value scale = op.getScale())
-    grads[1] = gb.reshape(gb.sum(gb.mul(g, xhat), leadDims, false), tensorType(scale));
+    grads.push_back(
+        gb.reshape(gb.sum(gb.mul(g, xhat), leadDims, false), tensorType(scale)));
   if (Value bias = op.getBias())
-    grads[2] = gb.reshape(gb.sum(g, leadDims, false), tensorType(bias));
+    grads.push_back(gb.reshape(gb.sum(g, leadDims, false), tensorType(bias)));
   return grads;
 }
 
 SmallVector<Value> rmsNormGrads(GradBuilder &gb, RmsNormOp op, Value g) {
   Value x = op.getInput();
   RankedTensorType xt = tensorType(x);
-  int64_t axis = op.getAxis();
+  int64_t axis = normalizedAxis(op.getAxis(), xt.getRank());
   SmallVector<int64_t> normDims = range(axis, xt.getRank());
   Value meanSquare = gb.mean(gb.mul(x, x), normDims, true);
   Value rrms = RsqrtOp::create(
@@ -163,10 +170,10 @@ SmallVector<Value> rmsNormGrads(GradBuilder &gb, RmsNormOp op, Value g) {
   Value dxhat = op.getScale() ? gb.mul(g, op.getScale()) : g;
   Value dx = gb.mul(rrms, gb.sub(dxhat, gb.mul(xhat, gb.mean(gb.mul(dxhat, xhat),
                                                              normDims, true))));
-  SmallVector<Value> grads{dx, {}};
+  SmallVector<Value> grads{dx};
   if (Value scale = op.getScale())
-    grads[1] = gb.reshape(gb.sum(gb.mul(g, xhat), range(0, axis), false),
-                          tensorType(scale));
+    grads.push_back(gb.reshape(gb.sum(gb.mul(g, xhat), range(0, axis), false),
+                               tensorType(scale)));
   return grads;
 }
 
@@ -224,7 +231,7 @@ Value reduceMaxGrad(GradBuilder &gb, ReduceMaxOp op, Value g) {
 /// concat: each input gets its slice of the gradient.
 SmallVector<Value> concatGrads(GradBuilder &gb, ConcatOp op, Value g) {
   RankedTensorType gt = tensorType(g);
-  int64_t axis = op.getAxis() < 0 ? op.getAxis() + gt.getRank() : op.getAxis();
+  int64_t axis = normalizedAxis(op.getAxis(), gt.getRank());
   SmallVector<Value> grads;
   int64_t offset = 0;
   for (Value input : op.getInputs()) {
@@ -382,16 +389,12 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
           })
           // Normalization and regularization.
           .Case([&](SoftmaxOp softmax) -> Grads {
-            int64_t axis = softmax.getAxis() < 0
-                               ? softmax.getAxis() + tensorType(x).getRank()
-                               : softmax.getAxis();
+            int64_t axis = normalizedAxis(softmax.getAxis(), tensorType(x).getRank());
             Value dot = gb.sum(gb.mul(g, y), {axis}, true);
             return SmallVector<Value>{gb.mul(y, gb.sub(g, dot))};
           })
           .Case([&](LogSoftmaxOp logSoftmax) -> Grads {
-            int64_t axis = logSoftmax.getAxis() < 0
-                               ? logSoftmax.getAxis() + tensorType(x).getRank()
-                               : logSoftmax.getAxis();
+            int64_t axis = normalizedAxis(logSoftmax.getAxis(), tensorType(x).getRank());
             return SmallVector<Value>{
                 gb.sub(g, gb.mul(gb.exp(y), gb.sum(g, {axis}, true)))};
           })

@@ -1,12 +1,15 @@
 //===- Interpreter.cpp - Reference evaluation of colo modules -------------===//
 //
 // Every value is a HostArray of doubles. Ops are evaluated one after another
-// in the order of @forward's body; shapes come from the (verified) IR types.
-// Index arithmetic goes through precomputed row-major strides, so every op is
-// linear in its element count (times the rank), apart from the contractions.
+// in the order of the function's body; shapes come from the (verified) IR
+// types. Index arithmetic goes through precomputed row-major strides, so every
+// op is linear in its element count (times the rank), apart from the
+// contractions. The training-only ops are in InterpreterTrainOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "colo/Interpreter/Interpreter.h"
+
+#include "Evaluator.h"
 
 #include "colo/Dialect/Colo/ColoDialect.h"
 #include "colo/Dialect/Colo/ColoOps.h"
@@ -29,15 +32,20 @@
 using namespace mlir;
 
 namespace colo {
-namespace {
-
-using Shape = std::vector<int64_t>;
+namespace interp {
 
 int64_t numElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (int64_t d : shape)
+    s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
 }
 
 Shape stridesOf(ArrayRef<int64_t> shape) {
@@ -56,7 +64,7 @@ Shape shapeOf(Value v) {
 /// `start + sum(idx[d] * step[d])` into another tensor's data: broadcasting,
 /// transposes and slices are all such strided views.
 std::vector<int64_t> stridedOffsets(ArrayRef<int64_t> out, ArrayRef<int64_t> step,
-                                    int64_t start = 0) {
+                                    int64_t start) {
   int64_t rank = out.size(), n = numElements(out), off = start;
   std::vector<int64_t> result(n);
   Shape idx(rank, 0);
@@ -119,6 +127,8 @@ double roundTo(double x, Type type) {
   }
   return x;
 }
+
+namespace {
 
 /// Decodes `n` little-endian elements of `elt` from raw bytes.
 FailureOr<std::vector<double>> decode(Operation *op, ArrayRef<char> bytes, Type elt,
@@ -264,43 +274,14 @@ double gelu(double x, GeluApproximation approx) {
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-/// The evaluation of one function body.
-class Evaluator {
-public:
-  explicit Evaluator(ModuleOp module) : symbols(module) {}
+} // namespace
 
-  LogicalResult run(Operation *op);
-  DenseMap<Value, HostArray> values;
-
-private:
-  const HostArray &get(Value v) { return values.find(v)->second; }
-  void set(Value v, HostArray a) { values[v] = std::move(a); }
-
-  HostArray unary(Operation *op, function_ref<double(double)> f) {
-    HostArray r = get(op->getOperand(0));
-    for (double &x : r.data)
-      x = f(x);
-    return r;
-  }
-  HostArray binary(Operation *op, function_ref<double(double, double)> f);
-  LogicalResult evalMatmul(MatmulOp op);
-  LogicalResult evalConv(Conv2dOp op);
-  LogicalResult evalAttention(AttentionOp op);
-  LogicalResult evalSoftmax(Operation *op, int64_t axis, bool log);
-  LogicalResult evalNorm(Operation *op, Value input, Value scale, Value bias,
-                         int64_t axis, double eps, bool rms);
-  LogicalResult evalBatchNorm(BatchNormOp op);
-  template <typename OpTy>
-  LogicalResult evalReduce(OpTy op, int kind);
-  template <typename OpTy>
-  LogicalResult evalPool(OpTy op, bool isMax);
-  LogicalResult evalGather(Operation *op, Value input, Value indices, int64_t axis);
-  LogicalResult evalCrossEntropy(CrossEntropyOp op);
-  LogicalResult evalMseLoss(MseLossOp op);
-
-  SymbolTable symbols;
-  llvm::StringMap<HostArray> globals;
-};
+HostArray Evaluator::unary(Operation *op, function_ref<double(double)> f) {
+  HostArray r = get(op->getOperand(0));
+  for (double &x : r.data)
+    x = f(x);
+  return r;
+}
 
 HostArray Evaluator::binary(Operation *op, function_ref<double(double, double)> f) {
   const HostArray &a = get(op->getOperand(0)), &b = get(op->getOperand(1));
@@ -564,6 +545,23 @@ LogicalResult Evaluator::evalReduce(OpTy op, int kind) {
   return success();
 }
 
+int64_t maxPoolArgmax(int64_t H, int64_t W, int64_t h0, int64_t w0, int64_t KH,
+                      int64_t KW, function_ref<double(int64_t)> at) {
+  int64_t best = -1;
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + KH, H); ++ih)
+    for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + KW, W); ++iw) {
+      int64_t i = ih * W + iw;
+      double v = at(i);
+      // PyTorch's test: a NaN always wins, and -inf windows keep the first.
+      if (best < 0 || v > max || std::isnan(v)) {
+        best = i;
+        max = v;
+      }
+    }
+  return best;
+}
+
 template <typename OpTy>
 LogicalResult Evaluator::evalPool(OpTy op, bool isMax) {
   const HostArray &x = get(op.getInput());
@@ -575,28 +573,29 @@ LogicalResult Evaluator::evalPool(OpTy op, bool isMax) {
   HostArray r;
   r.shape = out;
   r.data.resize(numElements(out));
-  for (int64_t nc = 0; nc < N * C; ++nc)
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const double *plane = x.data.data() + nc * H * W;
     for (int64_t oh = 0; oh < OH; ++oh)
       for (int64_t ow = 0; ow < OW; ++ow) {
-        double acc = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t h0 = oh * st[0] - pad[0], w0 = ow * st[1] - pad[1];
+        double &y = r.data[(nc * OH + oh) * OW + ow];
+        if (isMax) {
+          int64_t i = maxPoolArgmax(H, W, h0, w0, k[0], k[1],
+                                    [&](int64_t i) { return plane[i]; });
+          y = i < 0 ? -std::numeric_limits<double>::infinity() : plane[i];
+          continue;
+        }
+        double acc = 0.0;
         int64_t valid = 0;
-        for (int64_t kh = 0; kh < k[0]; ++kh) {
-          int64_t ih = oh * st[0] - pad[0] + kh;
-          if (ih < 0 || ih >= H)
-            continue;
-          for (int64_t kw = 0; kw < k[1]; ++kw) {
-            int64_t iw = ow * st[1] - pad[1] + kw;
-            if (iw < 0 || iw >= W)
-              continue;
-            double v = x.data[(nc * H + ih) * W + iw];
-            acc = isMax ? std::max(acc, v) : acc + v;
+        for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + k[0], H); ++ih)
+          for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + k[1], W); ++iw) {
+            acc += plane[ih * W + iw];
             ++valid;
           }
-        }
-        if (!isMax)
-          acc /= includePad ? static_cast<double>(k[0] * k[1]) : static_cast<double>(valid);
-        r.data[(nc * OH + oh) * OW + ow] = acc;
+        y = acc / (includePad ? static_cast<double>(k[0] * k[1])
+                              : static_cast<double>(valid));
       }
+  }
   set(op.getResult(), std::move(r));
   return success();
 }
@@ -686,17 +685,10 @@ LogicalResult Evaluator::run(Operation *op) {
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](GlobalLoadOp g) -> LogicalResult {
-        auto it = globals.find(g.getGlobal());
-        if (it == globals.end()) {
-          auto global = symbols.lookup<GlobalOp>(g.getGlobal());
-          if (!global)
-            return g.emitError() << "no colo.global named '" << g.getGlobal() << "'";
-          FailureOr<HostArray> a = readGlobal(global);
-          if (failed(a))
-            return failure();
-          it = globals.insert({g.getGlobal(), std::move(*a)}).first;
-        }
-        set(g.getResult(), it->second);
+        HostArray *value = state.global(g, g.getGlobal());
+        if (!value)
+          return failure();
+        set(g.getResult(), *value);
         return success();
       })
       .Case([&](ConstantOp c) -> LogicalResult {
@@ -875,41 +867,84 @@ LogicalResult Evaluator::run(Operation *op) {
       .Case([&](EmbeddingOp e) { return evalGather(e, e.getTable(), e.getIds(), 0); })
       .Case([&](CrossEntropyOp c) { return evalCrossEntropy(c); })
       .Case([&](MseLossOp m) { return evalMseLoss(m); })
-      .Default([&](Operation *other) {
-        return other->emitError() << "the interpreter does not support '"
-                                  << other->getName() << "'";
-      });
+      .Default([&](Operation *other) { return runTrainOp(other); });
 }
 
-} // namespace
+} // namespace interp
 
-FailureOr<std::vector<HostArray>> interpret(ModuleOp module, ArrayRef<HostArray> inputs) {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward || forward.isExternal())
-    return module.emitError() << "the module has no func.func @forward with a body";
-  Evaluator eval(module);
-  Block &body = forward.getBody().front();
+//===----------------------------------------------------------------------===//
+// Model state and calls
+//===----------------------------------------------------------------------===//
+
+HostArray *Interpreter::Impl::global(Operation *user, StringRef name) {
+  auto it = globals.find(name);
+  if (it != globals.end())
+    return &it->second;
+  Operation *at = user ? user : module.getOperation();
+  auto global = symbols.lookup<GlobalOp>(name);
+  if (!global) {
+    at->emitError() << "no colo.global named '" << name << "'";
+    return nullptr;
+  }
+  FailureOr<HostArray> a = interp::readGlobal(global);
+  if (failed(a))
+    return nullptr;
+  return &globals.insert({name, std::move(*a)}).first->second;
+}
+
+LogicalResult Interpreter::Impl::store(Operation *user, StringRef name, HostArray value) {
+  Operation *at = user ? user : module.getOperation();
+  auto global = symbols.lookup<GlobalOp>(name);
+  if (!global)
+    return at->emitError() << "no colo.global named '" << name << "'";
+  RankedTensorType type = global.getTensorType();
+  if (ArrayRef<int64_t>(value.shape) != type.getShape() ||
+      static_cast<int64_t>(value.data.size()) != type.getNumElements())
+    return at->emitError() << "a value of " << value.data.size()
+                           << " elements in shape [" << interp::formatShape(value.shape)
+                           << "] cannot be stored in global '" << name << "' of type "
+                           << type;
+  for (double &x : value.data)
+    x = interp::roundTo(x, type.getElementType());
+  globals[name] = std::move(value);
+  return success();
+}
+
+Interpreter::Interpreter(ModuleOp module) : impl(std::make_unique<Impl>(module)) {}
+Interpreter::~Interpreter() = default;
+
+HostArray *Interpreter::global(StringRef name) { return impl->global(nullptr, name); }
+
+LogicalResult Interpreter::setGlobal(StringRef name, HostArray value) {
+  return impl->store(nullptr, name, std::move(value));
+}
+
+FailureOr<std::vector<HostArray>> Interpreter::call(StringRef name,
+                                                    ArrayRef<HostArray> inputs) {
+  auto func = impl->symbols.lookup<func::FuncOp>(name);
+  if (!func || func.isExternal())
+    return impl->module.emitError()
+           << "the module has no func.func @" << name << " with a body";
+  interp::Evaluator eval(*impl);
+  Block &body = func.getBody().front();
   if (body.getNumArguments() != inputs.size())
-    return forward.emitError() << "@forward takes " << body.getNumArguments()
-                               << " inputs, " << inputs.size() << " given";
+    return func.emitError() << "@" << name << " takes " << body.getNumArguments()
+                            << " inputs, " << inputs.size() << " given";
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.hasStaticShape())
-      return forward.emitError() << "input " << i << " has type " << arg.getType()
-                                 << ", not a static tensor";
+      return func.emitError() << "input " << i << " has type " << arg.getType()
+                              << ", not a static tensor";
     const HostArray &in = inputs[i];
     if (ArrayRef<int64_t>(in.shape) != type.getShape() ||
-        static_cast<int64_t>(in.data.size()) != type.getNumElements()) {
-      std::string got;
-      for (int64_t d : in.shape)
-        got += (got.empty() ? "" : "x") + std::to_string(d);
-      return forward.emitError() << "input " << i << " has shape [" << got
-                                 << "] (" << in.data.size() << " values), @forward expects "
-                                 << type;
-    }
+        static_cast<int64_t>(in.data.size()) != type.getNumElements())
+      return func.emitError() << "input " << i << " has shape ["
+                              << interp::formatShape(in.shape) << "] ("
+                              << in.data.size() << " values), @" << name
+                              << " expects " << type;
     HostArray a = in;
     for (double &x : a.data)
-      x = roundTo(x, type.getElementType());
+      x = interp::roundTo(x, type.getElementType());
     eval.values[arg] = std::move(a);
   }
   for (Operation &op : body) {
@@ -922,7 +957,11 @@ FailureOr<std::vector<HostArray>> interpret(ModuleOp module, ArrayRef<HostArray>
     if (failed(eval.run(&op)))
       return failure();
   }
-  return forward.emitError() << "@forward has no func.return";
+  return func.emitError() << "@" << name << " has no func.return";
+}
+
+FailureOr<std::vector<HostArray>> interpret(ModuleOp module, ArrayRef<HostArray> inputs) {
+  return Interpreter(module).call("forward", inputs);
 }
 
 } // namespace colo

@@ -66,6 +66,24 @@ void expectArray(const HostArray &a, std::vector<int64_t> shape, std::vector<dou
     EXPECT_NEAR(a.data[i], data[i], tol) << "element " << i;
 }
 
+/// Deterministic values in [-1, 1) (a linear congruential sequence).
+std::vector<double> pseudoRandom(size_t n, uint64_t seed) {
+  std::vector<double> v(n);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (double &x : v) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<double>(state >> 11) * 0x1.0p-52 - 1.0;
+  }
+  return v;
+}
+
+double dot(const std::vector<double> &a, const std::vector<double> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
 TEST_F(InterpreterTest, BroadcastingBinary) {
   auto r = run(R"(
     func.func @forward(%a: tensor<2x1xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
@@ -441,6 +459,522 @@ TEST_F(InterpreterTest, MseLoss) {
   ASSERT_EQ(r.size(), 1u);
   // Differences 1, 0, -2, 0: (1 + 0 + 4 + 0) / 4.
   expectArray(r[0], {}, {1.25});
+}
+
+//===----------------------------------------------------------------------===//
+// Model state across calls
+//===----------------------------------------------------------------------===//
+
+TEST_F(InterpreterTest, GlobalStorePersistsAcrossCalls) {
+  // A step counter and a running sum; the store rounds 1/3 to f32.
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    colo.global @t : tensor<i64> = dense<0> : tensor<i64>
+    colo.global @acc : tensor<2xf32> = #colo.init<distribution = "zeros", a = 0.0 : f64, b = 0.0 : f64>
+    func.func @step(%x: tensor<2xf32>) -> (tensor<i64>, tensor<2xf32>) {
+      %t0 = colo.global_load @t : tensor<i64>
+      %one = colo.constant dense<1> : tensor<i64>
+      %t = colo.add %t0, %one : tensor<i64>, tensor<i64>
+      colo.global_store @t, %t : tensor<i64>
+      %a0 = colo.global_load @acc : tensor<2xf32>
+      %a = colo.add %a0, %x : tensor<2xf32>, tensor<2xf32>
+      colo.global_store @acc, %a : tensor<2xf32>
+      %a1 = colo.global_load @acc : tensor<2xf32>
+      return %t, %a1 : tensor<i64>, tensor<2xf32>
+    }
+    func.func @third() -> tensor<f32> {
+      %one = colo.constant dense<1.0> : tensor<f32>
+      %three = colo.constant dense<3.0> : tensor<f32>
+      %d = colo.div %one, %three : tensor<f32>, tensor<f32>
+      return %d : tensor<f32>
+    }
+    func.func @store_third() {
+      %one = colo.constant dense<1.0> : tensor<2xf32>
+      %three = colo.constant dense<3.0> : tensor<f32>
+      %d = colo.div %one, %three : tensor<2xf32>, tensor<f32>
+      colo.global_store @acc, %d : tensor<2xf32>
+      return
+    })",
+                                                        &ctx);
+  ASSERT_TRUE(module);
+  colo::Interpreter interp(*module);
+  for (int i = 1; i <= 3; ++i) {
+    auto r = interp.call("step", {HostArray{{2}, {1.0, 0.5 * i}}});
+    ASSERT_TRUE(succeeded(r));
+    expectArray((*r)[0], {}, {static_cast<double>(i)});
+    // The load after the store in the same call sees the new value.
+    expectArray((*r)[1], {2}, {static_cast<double>(i), 0.25 * i * (i + 1)});
+  }
+  HostArray *t = interp.global("t");
+  ASSERT_TRUE(t);
+  expectArray(*t, {}, {3});
+  // Ops compute in double; only the store rounds to the global's f32.
+  auto third = interp.call("third", {});
+  ASSERT_TRUE(succeeded(third));
+  EXPECT_EQ((*third)[0].data[0], 1.0 / 3.0);
+  ASSERT_TRUE(succeeded(interp.call("store_third", {})));
+  HostArray *acc = interp.global("acc");
+  ASSERT_TRUE(acc);
+  double f = static_cast<float>(1.0 / 3.0);
+  EXPECT_NE(f, 1.0 / 3.0);
+  expectArray(*acc, {2}, {f, f}, 0.0);
+  // setGlobal rounds the same way and checks the shape.
+  ASSERT_TRUE(succeeded(interp.setGlobal("acc", HostArray{{2}, {0.1, 2.0}})));
+  expectArray(*interp.global("acc"), {2}, {static_cast<float>(0.1), 2.0}, 0.0);
+  // A fresh interpreter starts from the initial values again.
+  colo::Interpreter fresh(*module);
+  expectArray(*fresh.global("t"), {}, {0});
+}
+
+TEST_F(InterpreterTest, GlobalAccessErrors) {
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    colo.global @w : tensor<2xf32> = dense<[1.0, 2.0]> : tensor<2xf32>
+    func.func @forward() -> tensor<2xf32> {
+      %w = colo.global_load @w : tensor<2xf32>
+      return %w : tensor<2xf32>
+    })",
+                                                        &ctx);
+  ASSERT_TRUE(module);
+  std::vector<std::string> messages;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    messages.push_back(d.str());
+    return mlir::success();
+  });
+  colo::Interpreter interp(*module);
+  EXPECT_EQ(interp.global("nope"), nullptr);
+  EXPECT_TRUE(failed(interp.setGlobal("w", HostArray{{3}, {1, 2, 3}})));
+  EXPECT_TRUE(failed(interp.call("missing", {})));
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_NE(messages[0].find("no colo.global named 'nope'"), std::string::npos);
+  EXPECT_NE(messages[1].find("cannot be stored in global 'w'"), std::string::npos);
+  EXPECT_NE(messages[2].find("no func.func @missing"), std::string::npos);
+  expectArray(*interp.global("w"), {2}, {1, 2});
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+TEST_F(InterpreterTest, ScatterAddAccumulatesRepeatedAndNegativeIndices) {
+  auto r = run(R"(
+    func.func @forward(%u: tensor<2x3xf32>, %i: tensor<3xi64>, %e: tensor<2x2xf32>,
+                       %ids: tensor<2xi32>) -> (tensor<2x4xf32>, tensor<3x2xf32>) {
+      %0 = colo.scatter_add %u, %i axis = 1 : tensor<2x3xf32>, tensor<3xi64> -> tensor<2x4xf32>
+      %1 = colo.scatter_add %e, %ids axis = -2 : tensor<2x2xf32>, tensor<2xi32> -> tensor<3x2xf32>
+      return %0, %1 : tensor<2x4xf32>, tensor<3x2xf32>
+    })",
+               {{{2, 3}, {1, 2, 3, 4, 5, 6}},
+                {{3}, {3, -1, 0}},
+                {{2, 2}, {1, 2, 10, 20}},
+                {{2}, {2, 2}}});
+  ASSERT_EQ(r.size(), 2u);
+  // Indices 3 and -1 both name column 3.
+  expectArray(r[0], {2, 4}, {3, 0, 0, 3, 6, 0, 0, 9});
+  expectArray(r[1], {3, 2}, {0, 0, 0, 0, 11, 22});
+}
+
+TEST_F(InterpreterTest, SliceBackwardPlacesTheGradient) {
+  auto r = run(R"(
+    func.func @forward(%d: tensor<2x2xf32>) -> tensor<5x4xf32> {
+      %0 = colo.slice_backward %d start = [1, 0] limit = [5, 4] stride = [2, 3]
+           : tensor<2x2xf32> -> tensor<5x4xf32>
+      return %0 : tensor<5x4xf32>
+    })",
+               {{{2, 2}, {1, 2, 3, 4}}});
+  ASSERT_EQ(r.size(), 1u);
+  expectArray(r[0], {5, 4}, {0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4, 0, 0, 0, 0});
+}
+
+TEST_F(InterpreterTest, Conv2dBackwardByHand) {
+  // x = [[1, 2], [3, 4]], w = [[1, 10]] (1x2 kernel), no padding: y = [21, 43].
+  // dx[h, w'] = sum of dy[h] * w[w' - ow]; dw[k] = sum of dy[h] * x[h, k].
+  auto r = run(R"(
+    func.func @forward(%x: tensor<1x1x2x2xf32>, %w: tensor<1x1x1x2xf32>,
+                       %dy: tensor<1x1x2x1xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x1x2xf32>) {
+      %dx = colo.conv2d_backward_input %dy, %w
+            : tensor<1x1x2x1xf32>, tensor<1x1x1x2xf32> -> tensor<1x1x2x2xf32>
+      %dw = colo.conv2d_backward_filter %x, %dy
+            : tensor<1x1x2x2xf32>, tensor<1x1x2x1xf32> -> tensor<1x1x1x2xf32>
+      return %dx, %dw : tensor<1x1x2x2xf32>, tensor<1x1x1x2xf32>
+    })",
+               {{{1, 1, 2, 2}, {1, 2, 3, 4}}, {{1, 1, 1, 2}, {1, 10}}, {{1, 1, 2, 1}, {1, -1}}});
+  ASSERT_EQ(r.size(), 2u);
+  expectArray(r[0], {1, 1, 2, 2}, {1, 10, -1, -10});
+  expectArray(r[1], {1, 1, 1, 2}, {1 - 3, 2 - 4});
+}
+
+TEST_F(InterpreterTest, Conv2dBackwardIsTheAdjoint) {
+  // <dy, conv(x, w)> = <conv_backward_input(dy, w), x>
+  //                  = <conv_backward_filter(x, dy), w>
+  // for strides, asymmetric padding, dilation and groups together.
+  auto r = run(R"(
+    func.func @forward(%x: tensor<2x4x7x6xf64>, %w: tensor<6x2x3x2xf64>,
+                       %dy: tensor<2x6x3x2xf64>)
+        -> (tensor<2x6x3x2xf64>, tensor<2x4x7x6xf64>, tensor<6x2x3x2xf64>) {
+      %y = colo.conv2d %x, %w {strides = array<i64: 2, 3>, padding = array<i64: 2, 1, 1, 0>,
+             dilations = array<i64: 2, 2>, groups = 2 : i64}
+           : tensor<2x4x7x6xf64>, tensor<6x2x3x2xf64>
+      %dx = colo.conv2d_backward_input %dy, %w {strides = array<i64: 2, 3>,
+              padding = array<i64: 2, 1, 1, 0>, dilations = array<i64: 2, 2>, groups = 2 : i64}
+            : tensor<2x6x3x2xf64>, tensor<6x2x3x2xf64> -> tensor<2x4x7x6xf64>
+      %dw = colo.conv2d_backward_filter %x, %dy {strides = array<i64: 2, 3>,
+              padding = array<i64: 2, 1, 1, 0>, dilations = array<i64: 2, 2>, groups = 2 : i64}
+            : tensor<2x4x7x6xf64>, tensor<2x6x3x2xf64> -> tensor<6x2x3x2xf64>
+      return %y, %dx, %dw : tensor<2x6x3x2xf64>, tensor<2x4x7x6xf64>, tensor<6x2x3x2xf64>
+    })",
+               {HostArray{{2, 4, 7, 6}, pseudoRandom(2 * 4 * 7 * 6, 1)},
+                HostArray{{6, 2, 3, 2}, pseudoRandom(6 * 2 * 3 * 2, 2)},
+                HostArray{{2, 6, 3, 2}, pseudoRandom(2 * 6 * 3 * 2, 3)}});
+  ASSERT_EQ(r.size(), 3u);
+  double dyY = dot(pseudoRandom(2 * 6 * 3 * 2, 3), r[0].data);
+  double tol = 1e-12 * std::abs(dyY) + 1e-12;
+  EXPECT_NEAR(dot(r[1].data, pseudoRandom(2 * 4 * 7 * 6, 1)), dyY, tol);
+  EXPECT_NEAR(dot(r[2].data, pseudoRandom(6 * 2 * 3 * 2, 2)), dyY, tol);
+  EXPECT_GT(std::abs(dyY), 1e-3);
+}
+
+TEST_F(InterpreterTest, MaxPoolBackwardRoutesToFirstMaximum) {
+  // Ties go to the first maximal element of the window in row-major order;
+  // padding is skipped, not a zero that beats negative inputs.
+  auto r = run(R"(
+    func.func @forward(%x: tensor<1x1x3x3xf32>, %dy: tensor<1x1x2x2xf32>,
+                       %n: tensor<1x1x3x3xf32>) -> (tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) {
+      %0 = colo.max_pool2d_backward %x, %dy {kernel = array<i64: 2, 2>}
+           : tensor<1x1x3x3xf32>, tensor<1x1x2x2xf32>
+      %1 = colo.max_pool2d_backward %n, %dy {kernel = array<i64: 3, 3>,
+             strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}
+           : tensor<1x1x3x3xf32>, tensor<1x1x2x2xf32>
+      return %0, %1 : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>
+    })",
+               {{{1, 1, 3, 3}, {1, 5, 5, 5, 2, 0, 0, 0, 5}},
+                {{1, 1, 2, 2}, {1, 2, 3, 4}},
+                {{1, 1, 3, 3}, {-1, -2, -3, -4, -5, -6, -7, -8, -9}}});
+  ASSERT_EQ(r.size(), 2u);
+  // Windows: [1 5; 5 2] -> (0,1); [5 5; 2 0] -> (0,1); [5 2; 0 0] -> (1,0);
+  // [2 0; 0 5] -> (2,2).
+  expectArray(r[0], {1, 1, 3, 3}, {0, 3, 0, 3, 0, 0, 0, 0, 4});
+  // Each padded window's maximum is its top-left valid element.
+  expectArray(r[1], {1, 1, 3, 3}, {1, 2, 0, 3, 4, 0, 0, 0, 0});
+}
+
+TEST_F(InterpreterTest, AvgPoolBackwardWithAndWithoutPadCount) {
+  auto r = run(R"(
+    func.func @forward(%dy: tensor<1x1x2x2xf32>) -> (tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) {
+      %0 = colo.avg_pool2d_backward %dy {kernel = array<i64: 2, 2>,
+             strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}
+           : tensor<1x1x2x2xf32> -> tensor<1x1x3x3xf32>
+      %1 = colo.avg_pool2d_backward %dy {kernel = array<i64: 2, 2>,
+             strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, count_include_pad}
+           : tensor<1x1x2x2xf32> -> tensor<1x1x3x3xf32>
+      return %0, %1 : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>
+    })",
+               {{{1, 1, 2, 2}, {4, 8, 12, 16}}});
+  ASSERT_EQ(r.size(), 2u);
+  // The windows hold 1, 2, 2 and 4 valid elements.
+  expectArray(r[0], {1, 1, 3, 3}, {4, 4, 4, 6, 4, 4, 6, 4, 4});
+  expectArray(r[1], {1, 1, 3, 3}, {1, 2, 2, 3, 4, 4, 3, 4, 4});
+}
+
+TEST_F(InterpreterTest, BatchNormBackwardMatchesTheJacobian) {
+  // dx_i = sum_j dy_j dy_j/dx_i with, per channel of M elements,
+  // d y_j / d x_i = g rstd (delta_ij - 1/M - xhat_i xhat_j / M).
+  std::vector<double> x = pseudoRandom(2 * 3 * 4, 7), dy = pseudoRandom(2 * 3 * 4, 8);
+  std::vector<double> g = {1.5, -0.5, 2.0};
+  auto r = run(R"(
+    func.func @forward(%x: tensor<2x3x4xf64>, %g: tensor<3xf64>, %dy: tensor<2x3x4xf64>)
+        -> (tensor<2x3x4xf64>, tensor<3xf64>, tensor<3xf64>) {
+      %dx, %dg, %db = colo.batch_norm_backward %x, %g, %dy {epsilon = 1.0e-03 : f64}
+          : tensor<2x3x4xf64>, tensor<3xf64>
+      return %dx, %dg, %db : tensor<2x3x4xf64>, tensor<3xf64>, tensor<3xf64>
+    })",
+               {{{2, 3, 4}, x}, {{3}, g}, {{2, 3, 4}, dy}});
+  ASSERT_EQ(r.size(), 3u);
+  std::vector<double> dx(24), dg(3), db(3);
+  for (int c = 0; c < 3; ++c) {
+    std::vector<int> at;
+    for (int n = 0; n < 2; ++n)
+      for (int i = 0; i < 4; ++i)
+        at.push_back((n * 3 + c) * 4 + i);
+    double mean = 0, var = 0, M = at.size();
+    for (int i : at)
+      mean += x[i] / M;
+    for (int i : at)
+      var += (x[i] - mean) * (x[i] - mean) / M;
+    double rstd = 1 / std::sqrt(var + 1e-3);
+    for (int i : at) {
+      double xi = (x[i] - mean) * rstd;
+      dg[c] += dy[i] * xi;
+      db[c] += dy[i];
+      for (int j : at) {
+        double xj = (x[j] - mean) * rstd;
+        dx[i] += dy[j] * g[c] * rstd * ((i == j) - 1 / M - xi * xj / M);
+      }
+    }
+  }
+  expectArray(r[0], {2, 3, 4}, dx);
+  expectArray(r[1], {3}, dg);
+  expectArray(r[2], {3}, db);
+}
+
+TEST_F(InterpreterTest, CrossEntropyBackwardIgnoreAndSmoothing) {
+  std::vector<double> x = pseudoRandom(2 * 3 * 4, 9);
+  std::vector<double> labels = {2, -1, 0, 3, 3, -1};
+  auto r = run(R"(
+    func.func @forward(%x: tensor<2x3x4xf64>, %y: tensor<2x3xi64>, %d: tensor<f64>)
+        -> tensor<2x3x4xf64> {
+      %0 = colo.cross_entropy_backward %x, %y, %d
+           {ignore_index = -1 : i64, label_smoothing = 2.0e-01 : f64}
+           : tensor<2x3x4xf64>, tensor<2x3xi64>, tensor<f64>
+      return %0 : tensor<2x3x4xf64>
+    })",
+               {{{2, 3, 4}, x}, {{2, 3}, labels}, {{}, {3.0}}});
+  ASSERT_EQ(r.size(), 1u);
+  // Four positions count; the target mixes one-hot with 0.2 / 4 everywhere.
+  std::vector<double> expected(24, 0.0);
+  for (int n = 0; n < 6; ++n) {
+    if (labels[n] == -1)
+      continue;
+    double z = 0;
+    for (int c = 0; c < 4; ++c)
+      z += std::exp(x[n * 4 + c]);
+    for (int c = 0; c < 4; ++c)
+      expected[n * 4 + c] =
+          3.0 / 4 * (std::exp(x[n * 4 + c]) / z - (0.8 * (c == labels[n]) + 0.05));
+  }
+  expectArray(r[0], {2, 3, 4}, expected);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates: three steps of a @step function that keeps the state in
+// globals, against PyTorch's formulas written out here.
+//===----------------------------------------------------------------------===//
+
+/// Runs @step(grad, lr) `grads.size()` times and returns the parameter after
+/// each step. `update` is the update op's text over %w, %g, %s1 (and %s2),
+/// %lr and %t, defining %p and the new states %n1 (and %n2).
+std::vector<std::vector<double>> runSteps(mlir::MLIRContext &ctx, const std::string &update,
+                                          bool twoStates, std::vector<double> param,
+                                          const std::vector<std::vector<double>> &grads,
+                                          double lr) {
+  std::string n = std::to_string(param.size());
+  std::string t = "tensor<" + n + "xf64>";
+  std::string init;
+  for (double p : param)
+    init += (init.empty() ? "" : ", ") + std::to_string(p);
+  std::string ir = "colo.global @w : " + t + " = dense<[" + init + "]> : " + t + "\n" +
+                   "colo.global @s1 : " + t + " = dense<0.0> : " + t + "\n" +
+                   "colo.global @s2 : " + t + " = dense<0.0> : " + t + "\n" +
+                   "colo.global @t : tensor<i64> = dense<0> : tensor<i64>\n" +
+                   "func.func @step(%g: " + t + ", %lr: tensor<f32>) -> " + t + " {\n" +
+                   "  %w = colo.global_load @w : " + t + "\n" +
+                   "  %s1 = colo.global_load @s1 : " + t + "\n" +
+                   "  %s2 = colo.global_load @s2 : " + t + "\n" +
+                   "  %t0 = colo.global_load @t : tensor<i64>\n" +
+                   "  %one = colo.constant dense<1> : tensor<i64>\n" +
+                   "  %t = colo.add %t0, %one : tensor<i64>, tensor<i64>\n" + update +
+                   "\n" +
+                   "  colo.global_store @w, %p : " + t + "\n" +
+                   "  colo.global_store @s1, %n1 : " + t + "\n" +
+                   (twoStates ? "  colo.global_store @s2, %n2 : " + t + "\n" : "") +
+                   "  colo.global_store @t, %t : tensor<i64>\n" + "  return %p : " + t +
+                   "\n}\n";
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(ir, &ctx);
+  EXPECT_TRUE(module) << ir;
+  if (!module)
+    return {};
+  colo::Interpreter interp(*module);
+  std::vector<std::vector<double>> params;
+  for (const std::vector<double> &g : grads) {
+    auto r = interp.call("step", {HostArray{{static_cast<int64_t>(g.size())}, g},
+                                  HostArray{{}, {lr}}});
+    EXPECT_TRUE(succeeded(r));
+    if (failed(r))
+      return {};
+    params.push_back((*r)[0].data);
+  }
+  return params;
+}
+
+const std::vector<std::vector<double>> kGrads = {
+    {0.5, -1.0, 2.0}, {0.25, 0.5, -1.5}, {-0.75, 1.0, 0.125}};
+const std::vector<double> kParam = {1.0, -2.0, 0.5};
+
+void expectSteps(const std::vector<std::vector<double>> &got,
+                 const std::vector<std::vector<double>> &want, double tol = 1e-12) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < got.size(); ++s) {
+    ASSERT_EQ(got[s].size(), want[s].size());
+    for (size_t i = 0; i < got[s].size(); ++i)
+      EXPECT_NEAR(got[s][i], want[s][i], tol) << "step " << s + 1 << " element " << i;
+  }
+}
+
+struct SgdConfig {
+  double momentum, dampening, weightDecay;
+  bool nesterov;
+};
+
+TEST_F(InterpreterTest, SgdUpdateMatchesTorchOptimSgd) {
+  // lr as f32: 0.1 is not exact, and the op reads the rounded value.
+  double lr = static_cast<float>(0.1);
+  for (SgdConfig cfg : {SgdConfig{0.0, 0.0, 0.0, false}, SgdConfig{0.0, 0.0, 0.01, false},
+                        SgdConfig{0.9, 0.0, 0.0, false}, SgdConfig{0.9, 0.1, 0.01, false},
+                        SgdConfig{0.9, 0.0, 0.01, true}}) {
+    std::string update =
+        "  %p, %n1 = colo.sgd_update %w, %g, %s1, %lr, %t {momentum = " +
+        std::to_string(cfg.momentum) +
+        " : f64, dampening = " + std::to_string(cfg.dampening) + " : f64, weight_decay = " + std::to_string(cfg.weightDecay) + " : f64" +
+        (cfg.nesterov ? ", nesterov" : "") + "} : tensor<3xf64>";
+    // torch.optim.SGD.step, one parameter.
+    std::vector<double> p = kParam, buf(3);
+    std::vector<std::vector<double>> want;
+    for (size_t step = 0; step < kGrads.size(); ++step) {
+      for (int i = 0; i < 3; ++i) {
+        double d = kGrads[step][i];
+        if (cfg.weightDecay != 0)
+          d += cfg.weightDecay * p[i];
+        if (cfg.momentum != 0) {
+          buf[i] = step == 0 ? d : cfg.momentum * buf[i] + (1 - cfg.dampening) * d;
+          d = cfg.nesterov ? d + cfg.momentum * buf[i] : buf[i];
+        }
+        p[i] -= lr * d;
+      }
+      want.push_back(p);
+    }
+    SCOPED_TRACE(update);
+    expectSteps(runSteps(ctx, update, false, kParam, kGrads, lr), want);
+  }
+  // By hand: momentum 0.9, dampening 0.5, lr 0.5, gradient 1 twice: the
+  // buffer is 1, then 0.9 * 1 + 0.5 * 1 (no dampening on the first step).
+  auto byHand = runSteps(ctx,
+                         "  %p, %n1 = colo.sgd_update %w, %g, %s1, %lr, %t {momentum = 0.9 : "
+                         "f64, dampening = 0.5 : f64, weight_decay = 0.0 : f64} : tensor<1xf64>",
+                         false, {1.0}, {{1.0}, {1.0}}, 0.5);
+  // 1 - 0.5 * 1, then 0.5 - 0.5 * 1.4.
+  expectSteps(byHand, {{0.5}, {-0.2}});
+}
+
+struct AdamConfig {
+  double weightDecay;
+  bool decoupled;
+};
+
+TEST_F(InterpreterTest, AdamUpdateMatchesTorchOptimAdamAndAdamW) {
+  double lr = static_cast<float>(0.01), b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  for (AdamConfig cfg : {AdamConfig{0.0, false}, AdamConfig{0.1, false},
+                         AdamConfig{0.1, true}}) {
+    std::string update =
+        "  %p, %n1, %n2 = colo.adam_update %w, %g, %s1, %s2, %lr, %t {beta1 = 0.9 : f64, "
+        "beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64, weight_decay = " +
+        std::to_string(cfg.weightDecay) + " : f64" + (cfg.decoupled ? ", decoupled" : "") +
+        "} : tensor<3xf64>";
+    // torch.optim.Adam / AdamW (_single_tensor_adam), one parameter.
+    std::vector<double> p = kParam, m(3), v(3);
+    std::vector<std::vector<double>> want;
+    for (size_t step = 1; step <= kGrads.size(); ++step) {
+      for (int i = 0; i < 3; ++i) {
+        double g = kGrads[step - 1][i];
+        if (cfg.decoupled)
+          p[i] *= 1 - lr * cfg.weightDecay;
+        else
+          g += cfg.weightDecay * p[i];
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
+        double denom = std::sqrt(v[i]) / std::sqrt(bc2) + eps;
+        p[i] -= lr / bc1 * m[i] / denom;
+      }
+      want.push_back(p);
+    }
+    SCOPED_TRACE(update);
+    expectSteps(runSteps(ctx, update, true, kParam, kGrads, lr), want);
+  }
+  // By hand: the bias-corrected first step moves each weight by lr * sign(g)
+  // (up to eps).
+  auto first = runSteps(ctx,
+                        "  %p, %n1, %n2 = colo.adam_update %w, %g, %s1, %s2, %lr, %t "
+                        "{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 0.0 : f64, "
+                        "weight_decay = 0.0 : f64} : tensor<3xf64>",
+                        true, kParam, {kGrads[0]}, 0.5);
+  expectSteps(first, {{0.5, -1.5, 0.0}});
+}
+
+TEST_F(InterpreterTest, LambUpdateFollowsItsDefinition) {
+  double lr = static_cast<float>(0.01), b1 = 0.9, b2 = 0.999, eps = 1e-6;
+  for (double wd : {0.0, 0.01}) {
+    std::string update =
+        "  %p, %n1, %n2 = colo.lamb_update %w, %g, %s1, %s2, %lr, %t {beta1 = 0.9 : f64, "
+        "beta2 = 0.999 : f64, epsilon = 1.0e-06 : f64, weight_decay = " +
+        std::to_string(wd) + " : f64} : tensor<3xf64>";
+    std::vector<double> p = kParam, m(3), v(3);
+    std::vector<std::vector<double>> want;
+    for (size_t step = 1; step <= kGrads.size(); ++step) {
+      std::vector<double> r(3);
+      double pn = 0, rn = 0;
+      for (int i = 0; i < 3; ++i) {
+        double g = kGrads[step - 1][i];
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        double mHat = m[i] / (1 - std::pow(b1, step));
+        double vHat = v[i] / (1 - std::pow(b2, step));
+        r[i] = mHat / (std::sqrt(vHat) + eps) + wd * p[i];
+        pn += p[i] * p[i];
+        rn += r[i] * r[i];
+      }
+      double trust = std::sqrt(pn) / std::sqrt(rn);
+      for (int i = 0; i < 3; ++i)
+        p[i] -= lr * trust * r[i];
+      want.push_back(p);
+    }
+    SCOPED_TRACE(update);
+    expectSteps(runSteps(ctx, update, true, kParam, kGrads, lr), want);
+  }
+  // A zero parameter has trust ratio 1: the step is lr * m_hat / (sqrt(v_hat) + eps).
+  auto zero = runSteps(ctx,
+                       "  %p, %n1, %n2 = colo.lamb_update %w, %g, %s1, %s2, %lr, %t "
+                       "{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 0.0 : f64, "
+                       "weight_decay = 0.0 : f64} : tensor<2xf64>",
+                       true, {0.0, 0.0}, {{2.0, -0.5}}, 0.25);
+  expectSteps(zero, {{-0.25, 0.25}});
+}
+
+TEST_F(InterpreterTest, LarsUpdateFollowsItsDefinition) {
+  double lr = static_cast<float>(0.1), momentum = 0.9, tc = 0.001, eps = 1e-8;
+  for (double wd : {0.0, 1e-4}) {
+    std::string update =
+        "  %p, %n1 = colo.lars_update %w, %g, %s1, %lr, %t {momentum = 0.9 : f64, "
+        "weight_decay = " +
+        std::to_string(wd) +
+        " : f64, trust_coefficient = 1.0e-03 : f64, epsilon = 1.0e-08 : f64} : tensor<3xf64>";
+    std::vector<double> p = kParam, buf(3);
+    std::vector<std::vector<double>> want;
+    for (const std::vector<double> &g : kGrads) {
+      double pn = 0, gn = 0;
+      for (int i = 0; i < 3; ++i) {
+        pn += p[i] * p[i];
+        gn += g[i] * g[i];
+      }
+      pn = std::sqrt(pn);
+      gn = std::sqrt(gn);
+      double local = tc * pn / (gn + wd * pn + eps);
+      for (int i = 0; i < 3; ++i) {
+        buf[i] = momentum * buf[i] + lr * local * (g[i] + wd * p[i]);
+        p[i] -= buf[i];
+      }
+      want.push_back(p);
+    }
+    SCOPED_TRACE(update);
+    expectSteps(runSteps(ctx, update, false, kParam, kGrads, lr), want);
+  }
+  // A zero gradient norm makes the local rate 1 (and the step zero here).
+  auto zero = runSteps(ctx,
+                       "  %p, %n1 = colo.lars_update %w, %g, %s1, %lr, %t {momentum = 0.5 : "
+                       "f64, weight_decay = 0.5 : f64, trust_coefficient = 1.0e-03 : f64, "
+                       "epsilon = 0.0 : f64} : tensor<2xf64>",
+                       false, {2.0, -4.0}, {{0.0, 0.0}, {0.0, 0.0}}, 0.25);
+  // buf = 0.25 * 1 * 0.5 * p: step 1 p = 0.875 p0; step 2 buf = 0.5 buf +
+  // 0.125 * p1.
+  double b1 = 0.125, p1 = 1 - b1, b2 = 0.5 * b1 + 0.125 * p1;
+  expectSteps(zero, {{2.0 * p1, -4.0 * p1}, {2.0 * (p1 - b2), -4.0 * (p1 - b2)}});
 }
 
 } // namespace
