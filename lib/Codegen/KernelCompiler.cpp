@@ -1,0 +1,524 @@
+//===- KernelCompiler.cpp - colo kernels to a CPU shared object ----------===//
+//
+// The MLIR part is one pass pipeline (buildCpuKernelPipeline), so that every
+// stage can be printed; two small passes of its own mark the kernels before
+// bufferization and add the `void name(void **)` entry points at the end.
+// The LLVM part translates, optimizes for the host CPU, emits an object and
+// links it with the system C compiler driver.
+//
+//===----------------------------------------------------------------------===//
+#include "colo/Codegen/KernelCompiler.h"
+
+#include "colo/Passes/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace colo {
+namespace {
+
+/// The module attribute listing the kernels (their names) between the two
+/// passes below.
+constexpr llvm::StringLiteral kKernelsAttr = "colo.kernels";
+
+bool isKernelType(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  if (!tensor || !tensor.hasStaticShape())
+    return false;
+  Type e = tensor.getElementType();
+  return isa<FloatType>(e) || e.isSignlessInteger();
+}
+
+/// After colo-lower-to-linalg: checks that every public function is a
+/// kernel (static tensor signature, no colo op left), records the kernels on
+/// the module and marks their arguments read-only for bufferization.
+struct PrepareKernelsPass
+    : PassWrapper<PrepareKernelsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrepareKernelsPass)
+  StringRef getArgument() const final { return "colo-prepare-cpu-kernels"; }
+  StringRef getDescription() const final {
+    return "Checks and marks the kernels before bufferization";
+  }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    bool ok = true;
+    module.walk([&](Operation *op) {
+      if (op->getName().getDialectNamespace() != "colo")
+        return;
+      op->emitError() << "'" << op->getName()
+                      << "' has no CPU kernel lowering; kernels hold elementwise, "
+                         "reduction, normalization, data-movement and loss ops "
+                         "(matrix products and convolutions are library calls)";
+      ok = false;
+    });
+    SmallVector<Attribute> names;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.isPublic())
+        continue;
+      FunctionType type = func.getFunctionType();
+      for (auto [what, types] : {std::pair("argument", type.getInputs()),
+                                 std::pair("result", type.getResults())})
+        for (auto [i, t] : llvm::enumerate(types))
+          if (!isKernelType(t)) {
+            func.emitError() << "kernel " << what << " " << i << " has type " << t
+                             << "; kernels take and return static tensors of "
+                                "integers or floats";
+            ok = false;
+          }
+      names.push_back(func.getSymNameAttr());
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                        BoolAttr::get(ctx, false));
+    }
+    if (names.empty()) {
+      module.emitError() << "no kernel to compile: the module has no public "
+                            "func.func with a body";
+      ok = false;
+    }
+    if (!ok)
+      return signalPassFailure();
+    module->setAttr(kKernelsAttr, ArrayAttr::get(ctx, names));
+  }
+};
+
+/// After bufferization: every result of a function gets a buffer of its
+/// own. A buffer returned twice is copied into a new allocation for its second
+/// and later appearances, so that buffer-results-to-out-params can replace
+/// each returned allocation by one out-param (it cannot hoist one allocation
+/// into two).
+struct DistinctResultBuffersPass
+    : PassWrapper<DistinctResultBuffersPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DistinctResultBuffersPass)
+  StringRef getArgument() const final { return "colo-distinct-result-buffers"; }
+  StringRef getDescription() const final {
+    return "Copies a buffer returned more than once";
+  }
+  void runOnOperation() override {
+    getOperation().walk([](func::ReturnOp ret) {
+      llvm::SmallDenseSet<Value> seen;
+      OpBuilder b(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Value v = operand.get();
+        auto type = dyn_cast<MemRefType>(v.getType());
+        if (!type || seen.insert(v).second)
+          continue;
+        auto fresh = memref::AllocOp::create(
+            b, ret.getLoc(), MemRefType::get(type.getShape(), type.getElementType()));
+        memref::CopyOp::create(b, ret.getLoc(), v, fresh);
+        operand.set(fresh);
+      }
+    });
+  }
+};
+
+/// Copies between strided views (a slice that is returned, say) become
+/// linalg.copy, which lowers to loops; contiguous ones stay memref.copy
+/// (llvm.memcpy). Without this, MLIR would call its C runner library.
+struct StridedCopiesToLoopsPass
+    : PassWrapper<StridedCopiesToLoopsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(StridedCopiesToLoopsPass)
+  StringRef getArgument() const final { return "colo-strided-copies-to-loops"; }
+  StringRef getDescription() const final {
+    return "Rewrites non-contiguous memref.copy into linalg.copy";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<linalg::LinalgDialect>();
+  }
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp copy) {
+      auto contiguous = [](Value v) {
+        auto t = dyn_cast<MemRefType>(v.getType());
+        return t && memref::isStaticShapeAndContiguousRowMajor(t);
+      };
+      if (!contiguous(copy.getSource()) || !contiguous(copy.getTarget()))
+        copies.push_back(copy);
+    });
+    for (memref::CopyOp copy : copies) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+      copy.erase();
+    }
+  }
+};
+
+/// At the end: renames every kernel `@name` (now an llvm.func taking one
+/// pointer per argument and result) to an internal `@name_impl` and adds
+/// the exported `void name(void **args)` that calls it.
+struct EntryPointsPass : PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
+  explicit EntryPointsPass(bool noAlias) : noAlias(noAlias) {}
+  bool noAlias;
+  StringRef getArgument() const final { return "colo-cpu-kernel-entry-points"; }
+  StringRef getDescription() const final {
+    return "Adds the void name(void **) entry point of every kernel";
+  }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto names = module->getAttrOfType<ArrayAttr>(kKernelsAttr);
+    if (!names) {
+      module.emitError() << "no kernels recorded (run colo-prepare-cpu-kernels first)";
+      return signalPassFailure();
+    }
+    module->removeAttr(kKernelsAttr);
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto voidType = LLVM::LLVMVoidType::get(ctx);
+    SymbolTable symbols(module);
+    OpBuilder b(ctx);
+    for (auto name : names.getAsValueRange<StringAttr>()) {
+      auto impl = symbols.lookup<LLVM::LLVMFuncOp>(name);
+      if (!impl || impl.isExternal()) {
+        module.emitError() << "kernel @" << name << " was lost in the lowering";
+        return signalPassFailure();
+      }
+      LLVM::LLVMFunctionType type = impl.getFunctionType();
+      if (type.getReturnType() != voidType ||
+          llvm::any_of(type.getParams(), [&](Type t) { return t != ptr; })) {
+        impl.emitError() << "kernel @" << name
+                         << " was not lowered to one pointer per buffer: " << type;
+        return signalPassFailure();
+      }
+      std::string implName = (name + "_impl").str();
+      for (int n = 1; symbols.lookup(implName); ++n)
+        implName = (name + "_impl" + Twine(n)).str();
+      if (failed(symbols.rename(impl, StringAttr::get(ctx, implName))))
+        return signalPassFailure();
+      impl.setLinkage(LLVM::Linkage::Internal);
+      for (unsigned i = 0; noAlias && i < type.getNumParams(); ++i)
+        impl.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
+
+      Location loc = impl.getLoc();
+      b.setInsertionPointAfter(impl);
+      auto entry = LLVM::LLVMFuncOp::create(b, loc, name,
+                                            LLVM::LLVMFunctionType::get(voidType, {ptr}));
+      symbols.insert(entry);
+      Block *body = entry.addEntryBlock(b);
+      b.setInsertionPointToStart(body);
+      SmallVector<Value> buffers;
+      for (unsigned i = 0; i < type.getNumParams(); ++i) {
+        Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, body->getArgument(0),
+                                         ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+        buffers.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+      }
+      LLVM::CallOp::create(b, loc, impl, buffers);
+      LLVM::ReturnOp::create(b, loc, ValueRange{});
+    }
+  }
+};
+
+} // namespace
+
+void registerKernelCompilerDialects(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
+                  cf::ControlFlowDialect, func::FuncDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+                  scf::SCFDialect, tensor::TensorDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerSubsetOpInterfaceExternalModels(registry);
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &options) {
+  // colo -> linalg on tensors, fused.
+  pm.addPass(createColoLowerToLinalg());
+  pm.addPass(std::make_unique<PrepareKernelsPass>());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinalgGeneralizeNamedOpsPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Tensors -> buffers. Function boundaries take identity-layout memrefs;
+  // results become out-params, and a result allocated in the kernel is
+  // replaced by its out-param, so the kernel writes into the caller's memory.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(std::make_unique<DistinctResultBuffersPass>());
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(std::make_unique<StridedCopiesToLoopsPass>());
+
+  // Buffers -> loops -> LLVM, with the bare-pointer calling convention
+  // (every shape is static).
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true; // bf16 <-> f32 in integer ops, no libgcc helpers
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass()); // erf and what LLVM has no intrinsic for
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  funcToLLVM.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(std::make_unique<EntryPointsPass>(options.noAlias));
+  pm.addPass(createCanonicalizerPass());
+}
+
+LogicalResult lowerKernelsToLLVM(ModuleOp module, const KernelCompileOptions &opts) {
+  MLIRContext *ctx = module.getContext();
+  DialectRegistry registry;
+  registerKernelCompilerDialects(registry);
+  ctx->appendDialectRegistry(registry);
+
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  CpuKernelPipelineOptions pipeline;
+  pipeline.noAlias = opts.noAlias;
+  buildCpuKernelPipeline(pm, pipeline);
+  if (opts.irDump)
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                        [](Pass *, Operation *) { return true; },
+                        /*printModuleScope=*/false, /*printAfterOnlyOnChange=*/true,
+                        /*printAfterOnlyOnFailure=*/false, *opts.irDump);
+  return pm.run(module);
+}
+
+namespace {
+
+/// Translates, optimizes and writes the object file; errors go to `module`.
+LogicalResult emitObject(ModuleOp module, StringRef objPath,
+                         const KernelCompileOptions &opts) {
+  static std::once_flag initTargets;
+  std::call_once(initTargets, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "colo_kernels");
+  if (!llvmModule)
+    return module.emitError() << "cannot translate the lowered kernels to LLVM IR";
+
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return module.emitError() << "no LLVM target for " << triple.str() << ": " << error;
+  std::string cpu = opts.cpu.empty() ? llvm::sys::getHostCPUName().str() : opts.cpu;
+  std::string features = opts.features;
+  if (features.empty() && opts.cpu.empty()) {
+    llvm::SubtargetFeatures host;
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      host.AddFeature(f.first(), f.second);
+    features = host.getString();
+  }
+  llvm::CodeGenOptLevel level = opts.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+                                : opts.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                : opts.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                                     : llvm::CodeGenOptLevel::None;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      level));
+  if (!machine)
+    return module.emitError() << "cannot create an LLVM target machine for "
+                              << triple.str() << " (" << cpu << ")";
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(machine->createDataLayout());
+  for (llvm::Function &f : *llvmModule)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", cpu);
+      if (!features.empty())
+        f.addFnAttr("target-features", features);
+    }
+
+  // The default middle-end pipeline at the requested level, which
+  // vectorizes loops for the target machine.
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopVectorization = opts.optLevel >= 2;
+    tuning.SLPVectorization = opts.optLevel >= 2;
+    llvm::PassBuilder pb(machine.get(), tuning);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::OptimizationLevel o = opts.optLevel >= 3   ? llvm::OptimizationLevel::O3
+                                : opts.optLevel == 2 ? llvm::OptimizationLevel::O2
+                                : opts.optLevel == 1 ? llvm::OptimizationLevel::O1
+                                                     : llvm::OptimizationLevel::O0;
+    llvm::ModulePassManager mpm = o == llvm::OptimizationLevel::O0
+                                      ? pb.buildO0DefaultPipeline(o)
+                                      : pb.buildPerModuleDefaultPipeline(o);
+    mpm.run(*llvmModule, mam);
+  }
+  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
+    return module.emitError() << "the optimized kernels are not valid LLVM IR";
+  if (opts.llvmIRDump)
+    llvmModule->print(*opts.llvmIRDump, nullptr);
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return module.emitError() << "cannot write '" << objPath << "': " << ec.message();
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return module.emitError() << "the LLVM target cannot emit object files";
+  codegen.run(*llvmModule);
+  os.close();
+  if (os.has_error())
+    return module.emitError() << "cannot write '" << objPath
+                              << "': " << os.error().message();
+  return success();
+}
+
+/// Links `objPath` into the shared object `soPath` with the C compiler
+/// driver; its messages become part of the error.
+LogicalResult linkSharedObject(ModuleOp module, StringRef objPath, StringRef soPath,
+                               const KernelCompileOptions &opts) {
+  std::string driver = opts.linker;
+  if (!llvm::sys::path::has_parent_path(driver)) {
+    llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(driver);
+    if (!found)
+      return module.emitError()
+             << "cannot link the kernels: no C compiler driver '" << driver
+             << "' on PATH (install gcc or clang, or set KernelCompileOptions::linker)";
+    driver = *found;
+  }
+  SmallString<128> logPath;
+  if (llvm::sys::fs::createTemporaryFile("colo-kernel-link", "log", logPath))
+    logPath.clear();
+  SmallVector<StringRef> args = {driver, "-shared", "-o", soPath, objPath, "-lm"};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
+                                          StringRef(logPath)};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt,
+                                     logPath.empty() ? ArrayRef<std::optional<StringRef>>{}
+                                                     : ArrayRef(redirects),
+                                     0, 0, &message);
+  std::string log;
+  if (!logPath.empty()) {
+    if (auto buf = llvm::MemoryBuffer::getFile(logPath))
+      log = (*buf)->getBuffer().trim().str();
+    llvm::sys::fs::remove(logPath);
+  }
+  if (rc != 0) {
+    InFlightDiagnostic diag = module.emitError()
+                              << "linking '" << soPath << "' with '" << driver
+                              << "' failed (exit code " << rc << ")";
+    if (!message.empty())
+      diag << ": " << message;
+    if (!log.empty())
+      diag << ":\n" << log;
+    return diag;
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult compileKernels(ModuleOp kernels, StringRef soPath,
+                             const KernelCompileOptions &opts) {
+  OwningOpRef<ModuleOp> module(cast<ModuleOp>(kernels->clone()));
+  if (failed(lowerKernelsToLLVM(*module, opts)))
+    return failure();
+
+  std::string objPath = (soPath + ".o").str();
+  if (!opts.keepObject) {
+    SmallString<128> tmp;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("colo-kernels", "o", tmp))
+      return kernels.emitError() << "cannot create a temporary object file: "
+                                 << ec.message();
+    objPath = tmp.str().str();
+  }
+  LogicalResult result = emitObject(*module, objPath, opts);
+  if (succeeded(result))
+    result = linkSharedObject(*module, objPath, soPath, opts);
+  if (!opts.keepObject)
+    llvm::sys::fs::remove(objPath);
+  return result;
+}
+
+} // namespace colo

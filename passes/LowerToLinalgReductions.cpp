@@ -1,0 +1,473 @@
+// colo-lower-to-linalg, reductions and the ops built on them: reduce_*,
+// softmax, log_softmax, layer_norm, rms_norm, batch_norm, cross_entropy and
+// mse_loss. Each becomes reduction generics (accumulating in computeType of
+// the element type: f32 for f32, f16 and bf16, f64 for f64) and one parallel
+// generic that combines the statistics, in the interpreter's formulas:
+// softmax subtracts the max, log_softmax is x - max - log(sum(exp(x - max))),
+// variances are two-pass and biased (batch_norm's running variance is updated
+// with the unbiased one).
+#include "LowerToLinalg.h"
+
+#include "colo/Dialect/Colo/ColoOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace colo;
+using namespace colo::lowering;
+
+namespace {
+
+/// Scalar arithmetic on values of one type (float or integer).
+struct Arith {
+  OpBuilder &b;
+  Location loc;
+  Value c(Type t, double v) { return constantOf(b, loc, t, v); }
+  Value add(Value x, Value y) {
+    return isa<FloatType>(x.getType()) ? arith::AddFOp::create(b, loc, x, y).getResult()
+                                       : arith::AddIOp::create(b, loc, x, y).getResult();
+  }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) {
+    return isa<FloatType>(x.getType()) ? arith::DivFOp::create(b, loc, x, y).getResult()
+                                       : arith::DivSIOp::create(b, loc, x, y).getResult();
+  }
+  Value max(Value x, Value y) {
+    return isa<FloatType>(x.getType()) ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+                                       : arith::MaxSIOp::create(b, loc, x, y).getResult();
+  }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value log(Value x) { return math::LogOp::create(b, loc, x); }
+  /// 1 / sqrt(x), spelled as the interpreter computes it.
+  Value invSqrt(Value x) { return div(c(x.getType(), 1.0), math::SqrtOp::create(b, loc, x)); }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+  /// `x` as type `t` (parameters may be stored in another float type).
+  Value to(Value x, Type t) { return convertScalar(b, loc, x, t); }
+};
+
+TypedAttr zeroAttr(OpBuilder &b, Type t) {
+  if (isa<FloatType>(t))
+    return b.getFloatAttr(t, 0.0);
+  return b.getIntegerAttr(t, 0);
+}
+
+/// The identity of max: -inf, or the smallest signed integer.
+TypedAttr lowestAttr(OpBuilder &b, Type t) {
+  if (auto ft = dyn_cast<FloatType>(t))
+    return b.getFloatAttr(ft, -std::numeric_limits<double>::infinity());
+  unsigned w = t.getIntOrFloatBitWidth();
+  return b.getIntegerAttr(t, llvm::APInt::getSignedMinValue(w));
+}
+
+AffineMap identity(OpBuilder &b, int64_t rank) {
+  return AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+}
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The product of the sizes of `dims` in `shape`.
+int64_t countOf(ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= shape[d];
+  return n;
+}
+
+SmallVector<int64_t> range(int64_t from, int64_t to) {
+  return llvm::to_vector(llvm::seq<int64_t>(from, to));
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum, reduce_mean, reduce_max
+//===----------------------------------------------------------------------===//
+
+enum class ReduceKind { Sum, Mean, Max };
+ReduceKind kindOf(ReduceSumOp) { return ReduceKind::Sum; }
+ReduceKind kindOf(ReduceMeanOp) { return ReduceKind::Mean; }
+ReduceKind kindOf(ReduceMaxOp) { return ReduceKind::Max; }
+
+template <typename OpTy>
+struct ReducePattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    RankedTensorType inType = tensorType(x), outType = tensorType(op.getResult());
+    int64_t rank = inType.getRank();
+    SmallVector<int64_t> dims;
+    for (int64_t d : op.getDims())
+      dims.push_back(normalizeAxis(d, rank));
+    llvm::sort(dims);
+    dims.erase(llvm::unique(dims), dims.end());
+
+    ReduceKind kind = kindOf(op);
+    Type acc = computeType(inType.getElementType());
+    TypedAttr init = kind == ReduceKind::Max ? lowestAttr(rewriter, acc)
+                                             : zeroAttr(rewriter, acc);
+    Value r = buildReduction(rewriter, loc, inType.getShape(), dims,
+                             {{x, identity(rewriter, rank)}}, {init},
+                             [&](OpBuilder &b, Location l, ValueRange in, ValueRange a) {
+                               Arith m{b, l};
+                               return SmallVector<Value>{kind == ReduceKind::Max
+                                                             ? m.max(a[0], in[0])
+                                                             : m.add(a[0], in[0])};
+                             })[0];
+    // The mean's division and the store in the element type, then keep_dims.
+    auto reduced = RankedTensorType::get(tensorType(r).getShape(),
+                                         outType.getElementType());
+    if (kind == ReduceKind::Mean || reduced != r.getType()) {
+      double count = static_cast<double>(countOf(inType.getShape(), dims));
+      r = buildMapped(rewriter, loc, reduced, {{r, identity(rewriter, reduced.getRank())}},
+                      [&](OpBuilder &b, Location l, ValueRange a) {
+                        Arith m{b, l};
+                        return kind == ReduceKind::Mean
+                                   ? m.div(a[0], m.c(a[0].getType(), count))
+                                   : a[0];
+                      });
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, outType));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// softmax, log_softmax
+//===----------------------------------------------------------------------===//
+
+Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis, bool log) {
+  RankedTensorType type = tensorType(x);
+  int64_t rank = type.getRank();
+  axis = normalizeAxis(axis, rank);
+  Type acc = computeType(type.getElementType());
+  AffineMap id = identity(b, rank), kept = dropDimsMap(rank, {axis}, b.getContext());
+  Value mx = buildReduction(b, loc, type.getShape(), {axis}, {{x, id}},
+                            {lowestAttr(b, acc)},
+                            [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                              return SmallVector<Value>{Arith{nb, l}.max(a[0], in[0])};
+                            })[0];
+  Value sum = buildReduction(b, loc, type.getShape(), {axis}, {{x, id}, {mx, kept}},
+                             {zeroAttr(b, acc)},
+                             [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                               Arith m{nb, l};
+                               return SmallVector<Value>{
+                                   m.add(a[0], m.exp(m.sub(in[0], in[1])))};
+                             })[0];
+  return buildMapped(b, loc, type, {{x, id}, {mx, kept}, {sum, kept}},
+                     [log](OpBuilder &nb, Location l, ValueRange a) {
+                       Arith m{nb, l};
+                       Value d = m.sub(a[0], a[1]);
+                       return log ? m.sub(d, m.log(a[2])) : m.div(m.exp(d), a[2]);
+                     });
+}
+
+struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildSoftmax(rewriter, op.getLoc(), adaptor.getInput(),
+                                        op.getAxis(), /*log=*/false));
+    return success();
+  }
+};
+
+struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LogSoftmaxOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildSoftmax(rewriter, op.getLoc(), adaptor.getInput(),
+                                        op.getAxis(), /*log=*/true));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// layer_norm, rms_norm
+//===----------------------------------------------------------------------===//
+
+/// Normalizes `x` over [axis, rank): (x - mean) / sqrt(var + eps) (biased
+/// variance), or x / sqrt(mean(x^2) + eps) for RMS, times `scale` and plus
+/// `bias` where given (of the normalized shape).
+Value buildNorm(OpBuilder &b, Location loc, Value x, Value scale, Value bias,
+                int64_t axis, double eps, bool rms) {
+  RankedTensorType type = tensorType(x);
+  int64_t rank = type.getRank();
+  axis = normalizeAxis(axis, rank);
+  MLIRContext *ctx = b.getContext();
+  Type acc = computeType(type.getElementType());
+  SmallVector<int64_t> dims = range(axis, rank);
+  double n = static_cast<double>(countOf(type.getShape(), dims));
+  AffineMap id = identity(b, rank), kept = dropDimsMap(rank, dims, ctx);
+  AffineMap param = dropDimsMap(rank, range(0, axis), ctx);
+
+  auto reduceSum = [&](ArrayRef<MappedOperand> inputs, auto term) {
+    return buildReduction(b, loc, type.getShape(), dims, inputs, {zeroAttr(b, acc)},
+                          [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                            Arith m{nb, l};
+                            return SmallVector<Value>{m.add(a[0], term(m, in))};
+                          })[0];
+  };
+  Value sum;
+  if (!rms)
+    sum = reduceSum({{x, id}}, [](Arith &, ValueRange in) { return in[0]; });
+  // Sum of squared deviations from the mean (from 0 for RMS).
+  SmallVector<MappedOperand> sqIn = {{x, id}};
+  if (sum)
+    sqIn.push_back({sum, kept});
+  Value sq = reduceSum(sqIn, [&](Arith &m, ValueRange in) {
+    Value d = rms ? in[0] : m.sub(in[0], m.div(in[1], m.c(acc, n)));
+    return m.mul(d, d);
+  });
+
+  SmallVector<MappedOperand> operands = {{x, id}, {sq, kept}};
+  if (sum)
+    operands.push_back({sum, kept});
+  if (scale)
+    operands.push_back({scale, param});
+  if (bias)
+    operands.push_back({bias, param});
+  return buildMapped(b, loc, type, operands, [&](OpBuilder &nb, Location l, ValueRange a) {
+    Arith m{nb, l};
+    unsigned next = 2;
+    Value d = a[0];
+    if (!rms)
+      d = m.sub(d, m.div(a[next++], m.c(acc, n)));
+    Value var = m.div(a[1], m.c(acc, n));
+    Value y = m.mul(d, m.invSqrt(m.add(var, m.c(acc, eps))));
+    if (scale)
+      y = m.mul(y, m.to(a[next++], acc));
+    if (bias)
+      y = m.add(y, m.to(a[next++], acc));
+    return y;
+  });
+}
+
+struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildNorm(rewriter, op.getLoc(), adaptor.getInput(),
+                                     adaptor.getScale(), adaptor.getBias(), op.getAxis(),
+                                     op.getEpsilonAttr().getValueAsDouble(),
+                                     /*rms=*/false));
+    return success();
+  }
+};
+
+struct RmsNormPattern : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildNorm(rewriter, op.getLoc(), adaptor.getInput(),
+                                     adaptor.getScale(), Value(), op.getAxis(),
+                                     op.getEpsilonAttr().getValueAsDouble(),
+                                     /*rms=*/true));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// batch_norm
+//===----------------------------------------------------------------------===//
+
+struct BatchNormPattern : OpConversionPattern<BatchNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BatchNormOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    RankedTensorType type = tensorType(x), statType = tensorType(adaptor.getScale());
+    int64_t rank = type.getRank();
+    Type acc = computeType(type.getElementType());
+    double eps = op.getEpsilonAttr().getValueAsDouble();
+    double momentum = op.getMomentumAttr().getValueAsDouble();
+    SmallVector<int64_t> dims = {0};
+    llvm::append_range(dims, range(2, rank));
+    double count = static_cast<double>(countOf(type.getShape(), dims));
+    AffineMap id = identity(b, rank), perChannel = dropDimsMap(rank, dims, b.getContext());
+    AffineMap stat = identity(b, 1);
+
+    // The statistics to normalize with: the batch's sum and sum of squared
+    // deviations in training, the running mean and variance otherwise.
+    Value mean = adaptor.getRunningMean(), var = adaptor.getRunningVar();
+    bool training = op.getTraining();
+    if (training) {
+      auto sumOf = [&](ArrayRef<MappedOperand> inputs, bool squares) {
+        return buildReduction(
+            b, loc, type.getShape(), dims, inputs, {zeroAttr(b, acc)},
+            [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+              Arith m{nb, l};
+              if (!squares)
+                return SmallVector<Value>{m.add(a[0], in[0])};
+              Value d = m.sub(in[0], m.div(in[1], m.c(acc, count)));
+              return SmallVector<Value>{m.add(a[0], m.mul(d, d))};
+            })[0];
+      };
+      mean = sumOf({{x, id}}, false);
+      var = sumOf({{x, id}, {mean, perChannel}}, true);
+    }
+    // Training statistics are sums: divide by the count where they are used.
+    auto meanOf = [&](Arith &m, Value v) {
+      return training ? m.div(v, m.c(acc, count)) : v;
+    };
+    Value y = buildMapped(
+        b, loc, type,
+        {{x, id}, {mean, perChannel}, {var, perChannel},
+         {adaptor.getScale(), perChannel}, {adaptor.getBias(), perChannel}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value mu = meanOf(m, m.to(a[1], acc)), sigma2 = meanOf(m, m.to(a[2], acc));
+          Value inv = m.invSqrt(m.add(sigma2, m.c(acc, eps)));
+          return m.add(m.mul(m.mul(m.sub(a[0], mu), inv), m.to(a[3], acc)),
+                       m.to(a[4], acc));
+        });
+    if (!training) {
+      rewriter.replaceOp(op, {y, mean, var});
+      return success();
+    }
+    // new = (1 - momentum) * running + momentum * batch, with the unbiased
+    // batch variance.
+    double unbiasedCount = count > 1 ? count - 1 : count;
+    Type statAcc = computeType(statType.getElementType());
+    auto update = [&](Value running, Value batch, double divisor) {
+      return buildMapped(b, loc, statType, {{running, stat}, {batch, stat}},
+                         [&](OpBuilder &nb, Location l, ValueRange a) {
+                           Arith m{nb, l};
+                           Value batchStat = m.to(m.div(a[1], m.c(acc, divisor)), statAcc);
+                           return m.add(m.mul(m.c(statAcc, 1.0 - momentum), a[0]),
+                                        m.mul(m.c(statAcc, momentum), batchStat));
+                         });
+    };
+    Value newMean = update(adaptor.getRunningMean(), mean, count);
+    Value newVar = update(adaptor.getRunningVar(), var, unbiasedCount);
+    rewriter.replaceOp(op, {y, newMean, newVar});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// cross_entropy, mse_loss
+//===----------------------------------------------------------------------===//
+
+/// Per position (all dimensions but the last, the classes): the max, the sum
+/// of exp(x - max) and the sum of the logits; then one reduction over the
+/// positions that reads the logit at the label (tensor.extract, the label
+/// clamped into [0, C) so that a bad label cannot read out of bounds) and
+/// accumulates the loss and the count of positions whose label is not
+/// ignore_index. Their quotient is NaN when every label is ignored.
+struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    Value logits = adaptor.getLogits(), labels = adaptor.getLabels();
+    RankedTensorType type = tensorType(logits);
+    int64_t rank = type.getRank(), positions = rank - 1;
+    int64_t classes = type.getShape().back();
+    Type acc = computeType(type.getElementType());
+    double eps = op.getLabelSmoothing().convertToDouble();
+    int64_t ignore = op.getIgnoreIndex();
+    AffineMap id = identity(b, rank), perPos = dropDimsMap(rank, {positions}, b.getContext());
+
+    Value mx = buildReduction(b, loc, type.getShape(), {positions}, {{logits, id}},
+                              {lowestAttr(b, acc)},
+                              [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                                return SmallVector<Value>{Arith{nb, l}.max(a[0], in[0])};
+                              })[0];
+    SmallVector<Value> sums = buildReduction(
+        b, loc, type.getShape(), {positions}, {{logits, id}, {mx, perPos}},
+        {zeroAttr(b, acc), zeroAttr(b, acc)},
+        [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+          Arith m{nb, l};
+          return SmallVector<Value>{m.add(a[0], m.exp(m.sub(in[0], in[1]))),
+                                    m.add(a[1], in[0])};
+        });
+
+    AffineMap pos = identity(b, positions);
+    SmallVector<Value> totals = buildReduction(
+        b, loc, tensorType(labels).getShape(), range(0, positions),
+        {{labels, pos}, {mx, pos}, {sums[0], pos}, {sums[1], pos}},
+        {zeroAttr(b, acc), zeroAttr(b, acc)},
+        [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+          Arith m{nb, l};
+          Value label = in[0];
+          Type lt = label.getType();
+          Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, label,
+                                              constantOf(nb, l, lt, ignore));
+          Value idx = arith::IndexCastOp::create(nb, l, nb.getIndexType(), label);
+          idx = arith::MaxSIOp::create(nb, l, idx, constantOf(nb, l, nb.getIndexType(), 0));
+          idx = arith::MinSIOp::create(nb, l, idx,
+                                       constantOf(nb, l, nb.getIndexType(), classes - 1));
+          SmallVector<Value> at;
+          for (int64_t d = 0; d < positions; ++d)
+            at.push_back(linalg::IndexOp::create(nb, l, d));
+          at.push_back(idx);
+          Value xl = promote(nb, l, tensor::ExtractOp::create(nb, l, logits, at));
+          Value logZ = m.add(in[1], m.log(in[2]));
+          Value nll = m.sub(logZ, xl);
+          Value smooth = m.sub(logZ, m.div(in[3], m.c(acc, classes)));
+          Value loss = m.add(m.mul(m.c(acc, 1.0 - eps), nll), m.mul(m.c(acc, eps), smooth));
+          Value zero = m.c(acc, 0.0);
+          return SmallVector<Value>{m.add(a[0], m.select(valid, loss, zero)),
+                                    m.add(a[1], m.select(valid, m.c(acc, 1.0), zero))};
+        });
+    // The mean over the counted positions, a 0-d tensor.
+    AffineMap scalar = identity(b, 0);
+    rewriter.replaceOp(op, buildMapped(b, loc, tensorType(op.getResult()),
+                                       {{totals[0], scalar}, {totals[1], scalar}},
+                                       [](OpBuilder &nb, Location l, ValueRange a) {
+                                         return Arith{nb, l}.div(a[0], a[1]);
+                                       }));
+    return success();
+  }
+};
+
+struct MseLossPattern : OpConversionPattern<MseLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(MseLossOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    RankedTensorType type = tensorType(adaptor.getPred());
+    int64_t rank = type.getRank();
+    Type acc = computeType(type.getElementType());
+    AffineMap id = identity(b, rank);
+    Value total = buildReduction(
+        b, loc, type.getShape(), range(0, rank),
+        {{adaptor.getPred(), id}, {adaptor.getTarget(), id}}, {zeroAttr(b, acc)},
+        [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+          Arith m{nb, l};
+          Value d = m.sub(in[0], in[1]);
+          return SmallVector<Value>{m.add(a[0], m.mul(d, d))};
+        })[0];
+    double count = static_cast<double>(type.getNumElements());
+    rewriter.replaceOp(op, buildMapped(b, loc, tensorType(op.getResult()),
+                                       {{total, identity(b, 0)}},
+                                       [count](OpBuilder &nb, Location l, ValueRange a) {
+                                         Arith m{nb, l};
+                                         return m.div(a[0], m.c(a[0].getType(), count));
+                                       }));
+    return success();
+  }
+};
+
+} // namespace
+
+void colo::lowering::populateReductionPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ReducePattern<ReduceSumOp>, ReducePattern<ReduceMeanOp>,
+               ReducePattern<ReduceMaxOp>>(ctx);
+  patterns.add<SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern, RmsNormPattern,
+               BatchNormPattern, CrossEntropyPattern, MseLossPattern>(ctx);
+}

@@ -1,0 +1,331 @@
+// RUN: colo-opt %s --colo-lower-to-linalg -split-input-file -verify-diagnostics | FileCheck %s
+
+// Binary ops broadcast through their indexing maps: a size-1 dimension reads
+// index 0, a missing one is not read.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-LABEL: func.func @broadcast_add
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<1x8xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[X]], %[[B]] : tensor<4x8xf32>, tensor<1x8xf32>) outs(%[[E]] : tensor<4x8xf32>)
+// CHECK: arith.addf
+// CHECK: return %[[Y]]
+func.func @broadcast_add(%x: tensor<4x8xf32>, %b: tensor<1x8xf32>) -> tensor<4x8xf32> {
+  %y = colo.add %x, %b : tensor<4x8xf32>, tensor<1x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Integer division truncates, and x / 0 is 0 as in the interpreter.
+// CHECK-DAG: #[[SCALAR:.*]] = affine_map<(d0) -> ()>
+// CHECK-LABEL: func.func @int_div
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[SCALAR]], #{{.*}}]
+// CHECK: ^bb0(%[[A:.*]]: i64, %[[D:.*]]: i64, %{{.*}}: i64):
+// CHECK: %[[ZERO:.*]] = arith.cmpi eq, %[[D]]
+// CHECK: %[[SAFE:.*]] = arith.select %[[ZERO]], %{{.*}}, %[[D]]
+// CHECK: %[[Q:.*]] = arith.divsi %[[A]], %[[SAFE]]
+// CHECK: arith.select %[[ZERO]], %{{.*}}, %[[Q]]
+func.func @int_div(%x: tensor<4xi64>, %y: tensor<i64>) -> tensor<4xi64> {
+  %z = colo.div %x, %y : tensor<4xi64>, tensor<i64>
+  return %z : tensor<4xi64>
+}
+
+// -----
+
+// bf16 is computed in f32 and rounded once, when stored.
+// CHECK-LABEL: func.func @gelu_bf16
+// CHECK: ^bb0(%[[IN:.*]]: bf16, %{{.*}}: bf16):
+// CHECK: %[[X:.*]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK: %[[S:.*]] = arith.mulf %[[X]], %{{.*}} : f32
+// CHECK: math.erf %[[S]] : f32
+// CHECK: %[[R:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK: linalg.yield %[[R]] : bf16
+func.func @gelu_bf16(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %y = colo.gelu %x : tensor<8xbf16>
+  return %y : tensor<8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK: math.tanh
+// CHECK-NOT: math.erf
+func.func @gelu_tanh(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = colo.gelu %x approximation = tanh : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// `ne` holds for NaN (unordered), the others are ordered.
+// CHECK-LABEL: func.func @compare_select
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: arith.cmpf une
+// CHECK: } -> tensor<4xi1>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[M]], %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: arith.select
+func.func @compare_select(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %m = colo.compare ne, %a, %b : tensor<4xf32>, tensor<4xf32>
+  %z = colo.select %m, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xf32>
+  return %z : tensor<4xf32>
+}
+
+// -----
+
+// Float to integer: truncate toward zero through i64 (so narrower types
+// wrap), NaN -> 0.
+// CHECK-LABEL: func.func @convert
+// CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: i32):
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]]
+// CHECK: %[[I:.*]] = arith.fptosi %[[X]] : f32 to i64
+// CHECK: %[[S:.*]] = arith.select %[[NAN]], %{{.*}}, %[[I]] : i64
+// CHECK: arith.trunci %[[S]] : i64 to i32
+func.func @convert(%x: tensor<4xf32>) -> tensor<4xi32> {
+  %y = colo.convert %x : tensor<4xf32> to tensor<4xi32>
+  return %y : tensor<4xi32>
+}
+
+// -----
+
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @reduce_mean_keep
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]}
+// CHECK-SAME: outs(%[[INIT]] : tensor<4xf32>)
+// CHECK: arith.addf
+// CHECK: %[[MEAN:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[SUM]] : tensor<4xf32>)
+// CHECK: arith.constant 8.000000e+00 : f32
+// CHECK: arith.divf
+// CHECK: %[[K:.*]] = tensor.expand_shape %[[MEAN]] {{\[\[}}0, 1]] output_shape [4, 1] : tensor<4xf32> into tensor<4x1xf32>
+// CHECK: return %[[K]]
+func.func @reduce_mean_keep(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %y = colo.reduce_mean %x dims = [1] {keep_dims} : tensor<4x8xf32>
+  return %y : tensor<4x1xf32>
+}
+
+// -----
+
+// log_softmax: max, then sum(exp(x - max)), then x - max - log(sum).
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NEGINF]] : f32)
+// CHECK: %[[MAX:.*]] = linalg.generic
+// CHECK: arith.maximumf
+// CHECK: %[[SUM:.*]] = linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[MAX]] : tensor<4x8xf32>, tensor<4xf32>)
+// CHECK: arith.subf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[MAX]], %[[SUM]] : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[D:.*]] = arith.subf
+// CHECK: %[[L:.*]] = math.log
+// CHECK: arith.subf %[[D]], %[[L]]
+func.func @log_softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = colo.log_softmax %x axis = 1 : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Two passes (sum, then squared deviations), then one normalizing generic
+// that reads the scale through the trailing dimensions.
+// CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: %[[G:[^:]*]]: tensor<8xf32>
+// CHECK: %[[SUM:.*]] = linalg.generic
+// CHECK: %[[SQ:.*]] = linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[SUM]] :
+// CHECK: arith.mulf
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}, #[[COLS]], #{{.*}}]
+// CHECK-SAME: ins(%{{.*}}, %[[SQ]], %[[SUM]], %[[G]] :
+// CHECK: math.sqrt
+func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xf32> {
+  %y = colo.layer_norm %x scale %g : tensor<8xf32> {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: %[[SQ:.*]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[SQ]], %{{.*}} :
+// CHECK-NOT: linalg.generic
+func.func @rms_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xf32> {
+  %y = colo.rms_norm %x scale %g : tensor<8xf32> {axis = 1 : i64, epsilon = 1.0e-06 : f64} : tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Inference form: normalize with the running statistics, return them as they are.
+// CHECK-DAG: #[[CH:.*]] = affine_map<(d0, d1, d2) -> (d1)>
+// CHECK-LABEL: func.func @batch_norm_inference
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x4x3xf32>, %[[G:[^:]*]]: tensor<4xf32>, %[[B:[^:]*]]: tensor<4xf32>, %[[RM:[^:]*]]: tensor<4xf32>, %[[RV:[^:]*]]: tensor<4xf32>)
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[CH]], #[[CH]], #[[CH]], #[[CH]], #{{.*}}]
+// CHECK-SAME: ins(%[[X]], %[[RM]], %[[RV]], %[[G]], %[[B]] :
+// CHECK: return %[[Y]], %[[RM]], %[[RV]]
+func.func @batch_norm_inference(%x: tensor<2x4x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>) -> (tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %y, %m, %v = colo.batch_norm %x, %g, %b, %rm, %rv {epsilon = 1.0e-05 : f64, momentum = 0.1 : f64} : tensor<2x4x3xf32>, tensor<4xf32>
+  return %y, %m, %v : tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Training form: batch sum and squared deviations over N and the spatial
+// dimensions, then the output and the two running-statistics updates.
+// CHECK-LABEL: func.func @batch_norm_training
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: %[[M:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK: arith.constant 6.000000e+00 : f32
+// CHECK: %[[V:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK: arith.constant 5.000000e+00 : f32
+// CHECK: return %{{.*}}, %[[M]], %[[V]]
+func.func @batch_norm_training(%x: tensor<2x4x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>) -> (tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %y, %m, %v = colo.batch_norm %x, %g, %b, %rm, %rv {epsilon = 1.0e-05 : f64, momentum = 0.1 : f64, training} : tensor<2x4x3xf32>, tensor<4xf32>
+  return %y, %m, %v : tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @transpose_slice
+// CHECK-SAME: (%[[X:.*]]: tensor<2x6xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<6x2xf32>
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[X]] : tensor<2x6xf32>) outs(%[[E]] : tensor<6x2xf32>) permutation = [1, 0]
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[X]][0, 1] [2, 2] [1, 3] : tensor<2x6xf32> to tensor<2x2xf32>
+// CHECK: return %[[T]], %[[S]]
+func.func @transpose_slice(%x: tensor<2x6xf32>) -> (tensor<6x2xf32>, tensor<2x2xf32>) {
+  %t = colo.transpose %x permutation = [1, 0] : tensor<2x6xf32>
+  %s = colo.slice %x start = [0, 1] limit = [2, 6] stride = [1, 3] : tensor<2x6xf32>
+  return %t, %s : tensor<6x2xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A reshape that is neither a collapse nor an expansion goes through 1-D.
+// CHECK-LABEL: func.func @concat_reshape
+// CHECK-SAME: (%[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<2x5xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x8xf32>
+// CHECK: %[[C0:.*]] = tensor.insert_slice %[[A]] into %[[E]][0, 0] [2, 3] [1, 1]
+// CHECK: %[[C1:.*]] = tensor.insert_slice %[[B]] into %[[C0]][0, 3] [2, 5] [1, 1]
+// CHECK: %[[F:.*]] = tensor.collapse_shape %[[C1]] {{\[\[}}0, 1]] : tensor<2x8xf32> into tensor<16xf32>
+// CHECK: %[[R:.*]] = tensor.expand_shape %[[F]] {{\[\[}}0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
+// CHECK: return %[[R]]
+func.func @concat_reshape(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<4x4xf32> {
+  %c = colo.concat %a, %b axis = 1 : tensor<2x3xf32>, tensor<2x5xf32>
+  %r = colo.reshape %c : tensor<2x8xf32> -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+// The index is wrapped (negative counts from the end) and clamped into range
+// before the tensor.extract.
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[T:.*]]: tensor<10x4xf32>, %[[IDS:.*]]: tensor<3xi64>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[IDS]] : tensor<3xi64>)
+// CHECK: ^bb0(%[[ID:.*]]: i64, %{{.*}}: f32):
+// CHECK: arith.index_cast %[[ID]] : i64 to index
+// CHECK: arith.maxsi
+// CHECK: %[[I:.*]] = arith.minsi
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: %[[V:.*]] = tensor.extract %[[T]][%[[I]], %[[J]]] : tensor<10x4xf32>
+// CHECK: linalg.yield %[[V]] : f32
+func.func @embedding(%t: tensor<10x4xf32>, %ids: tensor<3xi64>) -> tensor<3x4xf32> {
+  %e = colo.embedding %t, %ids : tensor<10x4xf32>, tensor<3xi64>
+  return %e : tensor<3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather_axis1
+// CHECK: linalg.generic
+// CHECK: %[[I0:.*]] = linalg.index 0 : index
+// CHECK: tensor.extract %{{.*}}[%[[I0]], %{{.*}}] : tensor<4x10xf32>
+func.func @gather_axis1(%x: tensor<4x10xf32>, %i: tensor<3xi64>) -> tensor<4x3xf32> {
+  %y = colo.gather %x, %i axis = 1 : tensor<4x10xf32>, tensor<3xi64>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// Per row: max, then sum(exp(x - max)) and sum(x) in one generic; then one
+// reduction over the rows reads the logit at the label and counts the rows
+// whose label is not ignore_index.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: (%[[X:.*]]: tensor<4x5xf32>, %[[L:.*]]: tensor<4xi64>)
+// CHECK: %[[MAX:.*]] = linalg.generic
+// CHECK: %[[SUMS:.*]]:2 = linalg.generic
+// CHECK: %[[TOT:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[L]], %[[MAX]], %[[SUMS]]#0, %[[SUMS]]#1 :
+// CHECK: %[[IGN:.*]] = arith.constant -1 : i64
+// CHECK: %[[VALID:.*]] = arith.cmpi ne, %{{.*}}, %[[IGN]] : i64
+// CHECK: tensor.extract %[[X]]
+// CHECK: arith.constant 2.500000e-01 : f32
+// CHECK: arith.constant 7.500000e-01 : f32
+// CHECK: arith.select %[[VALID]]
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[TOT]]#0, %[[TOT]]#1 : tensor<f32>, tensor<f32>)
+// CHECK: arith.divf
+// CHECK: return %[[R]] : tensor<f32>
+func.func @cross_entropy(%x: tensor<4x5xf32>, %l: tensor<4xi64>) -> tensor<f32> {
+  %y = colo.cross_entropy %x, %l {ignore_index = -1 : i64, label_smoothing = 0.25 : f64} : tensor<4x5xf32>, tensor<4xi64>
+  return %y : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @mse_loss
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[S]] : tensor<f32>)
+// CHECK: arith.constant 8.000000e+00 : f32
+func.func @mse_loss(%p: tensor<4x2xf32>, %t: tensor<4x2xf32>) -> tensor<f32> {
+  %y = colo.mse_loss %p, %t : tensor<4x2xf32>, tensor<4x2xf32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dropout_constant
+// CHECK-SAME: (%[[X:.*]]: tensor<2xf32>)
+// CHECK: %[[C:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK: return %[[X]], %[[C]]
+func.func @dropout_constant(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %y = colo.dropout %x ratio = 0.0 : tensor<2xf32>
+  %c = colo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  return %y, %c : tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// Library ops are left for their own lowering.
+// CHECK-LABEL: func.func @matmul_stays
+// CHECK: colo.matmul
+func.func @matmul_stays(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  %y = colo.matmul %x, %w : tensor<4x8xf32>, tensor<8x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @dropout_random(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{with ratio 0.1 > 0 has no CPU kernel lowering yet}}
+  // expected-error @below {{failed to legalize operation 'colo.dropout'}}
+  %y = colo.dropout %x ratio = 0.1 : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
