@@ -19,7 +19,7 @@ packages=(
   cmake ninja-build ccache g++ git
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libgtest-dev pybind11-dev
-  libopenblas-dev libdnnl-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev libdnnl-dev nlohmann-json3-dev zlib1g-dev libopenmpi-dev openmpi-bin
   python3-dev python3-venv time
 )
 missing=()

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -1302,8 +1303,15 @@ FailureOr<OwningOpRef<ModuleOp>> TsImporter::run() {
   func = func::FuncOp::create(builder, module.getLoc(), "forward",
                               builder.getFunctionType(inputTypes, {}));
   Block *entry = func.addEntryBlock();
-  for (BlockArgument a : entry->getArguments())
+  for (BlockArgument a : entry->getArguments()) {
+    // Inputs are named after forward's parameters (debug names "x" or "x.1").
+    StringRef name = graph->inputs()[a.getArgNumber() + 1]->debugName();
+    auto [stem, suffix] = name.rsplit('.');
+    if (!suffix.empty() && llvm::all_of(suffix, [](char c) { return llvm::isDigit(c); }))
+      name = stem;
+    a.setLoc(NameLoc::get(builder.getStringAttr(name)));
     args.push_back(runtime(a));
+  }
   builder.setInsertionPointToEnd(entry);
 
   std::vector<TVal> results;

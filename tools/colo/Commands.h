@@ -26,11 +26,21 @@ llvm::cl::SubCommand &importCommand();
 llvm::cl::SubCommand &modelCommand();
 llvm::cl::SubCommand &clusterCommand();
 llvm::cl::SubCommand &planCommand();
+llvm::cl::SubCommand &runCommand();
+llvm::cl::SubCommand &compileCommand();
 
 int runImport(mlir::MLIRContext &ctx);
 int runModel(mlir::MLIRContext &ctx);
 int runCluster();
 int runPlan(mlir::MLIRContext &ctx);
+int runRun();
+int runCompile(mlir::MLIRContext &ctx);
+
+/// Imports `model` and compiles its training step into `exeDir` (what
+/// `colo compile` does); returns the exit code, errors printed.
+int compileModel(mlir::MLIRContext &ctx, llvm::StringRef model, llvm::StringRef exeDir,
+                 llvm::StringRef train, llvm::ArrayRef<std::string> inputShapes,
+                 llvm::StringRef dumpIr);
 
 } // namespace colo::tool
 

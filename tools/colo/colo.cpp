@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
   using namespace colo::tool;
   // Touch every subcommand so its options are registered before parsing.
   cl::SubCommand *commands[] = {&importCommand(), &modelCommand(), &clusterCommand(),
-                                &planCommand()};
+                                &planCommand(), &compileCommand(), &runCommand()};
   (void)commands;
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -35,8 +35,12 @@ int main(int argc, char **argv) {
       "  colo import MODEL.onnx -o M.mlir          the model in the colo dialect\n"
       "  colo model gpt --preset gpt3-175b -o M.mlir   a synthetic model, no weights\n"
       "  colo cluster show a100-80g                a cluster preset or file\n"
-      "  colo plan M.mlir --cluster a100-80g:128x8 --global-batch 1536\n\n"
+      "  colo plan M.mlir --cluster a100-80g:128x8 --global-batch 1536\n"
+      "  colo compile M.onnx --train loss=lm,optimizer=adamw,lr=3e-4 -o EXE_DIR\n"
+      "  colo run EXE_DIR --steps 100 --data train.npz   train on the CPU\n\n"
       "Run 'colo <subcommand> --help' for the options of a subcommand.\n");
+  if (runCommand())
+    return runRun();
   mlir::MLIRContext ctx;
   if (importCommand())
     return runImport(ctx);
@@ -46,6 +50,8 @@ int main(int argc, char **argv) {
     return runCluster();
   if (planCommand())
     return runPlan(ctx);
+  if (compileCommand())
+    return runCompile(ctx);
   errs() << "colo: no subcommand given; try 'colo --help'\n";
   return 1;
 }

@@ -1,0 +1,56 @@
+//===- DataSource.h - Filling a program's inputs step by step ----*- C++ -*-===//
+//
+// A DataSource writes the next batch into every INPUT buffer of a session
+// before each step. Sources:
+//   FILE.npy   one array for a program with one input
+//   FILE.npz   one array per input, named like the INPUT buffer
+//              (leading dimension = samples; each step takes the next
+//              batch rows, wrapping around)
+//   FILE (with tokenDType uint16|int32)   a flat binary of token ids; each
+//              [batch, seq] integer input takes batch*seq consecutive tokens
+//   "synthetic"   deterministic pseudo-random data
+// docs/runtime.md has the details (dtype conversions, labels, masks).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COLO_RUNTIME_DATASOURCE_H
+#define COLO_RUNTIME_DATASOURCE_H
+
+#include "colo/Runtime/Session.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace colo::runtime {
+
+struct DataOptions {
+  /// "uint16" or "int32": read the data file as a flat binary of token ids.
+  std::string tokenDType;
+  /// Token data: inputs named `labels` or `targets` take the window one token
+  /// ahead of the others (next-token targets, nanoGPT style). Off: every token
+  /// input takes the same window (Hugging Face style, the model shifts).
+  bool shiftLabels = false;
+  /// Synthetic data: the seed; the data of step k depends only on it and k.
+  uint64_t seed = 0;
+};
+
+class DataSource {
+public:
+  virtual ~DataSource();
+  /// Writes the next batch into every INPUT of `session`. Throws Error on bad
+  /// data (a token out of range).
+  virtual void next(Session &session) = 0;
+  /// One line for people: "data.npz: 60000 samples, 469 steps per epoch".
+  virtual std::string description() const = 0;
+};
+
+/// Opens `spec` (a file or "synthetic") for the inputs of `exe`, checking
+/// names, dtypes and shapes; throws Error naming the array and both shapes.
+/// `exe` must outlive the source.
+std::unique_ptr<DataSource> openDataSource(const std::string &spec, const Executable &exe,
+                                           const DataOptions &options = {});
+
+} // namespace colo::runtime
+
+#endif

@@ -1,0 +1,97 @@
+//===- Executable.h - A compiled training step, loaded and checked -*- C++ -*-===//
+//
+// An executable directory holds program.pb (a colo.runtime.Program),
+// kernels.so (generated kernels) and state.safetensors (initial STATE and
+// CONSTANT values). Executable::load reads and validates all three before
+// anything runs: buffer ids in range, step operands large enough for their
+// geometry and of the right dtype, arena offsets inside the arena, aliases
+// acyclic and no larger than their targets, every kernel exported by the
+// library, and every STATE/CONSTANT buffer present in state.safetensors with
+// its dtype and shape. Problems are thrown as Error naming the file and the
+// step or buffer. A Session (Session.h) runs it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COLO_RUNTIME_EXECUTABLE_H
+#define COLO_RUNTIME_EXECUTABLE_H
+
+#include "colo/Runtime/DType.h"
+#include "colo/Runtime/Safetensors.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace colo::runtime {
+
+class Executable {
+public:
+  using KernelFn = void (*)(void **args);
+
+  /// Loads and validates the executable in directory `dir`.
+  static std::shared_ptr<const Executable> load(const std::string &dir);
+  /// Validates an in-memory program whose kernels library and
+  /// state.safetensors are in `dir` (files that the program does not need may
+  /// be absent).
+  static std::shared_ptr<const Executable> create(Program program,
+                                                  const std::string &dir);
+
+  ~Executable();
+  Executable(const Executable &) = delete;
+  Executable &operator=(const Executable &) = delete;
+
+  const Program &program() const { return program_; }
+  const std::string &directory() const { return dir_; }
+  const Buffer &buffer(int32_t id) const { return program_.buffers(id); }
+  int32_t numBuffers() const { return program_.buffers_size(); }
+  /// -1 if there is no buffer `name`.
+  int32_t bufferId(const std::string &name) const;
+  /// The buffer whose storage `id` uses (itself unless it is an alias).
+  int32_t storageOf(int32_t id) const { return storage_[id]; }
+  bool isAlias(int32_t id) const { return storage_[id] != id; }
+  int64_t numElements(int32_t id) const { return elements_[id]; }
+  int64_t byteSize(int32_t id) const;
+  Shape shape(int32_t id) const;
+  /// INPUT buffers (not aliases), in buffer order.
+  const std::vector<int32_t> &inputs() const { return inputs_; }
+  /// The kernel of step `index` (a KernelCall), resolved at load.
+  KernelFn kernel(int index) const { return kernels_[index]; }
+  /// The initial state, or null if the program has no STATE/CONSTANT buffers.
+  const SafetensorsFile *initialState() const { return state_.get(); }
+  /// Parameter buffer id -> PyTorch name, in buffer order.
+  const std::vector<std::pair<int32_t, std::string>> &parameters() const {
+    return params_;
+  }
+  /// -1 if none.
+  int32_t stepCounter() const { return stepCounter_; }
+  /// "step 3 'blocks.0.attn' (gemm)" for messages.
+  std::string describeStep(int index) const;
+  /// "buffer 5 'fc1.weight'".
+  std::string describeBuffer(int32_t id) const;
+
+private:
+  Executable() = default;
+  void validate();
+  void validateBuffers();
+  void validateSteps();
+  void loadKernels();
+  void loadState();
+  [[noreturn]] void fail(const std::string &message) const;
+
+  Program program_;
+  std::string dir_, programPath_;
+  std::map<std::string, int32_t> byName_;
+  std::vector<int32_t> storage_;
+  std::vector<int64_t> elements_;
+  std::vector<int32_t> inputs_;
+  std::vector<KernelFn> kernels_;
+  std::vector<std::pair<int32_t, std::string>> params_;
+  std::unique_ptr<SafetensorsFile> state_;
+  int32_t stepCounter_ = -1;
+  void *library_ = nullptr;
+};
+
+} // namespace colo::runtime
+
+#endif

@@ -1,0 +1,136 @@
+//===- Session.h - Runs a compiled training step -----------------*- C++ -*-===//
+//
+// A Session owns the memory of one running executable: the 64-byte aligned
+// arena of TEMP buffers, the STATE and CONSTANT buffers (loaded from
+// state.safetensors when the session starts) and the INPUT buffers. Each
+// step() runs the program's steps in order; inputs are set before it (by
+// setInput or a DataSource) and losses read after it. Weights go in and out as
+// safetensors with PyTorch names. With profiling on, every step is timed and
+// can be written as a Chrome trace (chrome://tracing, Perfetto).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COLO_RUNTIME_SESSION_H
+#define COLO_RUNTIME_SESSION_H
+
+#include "colo/Runtime/CpuOps.h"
+#include "colo/Runtime/Executable.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace colo::runtime {
+
+/// What loadWeights matched.
+struct LoadReport {
+  std::vector<std::string> loaded;  ///< file names of the tensors loaded
+  std::vector<std::string> unused;  ///< file tensors that match no buffer
+  std::vector<std::string> missing; ///< parameters (PyTorch names) not in the file
+};
+
+/// Time spent in one step of the program, over all iterations profiled.
+struct StepTime {
+  int index;        ///< position in Program.steps
+  std::string name; ///< Step.name, or the kernel symbol
+  std::string kind; ///< "kernel", "gemm", "conv", "pool", "copy"
+  int64_t calls = 0;
+  double seconds = 0;
+};
+
+class Session {
+public:
+  /// Allocates the memory, loads the initial state and prepares every step.
+  explicit Session(std::shared_ptr<const Executable> executable);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  const Executable &executable() const { return *exe_; }
+
+  /// The storage of buffer `id` (an alias's is its target's).
+  void *data(int32_t id);
+  const void *data(int32_t id) const;
+
+  /// Copies `bytes` bytes into INPUT `name`; the size must be the buffer's.
+  void setInput(const std::string &name, const void *data, int64_t bytes);
+  /// Same, checking dtype and shape first.
+  void setInput(const std::string &name, DType dtype, const Shape &shape,
+                const void *data);
+  /// Marks INPUT `id` as filled (a DataSource that wrote data(id) directly).
+  void markInputSet(int32_t id);
+
+  /// Runs one training step. Throws Error if an INPUT was never set.
+  void step();
+  /// Steps run so far.
+  int64_t stepsRun() const { return steps_; }
+
+  /// Reads scalar buffer `id` (any dtype) as a double.
+  double scalar(int32_t id) const;
+  /// The first of Program.loss; throws Error if the program has none.
+  double loss() const;
+  /// The value of Program.step_counter, or -1 if there is none.
+  int64_t stepCounter() const;
+
+  /// Writes the parameters (Program.param_names) under their PyTorch names.
+  void saveWeights(const std::string &path) const;
+  /// Writes every STATE buffer under its buffer name (a resumable checkpoint;
+  /// loadWeights reads it back).
+  void saveState(const std::string &path) const;
+  /// Loads tensors named by PyTorch names or buffer names into STATE and
+  /// CONSTANT buffers; dtypes and shapes must match exactly. Throws Error on a
+  /// mismatch or if the file matches nothing.
+  LoadReport loadWeights(const std::string &path);
+
+  /// When on, each step() first copies the parameters, so that after a step
+  /// that went wrong (a NaN loss) restoreSnapshot() brings back the ones from
+  /// before it. Costs a copy of the parameters per step.
+  void setSnapshots(bool on);
+  /// Restores the parameters saved before the last step; false if there is no
+  /// snapshot.
+  bool restoreSnapshot();
+  /// Bytes a snapshot copies (the parameters).
+  int64_t snapshotBytes() const;
+  /// True if every floating-point parameter is finite; otherwise `firstBad`
+  /// gets the PyTorch name of the first one that is not.
+  bool parametersFinite(std::string *firstBad = nullptr) const;
+
+  /// Times every step of each following step() call.
+  void setProfiling(bool on) { profiling_ = on; }
+  /// Totals per program step, in program order.
+  std::vector<StepTime> stepTimes() const;
+  /// Writes the profiled steps as Chrome trace JSON: one event per iteration
+  /// and one per step inside it (the first 1,000,000 step events).
+  void writeTrace(const std::string &path) const;
+
+private:
+  struct Prepared;
+  struct Event {
+    int32_t step; // -1: the whole iteration
+    int64_t iteration;
+    double start, duration; // microseconds since the session started
+  };
+  void allocate();
+  void prepare();
+  void checkInputs() const;
+
+  std::shared_ptr<const Executable> exe_;
+  std::vector<void *> pointers_; // per buffer id
+  std::vector<void *> blocks_;   // owned allocations
+  std::vector<char> inputSet_;
+  std::vector<Prepared> prepared_;
+  std::shared_ptr<Scratch> scratch_;
+  std::vector<std::pair<int32_t, std::vector<char>>> snapshot_;
+  bool snapshots_ = false, haveSnapshot_ = false;
+  bool profiling_ = false;
+  std::vector<double> stepSeconds_;
+  std::vector<int64_t> stepCalls_;
+  std::vector<Event> events_;
+  int64_t steps_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+} // namespace colo::runtime
+
+#endif

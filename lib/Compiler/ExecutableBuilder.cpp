@@ -1,0 +1,506 @@
+// Splits a train step into the runtime's steps. Matrix products become GEMM
+// steps (a transpose of the last two dimensions that only feeds matrix
+// products becomes a transpose flag), convolutions and pooling become oneDNN
+// steps, global stores become copies, reshapes of materialized values become
+// aliases, and every other op joins the kernel being collected between two
+// library steps: one generated function per group, whose elementwise chains
+// the code generator fuses.
+#include "ExecutableBuilder.h"
+
+#include "colo/Dialect/Colo/ColoOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace colo;
+namespace rt = colo::runtime;
+
+namespace {
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+FailureOr<rt::DType> dtypeOf(Operation *op, Type t) {
+  if (t.isF32())
+    return rt::F32;
+  if (t.isF64())
+    return rt::F64;
+  if (t.isBF16())
+    return rt::BF16;
+  if (t.isF16())
+    return rt::F16;
+  if (t.isInteger(64))
+    return rt::I64;
+  if (t.isInteger(32))
+    return rt::I32;
+  if (t.isInteger(8))
+    return rt::I8;
+  if (t.isInteger(1))
+    return rt::BOOL;
+  return op->emitError() << "no runtime element type for " << t;
+}
+
+/// A transpose that swaps only the last two dimensions.
+bool swapsLastTwo(TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPermutation();
+  int64_t n = perm.size();
+  if (n < 2 || perm[n - 1] != n - 2 || perm[n - 2] != n - 1)
+    return false;
+  for (int64_t i = 0; i + 2 < n; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
+/// Transposes that GEMM steps absorb as transpose flags.
+bool feedsOnlyGemms(TransposeOp t) {
+  return swapsLastTwo(t) && !t->use_empty() &&
+         llvm::all_of(t->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); });
+}
+
+bool isLibraryOp(Operation *op) {
+  return isa<MatmulOp, Conv2dOp, Conv2dBackwardInputOp, Conv2dBackwardFilterOp,
+             MaxPool2dOp, AvgPool2dOp, MaxPool2dBackwardOp, AvgPool2dBackwardOp>(op);
+}
+
+/// A readable name for a buffer: the op's location name, if any.
+std::string locName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string n = locName(l); !n.empty())
+        return n;
+  return "";
+}
+
+class PlanBuilder {
+public:
+  explicit PlanBuilder(func::FuncOp func)
+      : func(func), symbols(func->getParentOfType<ModuleOp>()) {
+    plan.kernels = ModuleOp::create(UnknownLoc::get(func.getContext()));
+    int i = 0;
+    for (Operation &op : func.front())
+      order[&op] = i++;
+  }
+
+  FailureOr<ExecutablePlan> build() {
+    for (BlockArgument arg : func.getArguments()) {
+      std::string name = locName(arg.getLoc());
+      if (name.empty())
+        name = "input" + std::to_string(arg.getArgNumber());
+      FailureOr<int> id = newBuffer(arg, name, rt::Buffer::INPUT);
+      if (failed(id))
+        return failure();
+      plan.program.mutable_buffers(*id)->set_int_max(intRange(arg));
+    }
+    for (Operation &op : func.front().without_terminator())
+      if (failed(visit(&op)))
+        return failure();
+    if (failed(flush()))
+      return failure();
+    for (Value result : func.front().getTerminator()->getOperands()) {
+      FailureOr<int> id = materialize(result);
+      if (failed(id))
+        return failure();
+      plan.program.add_loss(*id);
+    }
+    planMemory(plan.program);
+    plan.program.set_kernels_library("kernels.so");
+    return std::move(plan);
+  }
+
+private:
+  FailureOr<int> newBuffer(RankedTensorType t, StringRef name, rt::Buffer::Kind kind) {
+    FailureOr<rt::DType> dtype = dtypeOf(func, t.getElementType());
+    if (failed(dtype))
+      return failure();
+    int id = plan.program.buffers_size();
+    rt::Buffer *b = plan.program.add_buffers();
+    b->set_name(name.str());
+    b->set_dtype(*dtype);
+    for (int64_t d : t.getShape())
+      b->add_shape(d);
+    b->set_kind(kind);
+    return id;
+  }
+  FailureOr<int> newBuffer(Value v, StringRef name, rt::Buffer::Kind kind) {
+    FailureOr<int> id = newBuffer(tensorType(v), name, kind);
+    if (succeeded(id))
+      bufferOf[v] = *id;
+    return id;
+  }
+
+  /// The exclusive upper bound of an integer input's values where the model
+  /// tells it (embedding ids: the vocabulary; labels: the classes), so that
+  /// synthetic data is valid.
+  int64_t intRange(Value v) {
+    if (!isa<IntegerType>(tensorType(v).getElementType()))
+      return 0;
+    for (Operation *user : v.getUsers()) {
+      if (auto emb = dyn_cast<EmbeddingOp>(user))
+        return tensorType(emb.getTable()).getDimSize(0);
+      if (auto ce = dyn_cast<CrossEntropyOp>(user); ce && ce.getLabels() == v)
+        return tensorType(ce.getLogits()).getShape().back();
+      if (isa<SliceOp, ReshapeOp>(user))
+        if (int64_t r = intRange(user->getResult(0)))
+          return r;
+    }
+    return 0;
+  }
+
+  /// The buffer holding `v`, emitting the kernel group that computes it if
+  /// it has not run yet.
+  FailureOr<int> materialize(Value v) {
+    if (auto it = bufferOf.find(v); it != bufferOf.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    if (isa_and_nonnull<ConstantOp>(def)) {
+      // Constants live in the kernels that use them; one that a library step
+      // reads is produced by a kernel of its own.
+      llvm::SetVector<Operation *> pending = std::move(group);
+      group.clear();
+      group.insert(def);
+      LogicalResult flushed = flush();
+      group = std::move(pending);
+      if (failed(flushed))
+        return failure();
+      return bufferOf.at(v);
+    }
+    if (def && group.contains(def)) {
+      if (failed(flush()))
+        return failure();
+      return materialize(v);
+    }
+    return (def ? def : func.getOperation())->emitError("value used before it is computed");
+  }
+
+  LogicalResult visit(Operation *op) {
+    if (auto load = dyn_cast<GlobalLoadOp>(op))
+      return visitLoad(load);
+    if (auto store = dyn_cast<GlobalStoreOp>(op)) {
+      FailureOr<int> src = materialize(store.getValue());
+      FailureOr<int> dst = stateBuffer(store, store.getGlobal());
+      if (failed(src) || failed(dst))
+        return failure();
+      if (*src != *dst) {
+        rt::Step *s = addStep(op);
+        s->mutable_copy()->set_src(*src);
+        s->mutable_copy()->set_dst(*dst);
+      }
+      return success();
+    }
+    if (isa<ConstantOp>(op))
+      return success();
+    if (auto t = dyn_cast<TransposeOp>(op); t && feedsOnlyGemms(t))
+      return success();
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end()) {
+        FailureOr<int> id = newBuffer(reshape.getResult(), bufferName(op), rt::Buffer::TEMP);
+        if (failed(id))
+          return failure();
+        int root = it->second;
+        if (plan.program.buffers(root).has_alias_of())
+          root = plan.program.buffers(root).alias_of();
+        plan.program.mutable_buffers(*id)->set_alias_of(root);
+        return success();
+      }
+    }
+    if (isLibraryOp(op))
+      return visitLibrary(op);
+    group.insert(op);
+    return success();
+  }
+
+  FailureOr<int> stateBuffer(Operation *user, StringRef global) {
+    if (auto it = stateOf.find(global); it != stateOf.end())
+      return it->second;
+    auto g = symbols.lookup<GlobalOp>(global);
+    if (!g)
+      return user->emitError() << "unknown global '" << global << "'";
+    FailureOr<int> id = newBuffer(g.getTensorType(), global, rt::Buffer::STATE);
+    if (failed(id))
+      return failure();
+    if (global == "colo.step")
+      plan.program.set_step_counter(*id);
+    if (!g->hasAttr("colo.optimizer_state"))
+      (*plan.program.mutable_param_names())[global.str()] = global.str();
+    stateOf[global] = *id;
+    return *id;
+  }
+
+  /// A load reads the state buffer directly unless the global is stored
+  /// before the load's last use: then it reads a copy taken at the load.
+  LogicalResult visitLoad(GlobalLoadOp load) {
+    FailureOr<int> state = stateBuffer(load, load.getGlobal());
+    if (failed(state))
+      return failure();
+    int lastUse = order[load];
+    for (Operation *user : load->getUsers())
+      lastUse = std::max(lastUse, order[func.front().findAncestorOpInBlock(*user)]);
+    bool storedBefore = false;
+    for (Operation &op : func.front())
+      if (auto store = dyn_cast<GlobalStoreOp>(op);
+          store && store.getGlobal() == load.getGlobal() && order[&op] > order[load] &&
+          order[&op] < lastUse)
+        storedBefore = true;
+    if (!storedBefore) {
+      bufferOf[load.getResult()] = *state;
+      return success();
+    }
+    FailureOr<int> copy = newBuffer(load.getResult(), bufferName(load), rt::Buffer::TEMP);
+    if (failed(copy))
+      return failure();
+    rt::Step *s = addStep(load);
+    s->mutable_copy()->set_src(*state);
+    s->mutable_copy()->set_dst(*copy);
+    return success();
+  }
+
+  /// "<location name or op name>[#result].<position>", e.g. "fc1.matmul.5".
+  std::string bufferName(Operation *op, unsigned result = 0) {
+    std::string name = locName(op->getLoc());
+    std::string opName = op->getName().stripDialect().str();
+    return (name.empty() ? opName : name + "." + opName) +
+           (op->getNumResults() > 1 ? "#" + std::to_string(result) : "") + "." +
+           std::to_string(order[op]);
+  }
+
+  rt::Step *addStep(Operation *op) {
+    rt::Step *s = plan.program.add_steps();
+    s->set_name(bufferName(op));
+    return s;
+  }
+
+  FailureOr<int> result(Operation *op, unsigned i = 0) {
+    return newBuffer(op->getResult(i), bufferName(op, i), rt::Buffer::TEMP);
+  }
+
+  LogicalResult visitLibrary(Operation *op) {
+    if (failed(flush()))
+      return failure();
+    if (auto mm = dyn_cast<MatmulOp>(op))
+      return visitMatmul(mm);
+    SmallVector<int> ids;
+    for (Value v : op->getOperands()) {
+      FailureOr<int> id = materialize(v);
+      if (failed(id))
+        return failure();
+      ids.push_back(*id);
+    }
+    FailureOr<int> out = result(op);
+    if (failed(out))
+      return failure();
+    if (auto conv = dyn_cast<Conv2dOp>(op)) {
+      rt::Conv2d *c = convStep(op, conv.getInput(), conv.getFilter(), conv.getResult(),
+                               conv.getStrides(), conv.getPadding(), conv.getDilations(),
+                               conv.getGroups(), rt::Conv2d::FORWARD);
+      c->set_x(ids[0]);
+      c->set_weight(ids[1]);
+      if (conv.getBias())
+        c->set_bias(ids[2]);
+      c->set_y(*out);
+    } else if (auto back = dyn_cast<Conv2dBackwardInputOp>(op)) {
+      rt::Conv2d *c = convStep(op, back.getResult(), back.getFilter(), back.getGrad(),
+                               back.getStrides(), back.getPadding(), back.getDilations(),
+                               back.getGroups(), rt::Conv2d::BACKWARD_DATA);
+      c->set_y(ids[0]);
+      c->set_weight(ids[1]);
+      c->set_x(*out);
+    } else if (auto back = dyn_cast<Conv2dBackwardFilterOp>(op)) {
+      rt::Conv2d *c = convStep(op, back.getInput(), back.getResult(), back.getGrad(),
+                               back.getStrides(), back.getPadding(), back.getDilations(),
+                               back.getGroups(), rt::Conv2d::BACKWARD_WEIGHTS);
+      c->set_x(ids[0]);
+      c->set_y(ids[1]);
+      c->set_weight(*out);
+    } else if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
+      rt::Pool2d *p = poolStep(op, pool.getInput(), pool.getResult(), pool.getKernel(),
+                               pool.getStrides(), pool.getPadding(), false,
+                               rt::Pool2d::MAX_FORWARD);
+      p->set_x(ids[0]);
+      p->set_y(*out);
+    } else if (auto pool = dyn_cast<AvgPool2dOp>(op)) {
+      rt::Pool2d *p = poolStep(op, pool.getInput(), pool.getResult(), pool.getKernel(),
+                               pool.getStrides(), pool.getPadding(),
+                               pool.getCountIncludePad(), rt::Pool2d::AVG_FORWARD);
+      p->set_x(ids[0]);
+      p->set_y(*out);
+    } else if (auto back = dyn_cast<MaxPool2dBackwardOp>(op)) {
+      rt::Pool2d *p = poolStep(op, back.getInput(), back.getGrad(), back.getKernel(),
+                               back.getStrides(), back.getPadding(), false,
+                               rt::Pool2d::MAX_BACKWARD);
+      p->set_x(ids[0]);
+      p->set_dy(ids[1]);
+      p->set_dx(*out);
+    } else if (auto back = dyn_cast<AvgPool2dBackwardOp>(op)) {
+      rt::Pool2d *p = poolStep(op, back.getResult(), back.getGrad(), back.getKernel(),
+                               back.getStrides(), back.getPadding(),
+                               back.getCountIncludePad(), rt::Pool2d::AVG_BACKWARD);
+      p->set_dy(ids[0]);
+      p->set_dx(*out);
+    }
+    return success();
+  }
+
+  rt::Conv2d *convStep(Operation *op, Value x, Value w, Value y, ArrayRef<int64_t> strides,
+                       ArrayRef<int64_t> pad, ArrayRef<int64_t> dil, int64_t groups,
+                       rt::Conv2d::Mode mode) {
+    ArrayRef<int64_t> xs = tensorType(x).getShape(), ws = tensorType(w).getShape(),
+                      ys = tensorType(y).getShape();
+    rt::Conv2d *c = addStep(op)->mutable_conv();
+    c->set_mode(mode);
+    c->set_n(xs[0]), c->set_c(xs[1]), c->set_h(xs[2]), c->set_w(xs[3]);
+    c->set_k(ws[0]), c->set_r(ws[2]), c->set_s(ws[3]);
+    c->set_oh(ys[2]), c->set_ow(ys[3]);
+    c->set_stride_h(strides[0]), c->set_stride_w(strides[1]);
+    c->set_pad_t(pad[0]), c->set_pad_l(pad[1]), c->set_pad_b(pad[2]), c->set_pad_r(pad[3]);
+    c->set_dil_h(dil[0]), c->set_dil_w(dil[1]);
+    c->set_groups(groups);
+    return c;
+  }
+
+  rt::Pool2d *poolStep(Operation *op, Value x, Value y, ArrayRef<int64_t> kernel,
+                       ArrayRef<int64_t> strides, ArrayRef<int64_t> pad,
+                       bool countIncludePad, rt::Pool2d::Mode mode) {
+    ArrayRef<int64_t> xs = tensorType(x).getShape(), ys = tensorType(y).getShape();
+    rt::Pool2d *p = addStep(op)->mutable_pool();
+    p->set_mode(mode);
+    p->set_n(xs[0]), p->set_c(xs[1]), p->set_h(xs[2]), p->set_w(xs[3]);
+    p->set_r(kernel[0]), p->set_s(kernel[1]);
+    p->set_oh(ys[2]), p->set_ow(ys[3]);
+    p->set_stride_h(strides[0]), p->set_stride_w(strides[1]);
+    p->set_pad_t(pad[0]), p->set_pad_l(pad[1]), p->set_pad_b(pad[2]), p->set_pad_r(pad[3]);
+    p->set_dil_h(1), p->set_dil_w(1);
+    p->set_count_include_pad(countIncludePad);
+    return p;
+  }
+
+  /// `lhs[..., m, k] x rhs[..., k, n]` as one (strided batched) GEMM.
+  LogicalResult visitMatmul(MatmulOp mm) {
+    auto operand = [&](Value v, bool &trans) -> FailureOr<int> {
+      trans = false;
+      if (auto t = v.getDefiningOp<TransposeOp>(); t && feedsOnlyGemms(t)) {
+        trans = true;
+        v = t.getInput();
+      }
+      return materialize(v);
+    };
+    bool transA, transB;
+    FailureOr<int> a = operand(mm.getLhs(), transA);
+    FailureOr<int> b = operand(mm.getRhs(), transB);
+    FailureOr<int> c = result(mm);
+    if (failed(a) || failed(b) || failed(c))
+      return failure();
+    RankedTensorType lt = tensorType(mm.getLhs()), rt_ = tensorType(mm.getRhs()),
+                     ot = tensorType(mm.getResult());
+    int64_t m = lt.getDimSize(lt.getRank() - 2), k = lt.getShape().back(),
+            n = rt_.getShape().back();
+    auto batchOf = [](RankedTensorType t) {
+      int64_t p = 1;
+      for (int64_t d : t.getShape().drop_back(2))
+        p *= d;
+      return p;
+    };
+    int64_t batchL = batchOf(lt), batchR = batchOf(rt_), batch = batchOf(ot);
+    rt::Gemm *g = addStep(mm)->mutable_gemm();
+    g->set_trans_a(transA), g->set_trans_b(transB);
+    g->set_a(*a), g->set_b(*b), g->set_c(*c);
+    g->set_lda(transA ? m : k), g->set_ldb(transB ? k : n), g->set_ldc(n);
+    g->set_k(k), g->set_n(n);
+    if (batchR == 1 && !transA) {
+      // Rows of every batch are contiguous: one product of batch * m rows.
+      g->set_m(batchL * m), g->set_batch(1);
+      return success();
+    }
+    if ((batchL != batch && batchL != 1) || (batchR != batch && batchR != 1))
+      return mm.emitError() << "matrix product with partially broadcast batch "
+                               "dimensions is not supported by the CPU lowering: "
+                            << lt << " x " << rt_;
+    g->set_m(m), g->set_batch(batch);
+    g->set_stride_a(batchL == 1 ? 0 : m * k);
+    g->set_stride_b(batchR == 1 ? 0 : k * n);
+    g->set_stride_c(m * n);
+    return success();
+  }
+
+  /// Emits the collected ops as one kernel: its arguments are the values it
+  /// reads from outside, its results the values used after it.
+  LogicalResult flush() {
+    if (group.empty())
+      return success();
+    SmallVector<Operation *> ops(group.begin(), group.end());
+    group.clear();
+    llvm::SetVector<Value> inputs, outputs;
+    DenseSet<Operation *> members(ops.begin(), ops.end());
+    for (Operation *op : ops) {
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if ((def && members.contains(def)) || (def && isa<ConstantOp>(def)))
+          continue;
+        inputs.insert(v);
+      }
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *u) { return !members.contains(u); }))
+          outputs.insert(r);
+    }
+    SmallVector<int> args;
+    for (Value v : inputs) {
+      FailureOr<int> id = materialize(v);
+      if (failed(id))
+        return failure();
+      args.push_back(*id);
+    }
+    std::string symbol = "k" + std::to_string(kernelCount++) + "_" +
+                         ops.front()->getName().stripDialect().str();
+    OpBuilder kb = OpBuilder::atBlockEnd(plan.kernels->getBody());
+    SmallVector<Type> inTypes, outTypes;
+    for (Value v : inputs)
+      inTypes.push_back(v.getType());
+    for (Value v : outputs)
+      outTypes.push_back(v.getType());
+    auto kernel = func::FuncOp::create(kb, ops.front()->getLoc(), symbol,
+                                       kb.getFunctionType(inTypes, outTypes));
+    Block *body = kernel.addEntryBlock();
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(inputs, body->getArguments()))
+      map.map(v, arg);
+    kb.setInsertionPointToEnd(body);
+    for (Operation *op : ops) {
+      for (Value v : op->getOperands())
+        if (auto c = v.getDefiningOp<ConstantOp>(); c && !map.contains(v))
+          map.map(v, kb.clone(*c)->getResult(0));
+      kb.clone(*op, map);
+    }
+    SmallVector<Value> results;
+    for (Value v : outputs)
+      results.push_back(map.lookup(v));
+    func::ReturnOp::create(kb, ops.back()->getLoc(), results);
+
+    for (Value v : outputs) {
+      FailureOr<int> id = result(v.getDefiningOp(), cast<OpResult>(v).getResultNumber());
+      if (failed(id))
+        return failure();
+      args.push_back(*id);
+    }
+    rt::Step *s = addStep(ops.front());
+    s->mutable_kernel()->set_symbol(symbol);
+    for (int id : args)
+      s->mutable_kernel()->add_args(id);
+    return success();
+  }
+
+  func::FuncOp func;
+  SymbolTable symbols;
+  ExecutablePlan plan;
+  DenseMap<Operation *, int> order;
+  DenseMap<Value, int> bufferOf;
+  llvm::StringMap<int> stateOf;
+  llvm::SetVector<Operation *> group;
+  int kernelCount = 0;
+};
+} // namespace
+
+FailureOr<ExecutablePlan> colo::buildExecutablePlan(func::FuncOp func) {
+  return PlanBuilder(func).build();
+}

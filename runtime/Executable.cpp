@@ -1,0 +1,433 @@
+//===- Executable.cpp - Loading and validating an executable --------------===//
+
+#include "colo/Runtime/Executable.h"
+#include "colo/Runtime/CpuOps.h"
+#include "colo/Runtime/Error.h"
+#include "colo/Runtime/Files.h"
+
+#include <dlfcn.h>
+
+#include <set>
+
+namespace colo::runtime {
+
+namespace {
+const char *kindName(Buffer::Kind kind) {
+  switch (kind) {
+  case Buffer::TEMP:
+    return "TEMP";
+  case Buffer::STATE:
+    return "STATE";
+  case Buffer::INPUT:
+    return "INPUT";
+  case Buffer::CONSTANT:
+    return "CONSTANT";
+  default:
+    return "unknown";
+  }
+}
+
+const char *stepKind(const Step &step) {
+  switch (step.kind_case()) {
+  case Step::kKernel:
+    return "kernel";
+  case Step::kGemm:
+    return "gemm";
+  case Step::kConv:
+    return "conv";
+  case Step::kPool:
+    return "pool";
+  case Step::kCopy:
+    return "copy";
+  default:
+    return "empty";
+  }
+}
+
+bool hasStorageOfItsOwn(const Buffer &b) {
+  return !(b.has_alias_of() && b.alias_of() >= 0);
+}
+} // namespace
+
+std::shared_ptr<const Executable> Executable::load(const std::string &dir) {
+  if (!isDirectory(dir)) {
+    if (isRegularFile(dir))
+      throw Error("'" + dir + "' is not an executable directory (a file was given)");
+    throw Error("cannot open executable directory '" + dir + "': no such directory");
+  }
+  std::string path = joinPath(dir, "program.pb");
+  if (!isRegularFile(path))
+    throw Error("'" + dir + "' is not an executable: it has no program.pb");
+  std::string bytes = readFile(path);
+  Program program;
+  if (!program.ParseFromString(bytes))
+    throw Error(path + ": not a valid colo.runtime.Program (protobuf parse failed)");
+  return create(std::move(program), dir);
+}
+
+std::shared_ptr<const Executable> Executable::create(Program program,
+                                                     const std::string &dir) {
+  std::shared_ptr<Executable> exe(new Executable());
+  exe->program_ = std::move(program);
+  exe->dir_ = dir;
+  exe->programPath_ = joinPath(dir, "program.pb");
+  exe->validate();
+  exe->loadKernels();
+  exe->loadState();
+  return exe;
+}
+
+Executable::~Executable() {
+  if (library_)
+    ::dlclose(library_);
+}
+
+void Executable::fail(const std::string &message) const {
+  throw Error(programPath_ + ": " + message);
+}
+
+int32_t Executable::bufferId(const std::string &name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? -1 : it->second;
+}
+
+int64_t Executable::byteSize(int32_t id) const {
+  return elements_[id] * dtypeSize(buffer(id).dtype());
+}
+
+Shape Executable::shape(int32_t id) const {
+  const Buffer &b = buffer(id);
+  return Shape(b.shape().begin(), b.shape().end());
+}
+
+std::string Executable::describeStep(int index) const {
+  const Step &step = program_.steps(index);
+  std::string s = "step " + std::to_string(index);
+  if (!step.name().empty())
+    s += " '" + step.name() + "'";
+  return s + " (" + stepKind(step) + ")";
+}
+
+std::string Executable::describeBuffer(int32_t id) const {
+  return "buffer " + std::to_string(id) + " '" + buffer(id).name() + "'";
+}
+
+void Executable::validate() {
+  validateBuffers();
+  validateSteps();
+}
+
+void Executable::validateBuffers() {
+  int32_t count = numBuffers();
+  storage_.assign(count, -1);
+  elements_.assign(count, 0);
+  const int64_t arena = program_.arena_bytes();
+  if (arena < 0)
+    fail("arena_bytes is negative (" + std::to_string(arena) + ")");
+
+  for (int32_t id = 0; id < count; ++id) {
+    const Buffer &b = buffer(id);
+    std::string what = describeBuffer(id);
+    if (b.name().empty())
+      fail("buffer " + std::to_string(id) + " has no name");
+    if (!byName_.emplace(b.name(), id).second)
+      fail(what + ": the name is also buffer " + std::to_string(byName_[b.name()]));
+    if (!DType_IsValid(b.dtype()) || dtypeSize(b.dtype()) == 0)
+      fail(what + ": unknown dtype " + std::to_string(b.dtype()));
+    if (!Buffer::Kind_IsValid(b.kind()))
+      fail(what + ": unknown kind " + std::to_string(b.kind()));
+    int64_t n = colo::runtime::numElements(shape(id));
+    if (n < 0 || n > (int64_t(1) << 56) / dtypeSize(b.dtype()))
+      fail(what + ": bad shape " + shapeString(shape(id)));
+    elements_[id] = n;
+    if (b.int_max() < 0)
+      fail(what + ": int_max is negative");
+    if (!hasStorageOfItsOwn(b))
+      continue;
+    storage_[id] = id;
+    if (b.kind() == Buffer::TEMP) {
+      int64_t bytes = byteSize(id);
+      if (b.offset() < 0 || b.offset() > arena || bytes > arena - b.offset())
+        fail(what + ": bytes [" + std::to_string(b.offset()) + ", " +
+             std::to_string(b.offset() + bytes) + ") are outside the arena of " +
+             std::to_string(arena) + " bytes");
+      if (b.offset() % dtypeSize(b.dtype()))
+        fail(what + ": arena offset " + std::to_string(b.offset()) +
+             " is not a multiple of the " + dtypeName(b.dtype()) + " element size");
+    }
+    if (b.kind() == Buffer::INPUT)
+      inputs_.push_back(id);
+  }
+
+  // Aliases: follow chains to a buffer with storage.
+  for (int32_t id = 0; id < count; ++id) {
+    if (storage_[id] >= 0)
+      continue;
+    std::set<int32_t> seen{id};
+    int32_t target = buffer(id).alias_of();
+    while (true) {
+      if (target < 0 || target >= count)
+        fail(describeBuffer(id) + ": alias_of " + std::to_string(target) +
+             " is not a buffer id (the program has " + std::to_string(count) + ")");
+      if (!seen.insert(target).second)
+        fail(describeBuffer(id) + ": alias_of forms a cycle");
+      if (hasStorageOfItsOwn(buffer(target)))
+        break;
+      target = buffer(target).alias_of();
+    }
+    const Buffer &b = buffer(id), &t = buffer(target);
+    if (byteSize(id) > byteSize(target))
+      fail(describeBuffer(id) + ": " + std::to_string(byteSize(id)) +
+           " bytes do not fit in the " + std::to_string(byteSize(target)) +
+           " bytes of the buffer it aliases, " + describeBuffer(target));
+    if (b.kind() != Buffer::TEMP && b.kind() != t.kind())
+      fail(describeBuffer(id) + ": a " + kindName(b.kind()) + " alias of a " +
+           kindName(t.kind()) + " buffer (an alias is TEMP or of its target's kind)");
+    storage_[id] = target;
+  }
+
+  for (int i = 0; i < program_.loss_size(); ++i) {
+    int32_t id = program_.loss(i);
+    if (id < 0 || id >= count)
+      fail("loss " + std::to_string(i) + ": " + std::to_string(id) +
+           " is not a buffer id");
+    if (elements_[id] != 1 || !isFloat(buffer(id).dtype()))
+      fail("loss " + std::to_string(i) + ": " + describeBuffer(id) +
+           " is not a float scalar (it is " + typeString(buffer(id).dtype(), shape(id)) +
+           ")");
+  }
+
+  if (program_.has_step_counter() && program_.step_counter() >= 0) {
+    int32_t id = program_.step_counter();
+    if (id >= count)
+      fail("step_counter " + std::to_string(id) + " is not a buffer id");
+    const Buffer &b = buffer(id);
+    if (b.kind() != Buffer::STATE || b.dtype() != I64 || elements_[id] != 1)
+      fail("step_counter: " + describeBuffer(id) + " is not an i64 scalar STATE buffer");
+    stepCounter_ = id;
+  }
+
+  std::map<std::string, std::string> torchNames; // PyTorch name -> buffer name
+  for (const auto &[bufferName, torchName] : program_.param_names()) {
+    int32_t id = bufferId(bufferName);
+    if (id < 0)
+      fail("param_names: '" + bufferName + "' is not a buffer");
+    Buffer::Kind kind = buffer(id).kind();
+    if (kind != Buffer::STATE && kind != Buffer::CONSTANT)
+      fail("param_names: " + describeBuffer(id) + " is " + kindName(kind) +
+           ", not STATE or CONSTANT");
+    if (torchName.empty())
+      fail("param_names: " + describeBuffer(id) + " has an empty PyTorch name");
+    auto [it, fresh] = torchNames.emplace(torchName, bufferName);
+    if (!fresh)
+      fail("param_names: buffers '" + it->second + "' and '" + bufferName +
+           "' both map to '" + torchName + "'");
+  }
+  for (int32_t id = 0; id < count; ++id) {
+    auto it = program_.param_names().find(buffer(id).name());
+    if (it != program_.param_names().end())
+      params_.emplace_back(id, it->second);
+  }
+}
+
+void Executable::validateSteps() {
+  const int32_t count = numBuffers();
+  for (int index = 0; index < program_.steps_size(); ++index) {
+    const Step &step = program_.steps(index);
+    std::string where = describeStep(index);
+    auto operand = [&](const char *role, int32_t id) {
+      if (id < 0 || id >= count)
+        fail(where + ": " + role + " " + std::to_string(id) +
+             " is not a buffer id (the program has " + std::to_string(count) + ")");
+      return id;
+    };
+    auto needDType = [&](const char *role, int32_t id, DType dtype) {
+      if (buffer(id).dtype() != dtype)
+        fail(where + ": " + role + " " + describeBuffer(id) + " is " +
+             dtypeName(buffer(id).dtype()) + ", expected " + dtypeName(dtype));
+    };
+    auto needElements = [&](const char *role, int32_t id, int64_t need, bool exact) {
+      int64_t have = elements_[id];
+      if (exact ? have != need : have < need)
+        fail(where + ": " + role + " " + describeBuffer(id) + " has " +
+             std::to_string(have) + " elements (" +
+             typeString(buffer(id).dtype(), shape(id)) + "), the step needs " +
+             (exact ? "" : "at least ") + std::to_string(need));
+    };
+    auto notConstant = [&](const char *role, int32_t id) {
+      if (buffer(storage_[id]).kind() == Buffer::CONSTANT)
+        fail(where + ": writes CONSTANT " + describeBuffer(id) + " (" + role + ")");
+      if (buffer(storage_[id]).kind() == Buffer::INPUT)
+        fail(where + ": writes INPUT " + describeBuffer(id) + " (" + role + ")");
+    };
+
+    switch (step.kind_case()) {
+    case Step::kKernel: {
+      const KernelCall &k = step.kernel();
+      if (k.symbol().empty())
+        fail(where + ": the kernel call has no symbol");
+      for (int i = 0; i < k.args_size(); ++i)
+        operand("argument", k.args(i));
+      break;
+    }
+    case Step::kGemm: {
+      const Gemm &g = step.gemm();
+      int32_t a = operand("operand a", g.a()), b = operand("operand b", g.b()),
+              c = operand("operand c", g.c());
+      GemmGeometry geo = geometryOf(g);
+      std::string problem = checkGeometry(geo);
+      if (!problem.empty())
+        fail(where + ": " + problem);
+      DType dtype = buffer(c).dtype();
+      if (dtype != F32 && dtype != F64)
+        fail(where + ": gemm on " + dtypeName(dtype) + " is not supported (f32, f64)");
+      needDType("operand a", a, dtype);
+      needDType("operand b", b, dtype);
+      needElements("operand a", a, geo.elementsA(), false);
+      needElements("operand b", b, geo.elementsB(), false);
+      needElements("operand c", c, geo.elementsC(), false);
+      notConstant("operand c", c);
+      break;
+    }
+    case Step::kConv: {
+      const Conv2d &cv = step.conv();
+      if (!Conv2d::Mode_IsValid(cv.mode()))
+        fail(where + ": unknown mode " + std::to_string(cv.mode()));
+      WindowGeometry g = geometryOf(cv);
+      std::string problem = checkGeometry(g, true);
+      if (!problem.empty())
+        fail(where + ": " + problem);
+      int32_t x = operand("x", cv.x()), w = operand("weight", cv.weight()),
+              y = operand("y", cv.y());
+      needDType("x", x, F32);
+      needDType("weight", w, F32);
+      needDType("y", y, F32);
+      needElements("x", x, g.n * g.c * g.h * g.w, true);
+      needElements("weight", w, g.k * (g.c / g.groups) * g.r * g.s, true);
+      needElements("y", y, g.n * g.k * g.oh * g.ow, true);
+      bool bias = cv.has_bias() && cv.bias() >= 0 && cv.mode() != Conv2d::BACKWARD_DATA;
+      if (bias) {
+        int32_t id = operand("bias", cv.bias());
+        needDType("bias", id, F32);
+        needElements("bias", id, g.k, true);
+        if (cv.mode() == Conv2d::BACKWARD_WEIGHTS)
+          notConstant("bias", id);
+      }
+      notConstant(cv.mode() == Conv2d::FORWARD         ? "y"
+                  : cv.mode() == Conv2d::BACKWARD_DATA ? "x"
+                                                       : "weight",
+                  cv.mode() == Conv2d::FORWARD         ? y
+                  : cv.mode() == Conv2d::BACKWARD_DATA ? x
+                                                       : w);
+      break;
+    }
+    case Step::kPool: {
+      const Pool2d &p = step.pool();
+      if (!Pool2d::Mode_IsValid(p.mode()))
+        fail(where + ": unknown mode " + std::to_string(p.mode()));
+      WindowGeometry g = geometryOf(p);
+      std::string problem = checkGeometry(g, false);
+      if (!problem.empty())
+        fail(where + ": " + problem);
+      int64_t in = g.n * g.c * g.h * g.w, out = g.n * g.c * g.oh * g.ow;
+      bool forward = p.mode() == Pool2d::MAX_FORWARD || p.mode() == Pool2d::AVG_FORWARD;
+      if (forward || p.mode() == Pool2d::MAX_BACKWARD) {
+        int32_t x = operand("x", p.x());
+        needDType("x", x, F32);
+        needElements("x", x, in, true);
+      }
+      if (forward) {
+        int32_t y = operand("y", p.y());
+        needDType("y", y, F32);
+        needElements("y", y, out, true);
+        notConstant("y", y);
+      } else {
+        int32_t dx = operand("dx", p.dx()), dy = operand("dy", p.dy());
+        needDType("dx", dx, F32);
+        needDType("dy", dy, F32);
+        needElements("dx", dx, in, true);
+        needElements("dy", dy, out, true);
+        notConstant("dx", dx);
+      }
+      break;
+    }
+    case Step::kCopy: {
+      int32_t src = operand("src", step.copy().src()),
+              dst = operand("dst", step.copy().dst());
+      if (byteSize(src) != byteSize(dst))
+        fail(where + ": src " + describeBuffer(src) + " has " +
+             std::to_string(byteSize(src)) + " bytes, dst " + describeBuffer(dst) +
+             " has " + std::to_string(byteSize(dst)));
+      notConstant("dst", dst);
+      break;
+    }
+    default:
+      fail(where + ": the step has no kind (kernel, gemm, conv, pool or copy)");
+    }
+  }
+}
+
+void Executable::loadKernels() {
+  kernels_.assign(program_.steps_size(), nullptr);
+  bool any = false;
+  for (const Step &step : program_.steps())
+    any |= step.has_kernel();
+  if (!any)
+    return;
+  std::string name =
+      program_.kernels_library().empty() ? "kernels.so" : program_.kernels_library();
+  std::string path = joinPath(dir_, name);
+  if (!isRegularFile(path))
+    throw Error("'" + dir_ +
+                "' is not a complete executable: the program calls kernels "
+                "but '" +
+                path + "' does not exist");
+  // RTLD_NOW: an unresolved symbol inside the library is reported here, not
+  // in the middle of a step.
+  library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library_) {
+    const char *err = ::dlerror();
+    throw Error("cannot load '" + path + "': " + (err ? err : "unknown error"));
+  }
+  for (int index = 0; index < program_.steps_size(); ++index) {
+    const Step &step = program_.steps(index);
+    if (!step.has_kernel())
+      continue;
+    ::dlerror();
+    void *fn = ::dlsym(library_, step.kernel().symbol().c_str());
+    if (!fn)
+      throw Error(path + ": kernel '" + step.kernel().symbol() + "' used by " +
+                  describeStep(index) + " is not exported");
+    kernels_[index] = reinterpret_cast<KernelFn>(fn);
+  }
+}
+
+void Executable::loadState() {
+  std::vector<int32_t> needed;
+  for (int32_t id = 0; id < numBuffers(); ++id) {
+    Buffer::Kind kind = buffer(id).kind();
+    if (!isAlias(id) && (kind == Buffer::STATE || kind == Buffer::CONSTANT))
+      needed.push_back(id);
+  }
+  if (needed.empty())
+    return;
+  std::string path = joinPath(dir_, "state.safetensors");
+  if (!isRegularFile(path))
+    throw Error("'" + dir_ + "' is not a complete executable: " +
+                describeBuffer(needed[0]) + " is " + kindName(buffer(needed[0]).kind()) +
+                " but '" + path + "' does not exist");
+  state_ = SafetensorsFile::open(path);
+  for (int32_t id : needed) {
+    const Buffer &b = buffer(id);
+    const SafetensorsFile::Entry *e = state_->find(b.name());
+    if (!e)
+      throw Error(path + ": no tensor '" + b.name() + "' for " + kindName(b.kind()) +
+                  " " + describeBuffer(id));
+    if (e->dtype != b.dtype() || e->shape != shape(id))
+      throw Error(path + ": tensor '" + b.name() + "' is " +
+                  typeString(e->dtype, e->shape) + " but " + describeBuffer(id) + " is " +
+                  typeString(b.dtype(), shape(id)));
+  }
+}
+
+} // namespace colo::runtime

@@ -1,0 +1,438 @@
+//===- Session.cpp - Runs a compiled training step ------------------------===//
+
+#include "colo/Runtime/Session.h"
+#include "colo/Runtime/Error.h"
+#include "colo/Runtime/Files.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace colo::runtime {
+
+namespace {
+constexpr int64_t kAlign = 64;
+constexpr size_t kMaxEvents = 1'000'000;
+
+int64_t roundUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+void *allocateZeroed(int64_t bytes, const std::string &what) {
+  int64_t size = roundUp(std::max<int64_t>(bytes, 1));
+  void *p = std::aligned_alloc(kAlign, size_t(size));
+  if (!p)
+    throw Error("out of memory: cannot allocate " + std::to_string(bytes) +
+                " bytes for " + what);
+  std::memset(p, 0, size_t(size));
+  return p;
+}
+
+const char *stepKind(const Step &step) {
+  switch (step.kind_case()) {
+  case Step::kKernel:
+    return "kernel";
+  case Step::kGemm:
+    return "gemm";
+  case Step::kConv:
+    return "conv";
+  case Step::kPool:
+    return "pool";
+  case Step::kCopy:
+    return "copy";
+  default:
+    return "empty";
+  }
+}
+
+double micros(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+} // namespace
+
+struct Session::Prepared {
+  PreparedOp run;
+};
+
+Session::Session(std::shared_ptr<const Executable> executable)
+    : exe_(std::move(executable)), start_(std::chrono::steady_clock::now()) {
+  try {
+    allocate();
+    prepare();
+  } catch (...) {
+    for (void *p : blocks_)
+      std::free(p);
+    throw;
+  }
+}
+
+Session::~Session() {
+  for (void *p : blocks_)
+    std::free(p);
+}
+
+void Session::allocate() {
+  const Executable &exe = *exe_;
+  int32_t count = exe.numBuffers();
+  pointers_.assign(count, nullptr);
+  inputSet_.assign(count, 0);
+
+  char *arena = static_cast<char *>(
+      allocateZeroed(exe.program().arena_bytes(), "the arena of TEMP buffers"));
+  blocks_.push_back(arena);
+
+  // STATE, CONSTANT and INPUT buffers share one block, each 64-byte aligned.
+  int64_t total = 0;
+  std::vector<int64_t> offsets(count, -1);
+  for (int32_t id = 0; id < count; ++id)
+    if (!exe.isAlias(id) && exe.buffer(id).kind() != Buffer::TEMP) {
+      offsets[id] = total;
+      total += roundUp(std::max<int64_t>(exe.byteSize(id), 1));
+    }
+  char *block = static_cast<char *>(allocateZeroed(total, "the state and inputs"));
+  blocks_.push_back(block);
+  for (int32_t id = 0; id < count; ++id) {
+    if (exe.isAlias(id))
+      continue;
+    pointers_[id] = exe.buffer(id).kind() == Buffer::TEMP
+                        ? arena + exe.buffer(id).offset()
+                        : block + offsets[id];
+  }
+  for (int32_t id = 0; id < count; ++id)
+    if (exe.isAlias(id))
+      pointers_[id] = pointers_[exe.storageOf(id)];
+
+  if (const SafetensorsFile *state = exe.initialState())
+    for (int32_t id = 0; id < count; ++id) {
+      Buffer::Kind kind = exe.buffer(id).kind();
+      if (exe.isAlias(id) || (kind != Buffer::STATE && kind != Buffer::CONSTANT))
+        continue;
+      const SafetensorsFile::Entry *e = state->find(exe.buffer(id).name());
+      std::memcpy(pointers_[id], state->data(*e), size_t(exe.byteSize(id)));
+    }
+}
+
+void Session::prepare() {
+  const Program &program = exe_->program();
+  int count = program.steps_size();
+  prepared_.resize(count);
+  stepSeconds_.assign(count, 0);
+  stepCalls_.assign(count, 0);
+  auto f32 = [&](int32_t id) { return static_cast<float *>(pointers_[id]); };
+  scratch_ = std::make_shared<Scratch>();
+  for (int i = 0; i < count; ++i) {
+    const Step &step = program.steps(i);
+    try {
+      switch (step.kind_case()) {
+      case Step::kKernel: {
+        std::vector<void *> args;
+        for (int32_t id : step.kernel().args())
+          args.push_back(pointers_[id]);
+        Executable::KernelFn fn = exe_->kernel(i);
+        prepared_[i].run = [fn, args = std::move(args)]() mutable { fn(args.data()); };
+        break;
+      }
+      case Step::kGemm: {
+        const Gemm &g = step.gemm();
+        prepared_[i].run = prepareGemm(g, exe_->buffer(g.c()).dtype(), pointers_[g.a()],
+                                       pointers_[g.b()], pointers_[g.c()]);
+        break;
+      }
+      case Step::kConv: {
+        const Conv2d &c = step.conv();
+        float *bias = c.has_bias() && c.bias() >= 0 ? f32(c.bias()) : nullptr;
+        prepared_[i].run =
+            prepareConv(c, f32(c.x()), f32(c.weight()), bias, f32(c.y()), scratch_);
+        break;
+      }
+      case Step::kPool: {
+        const Pool2d &p = step.pool();
+        bool forward = p.mode() == Pool2d::MAX_FORWARD || p.mode() == Pool2d::AVG_FORWARD;
+        bool readsX = forward || p.mode() == Pool2d::MAX_BACKWARD;
+        prepared_[i].run =
+            preparePool(p, readsX ? f32(p.x()) : nullptr, forward ? f32(p.y()) : nullptr,
+                        forward ? nullptr : f32(p.dx()), forward ? nullptr : f32(p.dy()));
+        break;
+      }
+      case Step::kCopy: {
+        const void *src = pointers_[step.copy().src()];
+        void *dst = pointers_[step.copy().dst()];
+        size_t bytes = size_t(exe_->byteSize(step.copy().src()));
+        prepared_[i].run = [=] { std::memmove(dst, src, bytes); };
+        break;
+      }
+      default:
+        break; // rejected by the validator
+      }
+    } catch (const Error &e) {
+      throw Error(exe_->directory() + ": " + exe_->describeStep(i) + ": " + e.what());
+    }
+  }
+}
+
+void *Session::data(int32_t id) {
+  if (id < 0 || id >= exe_->numBuffers())
+    throw Error("buffer id " + std::to_string(id) + " is out of range");
+  return pointers_[id];
+}
+
+const void *Session::data(int32_t id) const {
+  return const_cast<Session *>(this)->data(id);
+}
+
+void Session::setInput(const std::string &name, const void *src, int64_t bytes) {
+  int32_t id = exe_->bufferId(name);
+  if (id < 0 || exe_->buffer(exe_->storageOf(id)).kind() != Buffer::INPUT) {
+    std::string list;
+    for (int32_t in : exe_->inputs())
+      list += (list.empty() ? "" : ", ") + exe_->buffer(in).name();
+    throw Error("the program has no input '" + name +
+                "' (its inputs: " + (list.empty() ? "none" : list) + ")");
+  }
+  if (bytes != exe_->byteSize(id))
+    throw Error("input '" + name + "' takes " + std::to_string(exe_->byteSize(id)) +
+                " bytes (" + typeString(exe_->buffer(id).dtype(), exe_->shape(id)) +
+                "), got " + std::to_string(bytes));
+  std::memcpy(pointers_[id], src, size_t(bytes));
+  markInputSet(id);
+}
+
+void Session::setInput(const std::string &name, DType dtype, const Shape &shape,
+                       const void *src) {
+  int32_t id = exe_->bufferId(name);
+  if (id >= 0 && (dtype != exe_->buffer(id).dtype() || shape != exe_->shape(id)))
+    throw Error("input '" + name + "' is " +
+                typeString(exe_->buffer(id).dtype(), exe_->shape(id)) + ", got " +
+                typeString(dtype, shape));
+  setInput(name, src, numElements(shape) * dtypeSize(dtype));
+}
+
+void Session::markInputSet(int32_t id) { inputSet_[exe_->storageOf(id)] = 1; }
+
+void Session::checkInputs() const {
+  for (int32_t id : exe_->inputs())
+    if (!inputSet_[id])
+      throw Error("input '" + exe_->buffer(id).name() + "' was never set");
+}
+
+void Session::step() {
+  checkInputs();
+  if (snapshots_) {
+    for (auto &[id, copy] : snapshot_)
+      std::memcpy(copy.data(), pointers_[id], copy.size());
+    haveSnapshot_ = true;
+  }
+  if (!profiling_) {
+    for (Prepared &p : prepared_)
+      p.run();
+    ++steps_;
+    return;
+  }
+  using clock = std::chrono::steady_clock;
+  clock::time_point iterationStart = clock::now();
+  for (size_t i = 0; i < prepared_.size(); ++i) {
+    clock::time_point t0 = clock::now();
+    prepared_[i].run();
+    clock::time_point t1 = clock::now();
+    stepSeconds_[i] += std::chrono::duration<double>(t1 - t0).count();
+    ++stepCalls_[i];
+    if (events_.size() < kMaxEvents)
+      events_.push_back({int32_t(i), steps_, micros(t0 - start_), micros(t1 - t0)});
+  }
+  events_.push_back({-1, steps_, micros(iterationStart - start_),
+                     micros(clock::now() - iterationStart)});
+  ++steps_;
+}
+
+double Session::scalar(int32_t id) const {
+  if (id < 0 || id >= exe_->numBuffers())
+    throw Error("buffer id " + std::to_string(id) + " is out of range");
+  if (exe_->numElements(id) != 1)
+    throw Error(exe_->describeBuffer(id) + " is not a scalar (" +
+                typeString(exe_->buffer(id).dtype(), exe_->shape(id)) + ")");
+  return readAsDouble(pointers_[id], exe_->buffer(id).dtype());
+}
+
+double Session::loss() const {
+  if (exe_->program().loss_size() == 0)
+    throw Error("the program has no loss");
+  return scalar(exe_->program().loss(0));
+}
+
+int64_t Session::stepCounter() const {
+  int32_t id = exe_->stepCounter();
+  if (id < 0)
+    return -1;
+  int64_t v;
+  std::memcpy(&v, pointers_[id], 8);
+  return v;
+}
+
+void Session::saveWeights(const std::string &path) const {
+  std::vector<TensorView> tensors;
+  for (const auto &[id, torchName] : exe_->parameters())
+    tensors.push_back(
+        {torchName, exe_->buffer(id).dtype(), exe_->shape(id), pointers_[id]});
+  writeSafetensors(path, tensors, {{"format", "pt"}});
+}
+
+void Session::saveState(const std::string &path) const {
+  std::vector<TensorView> tensors;
+  for (int32_t id = 0; id < exe_->numBuffers(); ++id)
+    if (!exe_->isAlias(id) && exe_->buffer(id).kind() == Buffer::STATE)
+      tensors.push_back({exe_->buffer(id).name(), exe_->buffer(id).dtype(),
+                         exe_->shape(id), pointers_[id]});
+  writeSafetensors(path, tensors,
+                   {{"format", "colo-state"}, {"steps_run", std::to_string(steps_)}});
+}
+
+LoadReport Session::loadWeights(const std::string &path) {
+  std::unique_ptr<SafetensorsFile> file = SafetensorsFile::open(path);
+  std::map<std::string, int32_t> byTorchName;
+  for (const auto &[id, torchName] : exe_->parameters())
+    byTorchName[torchName] = id;
+  LoadReport report;
+  std::vector<char> covered(exe_->numBuffers(), 0);
+  // Check everything before writing anything.
+  std::vector<std::pair<const SafetensorsFile::Entry *, int32_t>> plan;
+  for (const SafetensorsFile::Entry &e : file->entries()) {
+    int32_t id = -1;
+    auto it = byTorchName.find(e.name);
+    if (it != byTorchName.end()) {
+      id = it->second;
+    } else {
+      int32_t b = exe_->bufferId(e.name);
+      Buffer::Kind kind = b >= 0 ? exe_->buffer(b).kind() : Buffer::TEMP;
+      if (kind == Buffer::STATE || kind == Buffer::CONSTANT)
+        id = b;
+    }
+    if (id < 0) {
+      report.unused.push_back(e.name);
+      continue;
+    }
+    DType dtype = exe_->buffer(id).dtype();
+    if (e.dtype != dtype || e.shape != exe_->shape(id))
+      throw Error(path + ": tensor '" + e.name + "' is " + typeString(e.dtype, e.shape) +
+                  " but " + exe_->describeBuffer(id) + " is " +
+                  typeString(dtype, exe_->shape(id)));
+    plan.emplace_back(&e, id);
+  }
+  if (plan.empty() && !file->entries().empty())
+    throw Error(
+        path + ": none of its " + std::to_string(file->entries().size()) +
+        " tensors names a parameter or state buffer of the program (the first is '" +
+        file->entries().front().name + "')");
+  for (auto [e, id] : plan) {
+    std::memcpy(pointers_[id], file->data(*e), size_t(exe_->byteSize(id)));
+    covered[id] = 1;
+    report.loaded.push_back(e->name);
+  }
+  for (const auto &[id, torchName] : exe_->parameters())
+    if (!covered[id])
+      report.missing.push_back(torchName);
+  return report;
+}
+
+void Session::setSnapshots(bool on) {
+  snapshots_ = on;
+  haveSnapshot_ = false;
+  snapshot_.clear();
+  if (!on)
+    return;
+  for (const auto &[id, torchName] : exe_->parameters())
+    if (exe_->buffer(id).kind() == Buffer::STATE)
+      snapshot_.emplace_back(id, std::vector<char>(size_t(exe_->byteSize(id))));
+}
+
+bool Session::restoreSnapshot() {
+  if (!haveSnapshot_)
+    return false;
+  for (auto &[id, copy] : snapshot_)
+    std::memcpy(pointers_[id], copy.data(), copy.size());
+  return true;
+}
+
+int64_t Session::snapshotBytes() const {
+  int64_t total = 0;
+  for (const auto &[id, torchName] : exe_->parameters())
+    if (exe_->buffer(id).kind() == Buffer::STATE)
+      total += exe_->byteSize(id);
+  return total;
+}
+
+bool Session::parametersFinite(std::string *firstBad) const {
+  for (const auto &[id, torchName] : exe_->parameters()) {
+    DType dtype = exe_->buffer(id).dtype();
+    if (!isFloat(dtype))
+      continue;
+    int64_t n = exe_->numElements(id);
+    bool finite = true;
+    if (dtype == F32) {
+      const float *p = static_cast<const float *>(pointers_[id]);
+      for (int64_t i = 0; i < n && finite; ++i)
+        finite = std::isfinite(p[i]);
+    } else {
+      for (int64_t i = 0; i < n && finite; ++i)
+        finite = std::isfinite(readAsDouble(pointers_[id], dtype, i));
+    }
+    if (!finite) {
+      if (firstBad)
+        *firstBad = torchName;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<StepTime> Session::stepTimes() const {
+  std::vector<StepTime> times;
+  for (int i = 0; i < exe_->program().steps_size(); ++i) {
+    const Step &step = exe_->program().steps(i);
+    StepTime t;
+    t.index = i;
+    t.name = !step.name().empty() ? step.name()
+             : step.has_kernel()  ? step.kernel().symbol()
+                                  : stepKind(step);
+    t.kind = stepKind(step);
+    t.calls = stepCalls_[i];
+    t.seconds = stepSeconds_[i];
+    times.push_back(std::move(t));
+  }
+  return times;
+}
+
+void Session::writeTrace(const std::string &path) const {
+  std::vector<StepTime> times = stepTimes();
+  std::vector<std::string> names;
+  for (const StepTime &t : times)
+    names.push_back(nlohmann::json(t.name).dump());
+  writeFileAtomically(path, [&](std::ostream &out) {
+    out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+    out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": "
+        << nlohmann::json(exe_->directory()).dump() << "}}";
+    char buf[160];
+    for (const Event &e : events_) {
+      if (e.step < 0) {
+        std::snprintf(
+            buf, sizeof buf,
+            ",\n{\"name\": \"step %lld\", \"cat\": \"iteration\", \"ph\": \"X\", "
+            "\"pid\": 0, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f}",
+            static_cast<long long>(e.iteration + 1), e.start, e.duration);
+        out << buf;
+        continue;
+      }
+      out << ",\n{\"name\": " << names[e.step] << ", \"cat\": \"" << times[e.step].kind
+          << "\"";
+      std::snprintf(
+          buf, sizeof buf,
+          ", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+          "\"args\": {\"index\": %d, \"iteration\": %lld}}",
+          e.start, e.duration, e.step, static_cast<long long>(e.iteration + 1));
+      out << buf;
+    }
+    out << "\n]}\n";
+  });
+}
+
+} // namespace colo::runtime

@@ -1,0 +1,474 @@
+// Executables and sessions: validation errors (each names the file and the
+// step or buffer), kernels from a shared library, aliasing, a tiny training
+// loop (SGD on a scalar STATE parameter) whose weights are saved with PyTorch
+// names and loaded back, snapshots and profiling.
+#include "colo/Runtime/Error.h"
+#include "colo/Runtime/Files.h"
+#include "colo/Runtime/ProgramBuilder.h"
+#include "colo/Runtime/Session.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+using namespace colo::runtime;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "colo-rt-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string &name) const { return path + "/" + name; }
+};
+
+template <typename F> void expectError(F f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error &e) {
+    std::string msg = e.what();
+    for (const std::string &p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+/// An executable directory under construction: a program, its initial state
+/// and (a copy of) the test kernels library.
+struct ExeDir {
+  TempDir dir;
+  ProgramBuilder b;
+  std::vector<std::tuple<std::string, DType, Shape, std::string>> state;
+
+  template <typename T>
+  int32_t stateBuffer(const std::string &name, DType dtype, const Shape &shape,
+                      std::vector<T> values, Buffer::Kind kind = Buffer::STATE) {
+    state.emplace_back(name, dtype, shape,
+                       std::string(reinterpret_cast<const char *>(values.data()),
+                                   values.size() * sizeof(T)));
+    return b.add(name, dtype, shape, kind);
+  }
+
+  void write() {
+    std::vector<TensorView> views;
+    for (const auto &[name, dtype, shape, bytes] : state)
+      views.push_back({name, dtype, shape, bytes.data()});
+    writeExecutable(dir.path, b.program(), views);
+    std::filesystem::copy_file(COLO_TEST_KERNELS, dir / "kernels.so",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  std::shared_ptr<const Executable> load() {
+    write();
+    return Executable::load(dir.path);
+  }
+};
+
+/// The toy model: loss = (w x - y)^2, SGD with lr 0.25 on the parameter w
+/// (PyTorch name "linear.weight"), a step counter. Ids of its buffers:
+struct Toy {
+  int32_t w, step, x, y, lr, loss, grad;
+};
+
+Toy buildToy(ExeDir &e) {
+  Toy t;
+  t.w = e.stateBuffer<float>("w", F32, {}, {0.0f});
+  t.step = e.stateBuffer<int64_t>("step", I64, {}, {0});
+  t.x = e.b.input("x", F32, {});
+  t.y = e.b.input("y", F32, {});
+  t.lr = e.stateBuffer<float>("lr", F32, {}, {0.25f}, Buffer::CONSTANT);
+  t.loss = e.b.temp("loss", F32, {});
+  t.grad = e.b.temp("grad", F32, {});
+  e.b.kernel("test_square_loss", {t.w, t.x, t.y, t.loss, t.grad}, "model.py:3 loss");
+  e.b.kernel("test_sgd", {t.grad, t.lr, t.w}, "optimizer");
+  e.b.kernel("test_increment", {t.step}, "optimizer.step");
+  e.b.loss(t.loss);
+  e.b.parameter(t.w, "linear.weight");
+  e.b.stepCounter(t.step);
+  return t;
+}
+
+void setToyInputs(Session &s, float x, float y) {
+  s.setInput("x", F32, {}, &x);
+  s.setInput("y", F32, {}, &y);
+}
+
+float readF32(const Session &s, int32_t id) {
+  return *static_cast<const float *>(s.data(id));
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeSession, TrainsAScalarParameter) {
+  ExeDir e;
+  Toy t = buildToy(e);
+  Session s(e.load());
+  EXPECT_EQ(s.stepCounter(), 0);
+  double losses[3], weights[3];
+  for (int k = 0; k < 3; ++k) {
+    setToyInputs(s, 1, 3);
+    s.step();
+    losses[k] = s.loss();
+    weights[k] = readF32(s, t.w);
+  }
+  // w <- w - 0.25 * 2 (w - 3), from w = 0.
+  EXPECT_EQ(losses[0], 9);
+  EXPECT_EQ(losses[1], 2.25);
+  EXPECT_EQ(losses[2], 0.5625);
+  EXPECT_EQ(weights[0], 1.5);
+  EXPECT_EQ(weights[1], 2.25);
+  EXPECT_EQ(weights[2], 2.625);
+  EXPECT_EQ(s.stepCounter(), 3);
+  EXPECT_EQ(s.stepsRun(), 3);
+  EXPECT_EQ(s.scalar(t.lr), 0.25);
+
+  // Weights: the parameter under its PyTorch name, nothing else.
+  s.saveWeights(e.dir / "weights.safetensors");
+  auto weightsFile = SafetensorsFile::open(e.dir / "weights.safetensors");
+  ASSERT_EQ(weightsFile->entries().size(), 1u);
+  const auto *lw = weightsFile->find("linear.weight");
+  ASSERT_NE(lw, nullptr);
+  EXPECT_EQ(lw->dtype, F32);
+  EXPECT_TRUE(lw->shape.empty());
+  EXPECT_EQ(*static_cast<const float *>(weightsFile->data(*lw)), 2.625f);
+
+  // State: every STATE buffer under its buffer name (not the CONSTANT lr).
+  s.saveState(e.dir / "state-out.safetensors");
+  auto stateFile = SafetensorsFile::open(e.dir / "state-out.safetensors");
+  EXPECT_NE(stateFile->find("w"), nullptr);
+  ASSERT_NE(stateFile->find("step"), nullptr);
+  EXPECT_EQ(*static_cast<const int64_t *>(stateFile->data(*stateFile->find("step"))), 3);
+  EXPECT_EQ(stateFile->find("lr"), nullptr);
+
+  // A fresh session starts from the executable's state and loads either file.
+  Session fresh(Executable::load(e.dir.path));
+  EXPECT_EQ(readF32(fresh, t.w), 0.0f);
+  LoadReport r = fresh.loadWeights(e.dir / "weights.safetensors");
+  EXPECT_EQ(r.loaded, std::vector<std::string>{"linear.weight"});
+  EXPECT_TRUE(r.unused.empty());
+  EXPECT_TRUE(r.missing.empty());
+  EXPECT_EQ(readF32(fresh, t.w), 2.625f);
+  EXPECT_EQ(fresh.stepCounter(), 0);
+  fresh.loadWeights(e.dir / "state-out.safetensors");
+  EXPECT_EQ(fresh.stepCounter(), 3);
+  // Training continues where it stopped.
+  setToyInputs(fresh, 1, 3);
+  fresh.step();
+  EXPECT_EQ(readF32(fresh, t.w), 2.8125f);
+}
+
+TEST(RuntimeSession, LoadWeightsChecksNamesShapesAndTypes) {
+  ExeDir e;
+  Toy t = buildToy(e);
+  Session s(e.load());
+  float one = 1, two[2] = {1, 2};
+  double d = 1;
+  writeSafetensors(e.dir / "other.safetensors", {{"encoder.bias", F32, {}, &one}});
+  expectError([&] { s.loadWeights(e.dir / "other.safetensors"); },
+              {"other.safetensors", "none of its 1 tensors", "encoder.bias"});
+  writeSafetensors(e.dir / "shape.safetensors", {{"linear.weight", F32, {2}, two}});
+  expectError([&] { s.loadWeights(e.dir / "shape.safetensors"); },
+              {"tensor 'linear.weight' is f32 [2]", "buffer 0 'w' is f32 []"});
+  writeSafetensors(e.dir / "dtype.safetensors", {{"w", F64, {}, &d}});
+  expectError([&] { s.loadWeights(e.dir / "dtype.safetensors"); },
+              {"is f64 []", "f32 []"});
+  EXPECT_EQ(readF32(s, t.w), 0.0f); // nothing was written
+  writeSafetensors(e.dir / "extra.safetensors",
+                   {{"linear.weight", F32, {}, &one}, {"unrelated", F32, {}, &one}});
+  LoadReport r = s.loadWeights(e.dir / "extra.safetensors");
+  EXPECT_EQ(r.unused, std::vector<std::string>{"unrelated"});
+  EXPECT_EQ(readF32(s, t.w), 1.0f);
+  writeSafetensors(e.dir / "empty.safetensors", {});
+  r = s.loadWeights(e.dir / "empty.safetensors");
+  EXPECT_EQ(r.missing, std::vector<std::string>{"linear.weight"});
+}
+
+TEST(RuntimeSession, Inputs) {
+  ExeDir e;
+  buildToy(e);
+  Session s(e.load());
+  float x = 1;
+  s.setInput("x", &x, 4);
+  expectError([&] { s.step(); }, {"input 'y' was never set"});
+  expectError([&] { s.setInput("z", &x, 4); }, {"no input 'z'", "its inputs: x, y"});
+  expectError([&] { s.setInput("w", &x, 4); }, {"no input 'w'"});
+  expectError([&] { s.setInput("y", &x, 8); },
+              {"input 'y' takes 4 bytes (f32 [])", "got 8"});
+  int64_t i = 1;
+  expectError([&] { s.setInput("y", I64, {}, &i); },
+              {"input 'y' is f32 []", "got i64 []"});
+  expectError([&] { s.scalar(99); }, {"out of range"});
+}
+
+TEST(RuntimeSession, SnapshotRestoresTheParametersOfTheLastStep) {
+  ExeDir e;
+  Toy t = buildToy(e);
+  Session s(e.load());
+  EXPECT_EQ(s.snapshotBytes(), 4);
+  EXPECT_FALSE(s.restoreSnapshot());
+  s.setSnapshots(true);
+  setToyInputs(s, 1, 3);
+  s.step();
+  s.step();
+  EXPECT_EQ(readF32(s, t.w), 2.25f);
+  EXPECT_TRUE(s.restoreSnapshot());
+  EXPECT_EQ(readF32(s, t.w), 1.5f);
+  EXPECT_TRUE(s.parametersFinite());
+  *static_cast<float *>(s.data(t.w)) = NAN;
+  std::string bad;
+  EXPECT_FALSE(s.parametersFinite(&bad));
+  EXPECT_EQ(bad, "linear.weight");
+}
+
+TEST(RuntimeSession, ProfilesEveryStep) {
+  ExeDir e;
+  buildToy(e);
+  Session s(e.load());
+  s.setProfiling(true);
+  setToyInputs(s, 1, 3);
+  s.step();
+  s.step();
+  std::vector<StepTime> times = s.stepTimes();
+  ASSERT_EQ(times.size(), 3u);
+  EXPECT_EQ(times[0].name, "model.py:3 loss");
+  EXPECT_EQ(times[0].kind, "kernel");
+  for (const StepTime &t : times) {
+    EXPECT_EQ(t.calls, 2);
+    EXPECT_GE(t.seconds, 0);
+  }
+  s.writeTrace(e.dir / "trace.json");
+  nlohmann::json trace = nlohmann::json::parse(readFile(e.dir / "trace.json"));
+  const auto &events = trace["traceEvents"];
+  ASSERT_EQ(events.size(), 1u + 2 * (3 + 1)); // process name + 2 x (3 steps + iteration)
+  int iterations = 0;
+  for (const auto &ev : events)
+    if (ev["ph"] == "X") {
+      EXPECT_GE(ev["dur"].get<double>(), 0);
+      iterations += ev["cat"] == "iteration";
+    }
+  EXPECT_EQ(iterations, 2);
+}
+
+//===----------------------------------------------------------------------===//
+// Aliases, copies, library path
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeSession, AliasesShareStorage) {
+  ExeDir e;
+  int32_t in = e.b.input("in", F32, {4});
+  int32_t flat = e.b.temp("flat", F32, {4});
+  int32_t square = e.b.alias("square", F32, {2, 2}, flat);
+  int32_t again = e.b.alias("square_again", F32, {2, 2}, square); // a chain
+  int32_t product = e.b.temp("product", F32, {2, 2});
+  int32_t out = e.stateBuffer<float>("out", F32, {4}, {0, 0, 0, 0});
+  int32_t outView = e.b.alias("out_view", F32, {2, 2}, out);
+  e.b.kernel("test_scale2_4", {in, flat});
+  e.b.gemm(square, again, product, 2, 2, 2, "square @ square");
+  e.b.copy(product, outView);
+  Session s(e.load());
+  EXPECT_EQ(s.data(square), s.data(flat));
+  EXPECT_EQ(s.data(again), s.data(flat));
+  EXPECT_EQ(s.data(outView), s.data(out));
+  std::vector<float> values = {1, 2, 3, 4};
+  s.setInput("in", values.data(), 16);
+  s.step();
+  // [[2, 4], [6, 8]]^2 = [[28, 40], [60, 88]]
+  const float *o = static_cast<const float *>(s.data(out));
+  EXPECT_EQ(std::vector<float>(o, o + 4), (std::vector<float>{28, 40, 60, 88}));
+}
+
+TEST(RuntimeSession, KernelsLibraryByAbsolutePath) {
+  ExeDir e;
+  int32_t a = e.b.input("a", F32, {4}), b = e.b.input("b", F32, {4});
+  int32_t c = e.b.temp("c", F32, {4});
+  e.b.kernel("test_add4", {a, b, c});
+  e.b.program().set_kernels_library(COLO_TEST_KERNELS);
+  std::vector<TensorView> none;
+  writeExecutable(e.dir.path, e.b.program(), none);
+  Session s(Executable::load(e.dir.path));
+  std::vector<float> x = {1, 2, 3, 4}, y = {10, 20, 30, 40};
+  s.setInput("a", x.data(), 16);
+  s.setInput("b", y.data(), 16);
+  s.step();
+  const float *r = static_cast<const float *>(s.data(c));
+  EXPECT_EQ(std::vector<float>(r, r + 4), (std::vector<float>{11, 22, 33, 44}));
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+/// Builds the toy, applies `edit`, and expects loading to fail with `parts`.
+void expectInvalid(const std::function<void(ExeDir &, Toy &)> &edit,
+                   std::initializer_list<std::string> parts) {
+  ExeDir e;
+  Toy t = buildToy(e);
+  edit(e, t);
+  expectError([&] { e.load(); }, parts);
+}
+
+TEST(RuntimeValidation, Buffers) {
+  expectInvalid(
+      [](ExeDir &e, Toy &t) { e.b.program().mutable_buffers(t.y)->set_name("x"); },
+      {"program.pb", "buffer 3 'x': the name is also buffer 2"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) {
+        Buffer *loss = e.b.program().mutable_buffers(t.loss);
+        loss->set_offset(e.b.program().arena_bytes());
+      },
+      {"program.pb", "buffer 5 'loss'", "outside the arena"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) { e.b.program().mutable_buffers(t.loss)->set_offset(2); },
+      {"buffer 5 'loss'", "not a multiple of the f32 element size"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) { e.b.program().mutable_buffers(t.x)->add_shape(-1); },
+      {"buffer 2 'x': bad shape [-1]"});
+  expectInvalid([](ExeDir &e, Toy &) { e.b.program().set_arena_bytes(-1); },
+                {"arena_bytes is negative"});
+}
+
+TEST(RuntimeValidation, Aliases) {
+  expectInvalid([](ExeDir &e, Toy &) { e.b.alias("bad", F32, {}, 42); },
+                {"buffer 7 'bad': alias_of 42 is not a buffer id"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t a = e.b.alias("a", F32, {}, 8);
+        e.b.alias("b", F32, {}, a);
+      },
+      {"alias_of forms a cycle"});
+  expectInvalid([](ExeDir &e, Toy &t) { e.b.alias("big", F32, {2}, t.loss); },
+                {"buffer 7 'big': 8 bytes do not fit in the 4 bytes", "buffer 5 'loss'"});
+  // An alias does not need its own entry in state.safetensors.
+  ExeDir e;
+  Toy t = buildToy(e);
+  int32_t view = e.b.alias("w_view", F32, {1}, t.w);
+  Session s(e.load());
+  EXPECT_EQ(s.data(view), s.data(t.w));
+}
+
+TEST(RuntimeValidation, Steps) {
+  expectInvalid([](ExeDir &e, Toy &t) { e.b.gemm(t.x, 99, t.loss, 1, 1, 1, "mm"); },
+                {"program.pb", "step 3 'mm' (gemm): operand b 99 is not a buffer id"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t a = e.b.temp("a", F32, {6});
+        int32_t c = e.b.temp("c", F32, {3, 4});
+        e.b.gemm(a, a, c, 3, 4, 2, "mm");
+      },
+      {"operand b buffer 7 'a' has 6 elements", "needs at least 8"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t a = e.b.temp("a", I64, {4});
+        int32_t c = e.b.temp("c", F32, {4});
+        e.b.gemm(a, a, c, 2, 2, 2);
+      },
+      {"step 3 (gemm): operand a buffer 7 'a' is i64, expected f32"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t a = e.b.temp("a", F32, {4});
+        e.b.gemm(a, a, a, 2, 2, 2).set_lda(1);
+      },
+      {"lda 1 is less than the stored row length 2"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) { e.b.copy(t.x, t.step, "copy"); },
+      {"step 3 'copy' (copy): src buffer 2 'x' has 4 bytes, dst buffer 1 'step' "
+       "has 8"});
+  expectInvalid([](ExeDir &e, Toy &t) { e.b.copy(t.x, t.lr); },
+                {"writes CONSTANT buffer 4 'lr'"});
+  expectInvalid([](ExeDir &e, Toy &) { e.b.program().add_steps()->set_name("empty"); },
+                {"step 3 'empty' (empty): the step has no kind"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t x = e.b.temp("cx", F32, {1, 1, 5, 5});
+        int32_t w = e.b.temp("cw", F32, {1, 1, 3, 3});
+        int32_t y = e.b.temp("cy", F32, {1, 1, 5, 5});
+        Conv2d &c = e.b.conv("features.0");
+        c.set_n(1), c.set_c(1), c.set_h(5), c.set_w(5), c.set_k(1), c.set_r(3),
+            c.set_s(3);
+        c.set_oh(5), c.set_ow(5), c.set_x(x), c.set_weight(w), c.set_y(y);
+      },
+      {"step 3 'features.0' (conv): the output is 5 x 5 but the geometry gives 3 x 3"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t x = e.b.temp("px", F32, {1, 1, 4, 4});
+        int32_t y = e.b.temp("py", F32, {1, 1, 3, 3});
+        Pool2d &p = e.b.pool("pool");
+        p.set_n(1), p.set_c(1), p.set_h(4), p.set_w(4), p.set_r(2), p.set_s(2);
+        p.set_stride_h(2), p.set_stride_w(2), p.set_oh(2), p.set_ow(2);
+        p.set_x(x), p.set_y(y);
+      },
+      {"step 3 'pool' (pool): y buffer 8 'py' has 9 elements (f32 [1, 1, 3, 3]), the "
+       "step "
+       "needs 4"});
+}
+
+TEST(RuntimeValidation, ProgramFields) {
+  expectInvalid([](ExeDir &e, Toy &t) { e.b.loss(t.step); },
+                {"loss 1: buffer 1 'step' is not a float scalar (it is i64 [])"});
+  expectInvalid([](ExeDir &e, Toy &) { e.b.loss(17); },
+                {"loss 1: 17 is not a buffer id"});
+  expectInvalid([](ExeDir &e, Toy &t) { e.b.stepCounter(t.w); },
+                {"step_counter: buffer 0 'w' is not an i64 scalar STATE buffer"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) { (*e.b.program().mutable_param_names())["nope"] = "a.b"; },
+      {"param_names: 'nope' is not a buffer"});
+  expectInvalid([](ExeDir &e, Toy &t) { e.b.parameter(t.step, "linear.weight"); },
+                {"both map to 'linear.weight'"});
+  expectInvalid([](ExeDir &e, Toy &t) { e.b.parameter(t.loss, "l"); },
+                {"buffer 5 'loss' is TEMP, not STATE or CONSTANT"});
+}
+
+TEST(RuntimeValidation, KernelsAndState) {
+  expectInvalid(
+      [](ExeDir &e, Toy &t) { e.b.kernel("no_such_kernel", {t.w}, "fused_3"); },
+      {"kernels.so: kernel 'no_such_kernel' used by step 3 'fused_3' (kernel) is "
+       "not exported"});
+  expectInvalid([](ExeDir &e, Toy &) { e.b.program().set_kernels_library("missing.so"); },
+                {"the program calls kernels but", "missing.so' does not exist"});
+  // state.safetensors: a missing tensor, a wrong shape, a wrong dtype, no file.
+  expectInvalid(
+      [](ExeDir &e, Toy &) { e.b.state("velocity", F32, {2}); },
+      {"state.safetensors: no tensor 'velocity' for STATE buffer 7 'velocity'"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        e.state.emplace_back("v", F32, Shape{3}, std::string(12, '\0'));
+        e.b.state("v", F32, {2, 2});
+      },
+      {"state.safetensors: tensor 'v' is f32 [3] but buffer 7 'v' is f32 [2, 2]"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        e.state.emplace_back("v", I32, Shape{2}, std::string(8, '\0'));
+        e.b.state("v", F32, {2});
+      },
+      {"tensor 'v' is i32 [2] but buffer 7 'v' is f32 [2]"});
+  ExeDir e;
+  buildToy(e);
+  e.write();
+  std::filesystem::remove(e.dir / "state.safetensors");
+  expectError([&] { Executable::load(e.dir.path); },
+              {"buffer 0 'w' is STATE but", "state.safetensors' does not exist"});
+}
+
+TEST(RuntimeValidation, Files) {
+  TempDir dir;
+  expectError([&] { Executable::load(dir / "missing"); },
+              {"cannot open executable directory", "missing"});
+  expectError([&] { Executable::load(dir.path); },
+              {"is not an executable", "program.pb"});
+  std::ofstream(dir / "program.pb") << "\xff\xff\xff garbage";
+  expectError([&] { Executable::load(dir.path); },
+              {"program.pb: not a valid colo.runtime.Program"});
+  expectError([&] { Executable::load(dir / "program.pb"); }, {"a file was given"});
+}
+
+} // namespace

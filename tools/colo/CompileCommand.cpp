@@ -1,0 +1,73 @@
+// colo compile: a model into an executable training step for the CPU runtime.
+#include "Commands.h"
+
+#include "colo/Compiler/Compiler.h"
+#include "colo/Driver/Driver.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+using namespace colo::tool;
+
+namespace {
+cl::SubCommand compileCmd("compile",
+                          "Compile a model's training step (loss, backward, "
+                          "optimizer) into an executable directory for 'colo run'");
+cl::opt<std::string> compileInput(cl::Positional,
+                                  cl::desc("<model.onnx|model.pt|model.mlir>"),
+                                  cl::Required, cl::sub(compileCmd));
+cl::opt<std::string> compileOutput("o", cl::desc("The executable directory to write"),
+                                   cl::value_desc("dir"), cl::Required,
+                                   cl::sub(compileCmd));
+cl::opt<std::string> compileTrain(
+    "train",
+    cl::desc("The training step, as key=value pairs separated by commas: "
+             "loss=cross-entropy|lm|mse|output, optimizer=sgd|adam|adamw|lamb|lars, "
+             "lr, momentum, nesterov, dampening, beta1, beta2, eps, weight-decay, "
+             "max-grad-norm, schedule=constant|cosine, warmup-steps, total-steps, "
+             "ignore-index, label-smoothing, trust-coefficient "
+             "(default: loss=cross-entropy,optimizer=adamw,lr=1e-3)"),
+    cl::value_desc("options"), cl::sub(compileCmd));
+cl::list<std::string> compileShapes(
+    "input-shape",
+    cl::desc("Shape of a model input, e.g. 2x16xi64 (needed for TorchScript)"),
+    cl::value_desc("shape"), cl::sub(compileCmd));
+cl::opt<std::string> compileDumpIr(
+    "dump-ir",
+    cl::desc("Write the IR of each stage (forward, train step, kernels) and the "
+             "readable program into this directory"),
+    cl::value_desc("dir"), cl::sub(compileCmd));
+} // namespace
+
+cl::SubCommand &colo::tool::compileCommand() { return compileCmd; }
+
+int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef exeDir,
+                             StringRef train, ArrayRef<std::string> inputShapes,
+                             StringRef dumpIr) {
+  OneLineDiagnostics diagnostics(ctx);
+  colo::ImportOptions importOptions;
+  importOptions.inputShapes.assign(inputShapes.begin(), inputShapes.end());
+  auto module = colo::importModel(model, ctx, importOptions);
+  if (failed(module)) {
+    if (!diagnostics.reported())
+      reportError("import of '" + model + "' failed");
+    return 1;
+  }
+  colo::CompileOptions options;
+  options.train = train.str();
+  options.dumpIrDir = dumpIr.str();
+  if (failed(colo::compileTrainStep(**module, exeDir, options))) {
+    if (!diagnostics.reported())
+      reportError("compilation of '" + model + "' failed");
+    return 1;
+  }
+  return 0;
+}
+
+int colo::tool::runCompile(mlir::MLIRContext &ctx) {
+  if (int rc = compileModel(ctx, compileInput, compileOutput, compileTrain,
+                            compileShapes, compileDumpIr))
+    return rc;
+  outs() << "compiled " << compileInput << " -> " << compileOutput << "\n";
+  return 0;
+}

@@ -1,0 +1,282 @@
+// colo run: train with a compiled executable on the CPU for a number of steps,
+// printing the loss of each step, and write the final weights with PyTorch
+// names. The runtime (runtime/, no MLIR) does the work and reports problems
+// as exceptions, so this file is compiled with exceptions (see
+// tools/colo/CMakeLists.txt) and turns each into one "colo: error:" line.
+#include "Commands.h"
+
+#include "colo/Runtime/DataSource.h"
+#include "colo/Runtime/Error.h"
+#include "colo/Runtime/Files.h"
+#include "colo/Runtime/Session.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/WithColor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <new>
+
+using namespace llvm;
+using namespace colo::tool;
+namespace rt = colo::runtime;
+
+namespace {
+cl::SubCommand runCmd("run", "Train with a compiled executable on the CPU");
+cl::opt<std::string> runDir(cl::Positional, cl::desc("<executable directory>"),
+                            cl::Required, cl::sub(runCmd));
+cl::opt<int64_t> runSteps("steps", cl::desc("Training steps to run (default 10)"),
+                          cl::init(10), cl::sub(runCmd));
+cl::opt<std::string> runData(
+    "data",
+    cl::desc("Input data: FILE.npy, FILE.npz, a token file (with --token-dtype) or "
+             "'synthetic'"),
+    cl::value_desc("file|synthetic"), cl::sub(runCmd));
+cl::opt<std::string>
+    runTokenDType("token-dtype",
+                  cl::desc("Read --data as a flat binary of token ids: uint16 or int32"),
+                  cl::value_desc("uint16|int32"), cl::sub(runCmd));
+cl::opt<bool> runShiftLabels(
+    "shift-labels",
+    cl::desc("Token data: inputs named labels/targets take the next token (default: "
+             "the same tokens as the other inputs)"),
+    cl::sub(runCmd));
+cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of synthetic data (default 0)"),
+                          cl::init(0), cl::sub(runCmd));
+cl::opt<int> runThreads("threads",
+                        cl::desc("Threads for BLAS and oneDNN (default: all cores)"),
+                        cl::init(0), cl::sub(runCmd));
+cl::opt<std::string> runOutput(
+    "o", cl::desc("Write the final weights here (default EXE_DIR/weights.safetensors)"),
+    cl::value_desc("weights.safetensors"), cl::sub(runCmd));
+cl::opt<std::string> runWeights(
+    "weights",
+    cl::desc("Start from these weights (safetensors; PyTorch or buffer names) instead "
+             "of the executable's state"),
+    cl::value_desc("init.safetensors"), cl::sub(runCmd));
+cl::opt<std::string> runSaveState(
+    "save-state",
+    cl::desc("Also write the whole state (optimizer moments, step counter) here"),
+    cl::value_desc("state.safetensors"), cl::sub(runCmd));
+cl::opt<std::string>
+    runProfile("profile",
+               cl::desc("Time every step; write a Chrome trace (chrome://tracing) here"),
+               cl::value_desc("trace.json"), cl::sub(runCmd));
+cl::opt<bool> runNoSnapshot(
+    "no-snapshot",
+    cl::desc("Do not copy the parameters before each step (a NaN loss then leaves no "
+             "weights to save)"),
+    cl::sub(runCmd));
+
+/// Snapshots are on by default below this size (a copy of the parameters per
+/// step is cheap next to the step itself, which reads them several times).
+constexpr int64_t kSnapshotLimit = int64_t(2) << 30;
+
+raw_ostream &note() { return WithColor::note(errs(), "colo"); }
+
+std::string megabytes(int64_t bytes) { return formatv("{0:F1} MB", bytes / 1e6).str(); }
+
+/// "41 ms", "3.25 ms": whole milliseconds unless that would hide the time.
+std::string milliseconds(double ms) {
+  return formatv(ms < 10 ? "{0:F2} ms" : "{0:F0} ms", ms).str();
+}
+
+std::string tensors(size_t n) {
+  return std::to_string(n) + (n == 1 ? " tensor" : " tensors");
+}
+
+std::string notFinite(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+
+/// The step line's progress bar on a terminal, redrawn below the step lines.
+class Progress {
+public:
+  explicit Progress(int64_t total)
+      : total(total), enabled(sys::Process::StandardOutIsDisplayed()) {}
+  void clear() {
+    if (enabled && drawn)
+      outs() << "\r\033[K";
+    drawn = false;
+  }
+  void draw(int64_t done, double secondsPerStep) {
+    if (!enabled)
+      return;
+    constexpr int width = 30;
+    int filled = int(width * done / std::max<int64_t>(total, 1));
+    int64_t eta = int64_t(secondsPerStep * double(total - done) + 0.5);
+    outs() << "[" << std::string(filled, '=') << std::string(width - filled, ' ') << "] "
+           << done << "/" << total
+           << formatv("  {0:F0} ms/step  eta {1}:{2:d2}:{3:d2}", secondsPerStep * 1e3,
+                      eta / 3600, eta / 60 % 60, eta % 60);
+    outs().flush();
+    drawn = true;
+  }
+
+private:
+  int64_t total;
+  bool enabled, drawn = false;
+};
+
+void printProfile(const rt::Session &session) {
+  std::vector<rt::StepTime> times = session.stepTimes();
+  double total = 0;
+  std::map<std::string, double> byKind;
+  for (const rt::StepTime &t : times) {
+    total += t.seconds;
+    byKind[t.kind] += t.seconds;
+  }
+  if (total <= 0)
+    return;
+  outs() << "profile: " << milliseconds(total * 1e3) << " in steps over "
+         << session.stepsRun() << " iterations;";
+  for (const auto &[kind, seconds] : byKind)
+    outs() << formatv(" {0} {1:F1}%", kind, 100 * seconds / total);
+  outs() << "\n";
+  std::sort(times.begin(), times.end(), [](const rt::StepTime &a, const rt::StepTime &b) {
+    return a.seconds > b.seconds;
+  });
+  outs() << formatv("  {0,10}  {1,6}  {2,-6}  {3}\n", "ms", "share", "kind", "step");
+  for (size_t i = 0; i < std::min<size_t>(times.size(), 10); ++i)
+    outs() << formatv("  {0,10:F3}  {1,5:F1}%  {2,-6}  #{3} {4}\n",
+                      times[i].seconds * 1e3, 100 * times[i].seconds / total,
+                      times[i].kind, times[i].index, times[i].name);
+}
+
+int run() {
+  auto exe = rt::Executable::load(runDir);
+  if (runSteps < 0)
+    return reportError("--steps must not be negative");
+  if (runThreads < 0)
+    return reportError("--threads must not be negative");
+  rt::setThreads(runThreads);
+  rt::Session session(exe);
+
+  std::string output = runOutput.empty()
+                           ? rt::joinPath(exe->directory(), "weights.safetensors")
+                           : runOutput.getValue();
+  if (!runWeights.empty()) {
+    rt::LoadReport report = session.loadWeights(runWeights);
+    outs() << "loaded " << tensors(report.loaded.size()) << " from " << runWeights
+           << "\n";
+    if (!report.unused.empty())
+      WithColor::warning(errs(), "colo")
+          << report.unused.size() << " tensors of " << runWeights
+          << " match no parameter and were ignored (the first is '" << report.unused[0]
+          << "')\n";
+    if (!report.missing.empty())
+      note() << report.missing.size() << " parameters keep their initial values (the "
+             << "first is '" << report.missing[0] << "')\n";
+  }
+
+  std::unique_ptr<rt::DataSource> data;
+  if (!exe->inputs().empty()) {
+    if (runData.empty())
+      return reportError("the program has inputs: give --data FILE (.npy, .npz, tokens "
+                         "with --token-dtype) or --data synthetic");
+    rt::DataOptions options;
+    options.tokenDType = runTokenDType;
+    options.shiftLabels = runShiftLabels;
+    options.seed = runSeed;
+    data = rt::openDataSource(runData, *exe, options);
+    outs() << "data: " << data->description() << "\n";
+  }
+
+  bool snapshots = !runNoSnapshot && session.snapshotBytes() <= kSnapshotLimit;
+  session.setSnapshots(snapshots);
+  session.setProfiling(!runProfile.empty());
+  if (exe->parameters().empty())
+    WithColor::warning(errs(), "colo")
+        << "the program names no parameters (param_names is empty): the weights file "
+           "will hold no tensors\n";
+
+  const colo::runtime::Program &program = exe->program();
+  Progress progress(runSteps);
+  using clock = std::chrono::steady_clock;
+  clock::time_point runStart = clock::now();
+  for (int64_t k = 1; k <= runSteps; ++k) {
+    clock::time_point t0 = clock::now();
+    if (data)
+      data->next(session);
+    session.step();
+    double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+
+    progress.clear();
+    outs() << "step " << k << "/" << runSteps;
+    for (int i = 0; i < program.loss_size(); ++i) {
+      double v = session.scalar(program.loss(i));
+      outs() << "  "
+             << (i == 0 ? std::string("loss") : exe->buffer(program.loss(i)).name())
+             << " " << formatv("{0:F6}", v);
+    }
+    outs() << "  (" << milliseconds(ms) << ")\n";
+
+    double loss = program.loss_size() ? session.loss() : 0.0;
+    if (!std::isfinite(loss)) {
+      outs().flush();
+      reportError(formatv("loss is {0} at step {1}", notFinite(loss), k));
+      if (!snapshots) {
+        note() << "no weights written: no copy of the parameters was kept ("
+               << (runNoSnapshot ? std::string("--no-snapshot")
+                                 : "they take " + megabytes(session.snapshotBytes()))
+               << "); " << output << " was left as it was\n";
+        return 1;
+      }
+      session.restoreSnapshot();
+      std::string bad;
+      if (!session.parametersFinite(&bad)) {
+        note() << "no weights written: parameter '" << bad
+               << "' was already not finite before step " << k << "; " << output
+               << " was left as it was\n";
+        return 1;
+      }
+      session.saveWeights(output);
+      note() << "wrote the weights from before step " << k
+             << (k == 1 ? " (the initial weights)"
+                        : " (after step " + std::to_string(k - 1) + ")")
+             << " to " << output << "\n";
+      return 1;
+    }
+    double elapsed = std::chrono::duration<double>(clock::now() - runStart).count();
+    if (k < runSteps)
+      progress.draw(k, elapsed / double(k));
+  }
+  progress.clear();
+  double seconds = std::chrono::duration<double>(clock::now() - runStart).count();
+  if (runSteps > 0)
+    outs() << formatv("{0} steps in {1:F2} s (", runSteps.getValue(), seconds)
+           << milliseconds(seconds * 1e3 / double(runSteps)) << " per step)\n";
+
+  session.saveWeights(output);
+  outs() << "wrote the weights (" << tensors(exe->parameters().size()) << ") to "
+         << output << "\n";
+  if (!runSaveState.empty()) {
+    session.saveState(runSaveState);
+    outs() << "wrote the state to " << runSaveState << "\n";
+  }
+  if (!runProfile.empty()) {
+    printProfile(session);
+    session.writeTrace(runProfile);
+    outs() << "wrote the trace to " << runProfile << "\n";
+  }
+  return 0;
+}
+} // namespace
+
+cl::SubCommand &colo::tool::runCommand() { return runCmd; }
+
+int colo::tool::runRun() {
+  try {
+    return run();
+  } catch (const rt::Error &e) {
+    outs().flush();
+    return reportError(e.what());
+  } catch (const std::bad_alloc &) {
+    outs().flush();
+    return reportError("out of memory");
+  } catch (const std::exception &e) {
+    outs().flush();
+    return reportError(Twine("internal error: ") + e.what());
+  }
+}
