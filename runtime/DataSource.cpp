@@ -204,7 +204,9 @@ public:
         for (int64_t j = 0; j < f.count; ++j) {
           int64_t pos = (cursor + f.shift + j) % tokens;
           int64_t v;
-          if (itemSize == 2) {
+          if (itemSize == 1) {
+            v = static_cast<unsigned char>(base[pos]);
+          } else if (itemSize == 2) {
             uint16_t t;
             std::memcpy(&t, base + pos * 2, 2);
             v = t;
@@ -246,12 +248,14 @@ private:
 std::unique_ptr<DataSource> openTokens(const std::string &path, const Executable &exe,
                                        const DataOptions &options) {
   int itemSize;
-  if (options.tokenDType == "uint16")
+  if (options.tokenDType == "uint8")
+    itemSize = 1; // bytes: any file is a byte-level corpus
+  else if (options.tokenDType == "uint16")
     itemSize = 2;
   else if (options.tokenDType == "int32")
     itemSize = 4;
   else
-    throw Error("unknown token dtype '" + options.tokenDType + "' (uint16 or int32)");
+    throw Error("unknown token dtype '" + options.tokenDType + "' (uint8, uint16 or int32)");
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     throw Error("cannot open data file '" + path + "': " + std::strerror(errno));

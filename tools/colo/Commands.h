@@ -28,6 +28,7 @@ llvm::cl::SubCommand &clusterCommand();
 llvm::cl::SubCommand &planCommand();
 llvm::cl::SubCommand &runCommand();
 llvm::cl::SubCommand &compileCommand();
+llvm::cl::SubCommand &trainCommand();
 
 int runImport(mlir::MLIRContext &ctx);
 int runModel(mlir::MLIRContext &ctx);
@@ -35,6 +36,11 @@ int runCluster();
 int runPlan(mlir::MLIRContext &ctx);
 int runRun();
 int runCompile(mlir::MLIRContext &ctx);
+int runTrain(mlir::MLIRContext &ctx);
+
+/// Trains with the executable in `dir` as `colo run` does, with the run
+/// options of the command line (shared by `colo run` and `colo train`).
+int runExecutable(llvm::StringRef dir);
 
 /// Imports `model` and compiles its training step into `exeDir` (what
 /// `colo compile` does); returns the exit code, errors printed.

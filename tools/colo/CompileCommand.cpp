@@ -1,10 +1,11 @@
-// colo compile: a model into an executable training step for the CPU runtime.
+// colo compile: a model into an executable training step for the CPU runtime;
+// colo train: compile, then run it (the options of both commands).
 #include "Commands.h"
 
 #include "colo/Compiler/Compiler.h"
 #include "colo/Driver/Driver.h"
 
-#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 using namespace llvm;
 using namespace colo::tool;
@@ -15,7 +16,8 @@ cl::SubCommand compileCmd("compile",
                           "optimizer) into an executable directory for 'colo run'");
 cl::opt<std::string> compileInput(cl::Positional,
                                   cl::desc("<model.onnx|model.pt|model.mlir>"),
-                                  cl::Required, cl::sub(compileCmd));
+                                  cl::Required, cl::sub(compileCmd),
+                                  cl::sub(trainCommand()));
 cl::opt<std::string> compileOutput("o", cl::desc("The executable directory to write"),
                                    cl::value_desc("dir"), cl::Required,
                                    cl::sub(compileCmd));
@@ -27,19 +29,33 @@ cl::opt<std::string> compileTrain(
              "max-grad-norm, schedule=constant|cosine, warmup-steps, total-steps, "
              "ignore-index, label-smoothing, trust-coefficient "
              "(default: loss=cross-entropy,optimizer=adamw,lr=1e-3)"),
-    cl::value_desc("options"), cl::sub(compileCmd));
+    cl::value_desc("options"), cl::sub(compileCmd),
+    cl::sub(trainCommand()));
 cl::list<std::string> compileShapes(
     "input-shape",
     cl::desc("Shape of a model input, e.g. 2x16xi64 (needed for TorchScript)"),
-    cl::value_desc("shape"), cl::sub(compileCmd));
+    cl::value_desc("shape"), cl::sub(compileCmd),
+    cl::sub(trainCommand()));
 cl::opt<std::string> compileDumpIr(
     "dump-ir",
     cl::desc("Write the IR of each stage (forward, train step, kernels) and the "
              "readable program into this directory"),
-    cl::value_desc("dir"), cl::sub(compileCmd));
+    cl::value_desc("dir"), cl::sub(compileCmd),
+    cl::sub(trainCommand()));
+cl::opt<std::string> trainExeDir(
+    "exe-dir",
+    cl::desc("Where to write the executable (default: <model name>.colo in the "
+             "current directory)"),
+    cl::value_desc("dir"), cl::sub(trainCommand()));
 } // namespace
 
 cl::SubCommand &colo::tool::compileCommand() { return compileCmd; }
+
+cl::SubCommand &colo::tool::trainCommand() {
+  static cl::SubCommand cmd("train", "Compile a model's training step and run it: "
+                                     "'colo compile' then 'colo run'");
+  return cmd;
+}
 
 int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef exeDir,
                              StringRef train, ArrayRef<std::string> inputShapes,
@@ -70,4 +86,15 @@ int colo::tool::runCompile(mlir::MLIRContext &ctx) {
     return rc;
   outs() << "compiled " << compileInput << " -> " << compileOutput << "\n";
   return 0;
+}
+
+int colo::tool::runTrain(mlir::MLIRContext &ctx) {
+  std::string dir = trainExeDir;
+  if (dir.empty())
+    dir = (sys::path::stem(compileInput) + ".colo").str();
+  if (int rc = compileModel(ctx, compileInput, dir, compileTrain, compileShapes,
+                            compileDumpIr))
+    return rc;
+  outs() << "compiled " << compileInput << " -> " << dir << "\n";
+  return runExecutable(dir);
 }

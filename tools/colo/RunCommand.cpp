@@ -29,47 +29,48 @@ cl::SubCommand runCmd("run", "Train with a compiled executable on the CPU");
 cl::opt<std::string> runDir(cl::Positional, cl::desc("<executable directory>"),
                             cl::Required, cl::sub(runCmd));
 cl::opt<int64_t> runSteps("steps", cl::desc("Training steps to run (default 10)"),
-                          cl::init(10), cl::sub(runCmd));
+                          cl::init(10), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string> runData(
     "data",
     cl::desc("Input data: FILE.npy, FILE.npz, a token file (with --token-dtype) or "
              "'synthetic'"),
-    cl::value_desc("file|synthetic"), cl::sub(runCmd));
+    cl::value_desc("file|synthetic"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string>
     runTokenDType("token-dtype",
-                  cl::desc("Read --data as a flat binary of token ids: uint16 or int32"),
-                  cl::value_desc("uint16|int32"), cl::sub(runCmd));
+                  cl::desc("Read --data as a flat binary of token ids: uint8 (any file as "
+                           "bytes), uint16 or int32"),
+                  cl::value_desc("uint8|uint16|int32"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runShiftLabels(
     "shift-labels",
     cl::desc("Token data: inputs named labels/targets take the next token (default: "
              "the same tokens as the other inputs)"),
-    cl::sub(runCmd));
+    cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of synthetic data (default 0)"),
-                          cl::init(0), cl::sub(runCmd));
+                          cl::init(0), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<int> runThreads("threads",
                         cl::desc("Threads for BLAS and oneDNN (default: all cores)"),
-                        cl::init(0), cl::sub(runCmd));
+                        cl::init(0), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string> runOutput(
     "o", cl::desc("Write the final weights here (default EXE_DIR/weights.safetensors)"),
-    cl::value_desc("weights.safetensors"), cl::sub(runCmd));
+    cl::value_desc("weights.safetensors"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string> runWeights(
     "weights",
     cl::desc("Start from these weights (safetensors; PyTorch or buffer names) instead "
              "of the executable's state"),
-    cl::value_desc("init.safetensors"), cl::sub(runCmd));
+    cl::value_desc("init.safetensors"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string> runSaveState(
     "save-state",
     cl::desc("Also write the whole state (optimizer moments, step counter) here"),
-    cl::value_desc("state.safetensors"), cl::sub(runCmd));
+    cl::value_desc("state.safetensors"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string>
     runProfile("profile",
                cl::desc("Time every step; write a Chrome trace (chrome://tracing) here"),
-               cl::value_desc("trace.json"), cl::sub(runCmd));
+               cl::value_desc("trace.json"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runNoSnapshot(
     "no-snapshot",
     cl::desc("Do not copy the parameters before each step (a NaN loss then leaves no "
              "weights to save)"),
-    cl::sub(runCmd));
+    cl::sub(runCmd), cl::sub(trainCommand()));
 
 /// Snapshots are on by default below this size (a copy of the parameters per
 /// step is cheap next to the step itself, which reads them several times).
@@ -144,8 +145,8 @@ void printProfile(const rt::Session &session) {
                       times[i].kind, times[i].index, times[i].name);
 }
 
-int run() {
-  auto exe = rt::Executable::load(runDir);
+int run(const std::string &dir) {
+  auto exe = rt::Executable::load(dir);
   if (runSteps < 0)
     return reportError("--steps must not be negative");
   if (runThreads < 0)
@@ -266,9 +267,11 @@ int run() {
 
 cl::SubCommand &colo::tool::runCommand() { return runCmd; }
 
-int colo::tool::runRun() {
+int colo::tool::runRun() { return runExecutable(runDir); }
+
+int colo::tool::runExecutable(StringRef dir) {
   try {
-    return run();
+    return run(dir.str());
   } catch (const rt::Error &e) {
     outs().flush();
     return reportError(e.what());

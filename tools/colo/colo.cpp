@@ -26,7 +26,8 @@ int main(int argc, char **argv) {
   using namespace colo::tool;
   // Touch every subcommand so its options are registered before parsing.
   cl::SubCommand *commands[] = {&importCommand(), &modelCommand(), &clusterCommand(),
-                                &planCommand(), &compileCommand(), &runCommand()};
+                                &planCommand(), &compileCommand(), &runCommand(),
+                                &trainCommand()};
   (void)commands;
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -37,11 +38,14 @@ int main(int argc, char **argv) {
       "  colo cluster show a100-80g                a cluster preset or file\n"
       "  colo plan M.mlir --cluster a100-80g:128x8 --global-batch 1536\n"
       "  colo compile M.onnx --train loss=lm,optimizer=adamw,lr=3e-4 -o EXE_DIR\n"
+      "  colo train M.onnx --train loss=lm --data tokens.bin --token-dtype uint16\n"
       "  colo run EXE_DIR --steps 100 --data train.npz   train on the CPU\n\n"
       "Run 'colo <subcommand> --help' for the options of a subcommand.\n");
   if (runCommand())
     return runRun();
   mlir::MLIRContext ctx;
+  if (trainCommand())
+    return runTrain(ctx);
   if (importCommand())
     return runImport(ctx);
   if (modelCommand())
