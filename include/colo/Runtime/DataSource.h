@@ -6,7 +6,7 @@
 //   FILE.npz   one array per input, named like the INPUT buffer
 //              (leading dimension = samples; each step takes the next
 //              batch rows, wrapping around)
-//   FILE (with tokenDType uint16|int32)   a flat binary of token ids; each
+//   FILE (with tokenDType uint8|uint16|int32)   a flat binary of token ids; each
 //              [batch, seq] integer input takes batch*seq consecutive tokens
 //   "synthetic"   deterministic pseudo-random data
 // docs/runtime.md has the details (dtype conversions, labels, masks).
@@ -25,7 +25,7 @@
 namespace colo::runtime {
 
 struct DataOptions {
-  /// "uint16" or "int32": read the data file as a flat binary of token ids.
+  /// "uint8", "uint16" or "int32": read the data file as a flat binary of token ids.
   std::string tokenDType;
   /// Token data: inputs named `labels` or `targets` take the window one token
   /// ahead of the others (next-token targets, nanoGPT style). Off: every token
