@@ -1,15 +1,20 @@
 // colo-lower-to-linalg: colo kernel ops -> linalg, tensor, arith and math on
-// tensors. The builders shared by the patterns live here; the patterns are in
-// LowerToLinalgElementwise.cpp, LowerToLinalgReductions.cpp and
-// LowerToLinalgDataMovement.cpp, one per op or op family.
+// tensors (except scatter_add, which linalg cannot express: a loop nest over
+// a buffer, see LowerToLinalgDataMovement.cpp). The builders shared by the
+// patterns live here; the patterns are in LowerToLinalgElementwise.cpp,
+// LowerToLinalgReductions.cpp and LowerToLinalgDataMovement.cpp, one per op
+// or op family.
 #include "LowerToLinalg.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -83,6 +88,31 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
                 : arith::ExtSIOp::create(b, loc, to, v).getResult();
 }
 
+Value Arith::c(Type t, double v) { return constantOf(b, loc, t, v); }
+Value Arith::add(Value x, Value y) {
+  return isa<FloatType>(x.getType()) ? arith::AddFOp::create(b, loc, x, y).getResult()
+                                     : arith::AddIOp::create(b, loc, x, y).getResult();
+}
+Value Arith::sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+Value Arith::mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+Value Arith::div(Value x, Value y) {
+  return isa<FloatType>(x.getType()) ? arith::DivFOp::create(b, loc, x, y).getResult()
+                                     : arith::DivSIOp::create(b, loc, x, y).getResult();
+}
+Value Arith::max(Value x, Value y) {
+  return isa<FloatType>(x.getType()) ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+                                     : arith::MaxSIOp::create(b, loc, x, y).getResult();
+}
+Value Arith::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+Value Arith::log(Value x) { return math::LogOp::create(b, loc, x); }
+Value Arith::sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
+Value Arith::pow(Value x, Value y) { return math::PowFOp::create(b, loc, x, y); }
+Value Arith::invSqrt(Value x) { return div(c(x.getType(), 1.0), sqrt(x)); }
+Value Arith::select(Value cond, Value x, Value y) {
+  return arith::SelectOp::create(b, loc, cond, x, y);
+}
+Value Arith::to(Value x, Type t) { return convertScalar(b, loc, x, t); }
+
 AffineMap broadcastMap(ArrayRef<int64_t> in, ArrayRef<int64_t> out, MLIRContext *ctx) {
   size_t lead = out.size() - in.size();
   SmallVector<AffineExpr> exprs;
@@ -108,30 +138,46 @@ static Value demote(OpBuilder &b, Location loc, Value v, Type elementType) {
   return convertScalar(b, loc, v, elementType);
 }
 
-Value buildMapped(OpBuilder &b, Location loc, RankedTensorType resultType,
-                  ArrayRef<MappedOperand> operands, ScalarFn fn) {
+SmallVector<Value> buildMappedResults(OpBuilder &b, Location loc,
+                                      ArrayRef<RankedTensorType> resultTypes,
+                                      ArrayRef<MappedOperand> operands,
+                                      MultiScalarFn fn) {
   MLIRContext *ctx = b.getContext();
-  int64_t rank = resultType.getRank();
-  SmallVector<Value> inputs;
+  int64_t rank = resultTypes.front().getRank();
+  SmallVector<Value> inputs, inits;
+  SmallVector<Type> types;
   SmallVector<AffineMap> maps;
   for (auto [v, map] : operands) {
     inputs.push_back(v);
     maps.push_back(map);
   }
-  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  for (RankedTensorType type : resultTypes) {
+    inits.push_back(
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()));
+    types.push_back(type);
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  }
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
-                                      resultType.getElementType());
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps, iterators,
+      b, loc, types, inputs, inits, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
         SmallVector<Value> scalars;
-        for (Value a : args.drop_back())
+        for (Value a : args.take_front(inputs.size()))
           scalars.push_back(promote(nb, nloc, a));
-        Value r = demote(nb, nloc, fn(nb, nloc, scalars), resultType.getElementType());
-        linalg::YieldOp::create(nb, nloc, r);
+        SmallVector<Value> results = fn(nb, nloc, scalars);
+        for (auto [r, type] : llvm::zip_equal(results, resultTypes))
+          r = demote(nb, nloc, r, type.getElementType());
+        linalg::YieldOp::create(nb, nloc, results);
       });
-  return generic.getResult(0);
+  return llvm::to_vector_of<Value>(generic.getResults());
+}
+
+Value buildMapped(OpBuilder &b, Location loc, RankedTensorType resultType,
+                  ArrayRef<MappedOperand> operands, ScalarFn fn) {
+  return buildMappedResults(b, loc, {resultType}, operands,
+                            [&](OpBuilder &nb, Location nloc, ValueRange a) {
+                              return SmallVector<Value>{fn(nb, nloc, a)};
+                            })[0];
 }
 
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
@@ -222,6 +268,14 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
 namespace {
 struct ColoLowerToLinalgPass
     : colo::impl::ColoLowerToLinalgBase<ColoLowerToLinalgPass> {
+  // scatter_add: scf loops over a memref that bufferization.to_tensor turns
+  // into the result.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    ColoLowerToLinalgBase::getDependentDialects(registry);
+    registry.insert<bufferization::BufferizationDialect, memref::MemRefDialect,
+                    scf::SCFDialect>();
+  }
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
@@ -233,7 +287,8 @@ struct ColoLowerToLinalgPass
     // convolution, pooling, globals) are left for the library-call lowering.
     ConversionTarget target(*ctx);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
-                           arith::ArithDialect, math::MathDialect>();
+                           arith::ArithDialect, math::MathDialect, scf::SCFDialect,
+                           memref::MemRefDialect, bufferization::BufferizationDialect>();
     for (const std::unique_ptr<RewritePattern> &p : patterns.getNativePatterns())
       if (std::optional<OperationName> root = p->getRootKind())
         target.addIllegalOp(*root);

@@ -40,6 +40,29 @@ mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
 mlir::Value constantOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
                        double value);
 
+/// Scalar arithmetic at one insertion point, on values of one type (float or
+/// integer where both exist).
+struct Arith {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  /// A constant of type `t`.
+  mlir::Value c(mlir::Type t, double v);
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y); // float
+  mlir::Value mul(mlir::Value x, mlir::Value y); // float
+  mlir::Value div(mlir::Value x, mlir::Value y);
+  mlir::Value max(mlir::Value x, mlir::Value y);
+  mlir::Value exp(mlir::Value x);
+  mlir::Value log(mlir::Value x);
+  mlir::Value sqrt(mlir::Value x);
+  mlir::Value pow(mlir::Value x, mlir::Value y); // float
+  /// 1 / sqrt(x), spelled as the interpreter computes it.
+  mlir::Value invSqrt(mlir::Value x);
+  mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y);
+  /// `x` converted to type `t` (see convertScalar).
+  mlir::Value to(mlir::Value x, mlir::Type t);
+};
+
 /// The map from an iteration space of shape `out` to an operand of shape `in`
 /// that NumPy broadcasting reads (`in` aligned to the trailing dimensions;
 /// its dimensions of size 1 read index 0).
@@ -65,6 +88,17 @@ using ScalarFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Locatio
 mlir::Value buildMapped(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::RankedTensorType resultType,
                         llvm::ArrayRef<MappedOperand> operands, ScalarFn fn);
+
+/// Computes one scalar per result from the promoted scalars of the operands.
+using MultiScalarFn = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+/// buildMapped with several results of one shape (the first result's): `fn`
+/// returns one element per result, each stored as its result's element type.
+llvm::SmallVector<mlir::Value>
+buildMappedResults(mlir::OpBuilder &b, mlir::Location loc,
+                   llvm::ArrayRef<mlir::RankedTensorType> resultTypes,
+                   llvm::ArrayRef<MappedOperand> operands, MultiScalarFn fn);
 
 /// buildMapped with NumPy broadcasting of every operand to the result shape.
 mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
@@ -97,12 +131,14 @@ inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
 }
 
 /// Unary, binary, clamp, gelu, compare, select, convert, constant,
-/// broadcast_to, dropout.
+/// broadcast_to, dropout; the optimizer updates sgd_update, adam_update,
+/// lamb_update, lars_update.
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 /// reduce_*, softmax, log_softmax, layer_norm, rms_norm, batch_norm,
-/// cross_entropy, mse_loss.
+/// cross_entropy, mse_loss, batch_norm_backward, cross_entropy_backward.
 void populateReductionPatterns(mlir::RewritePatternSet &patterns);
-/// transpose, reshape, slice, concat, gather, embedding.
+/// transpose, reshape, slice, concat, gather, embedding, slice_backward,
+/// scatter_add.
 void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace colo::lowering

@@ -2,12 +2,18 @@
 // linalg.generic that reads its operands with NumPy broadcasting. An op is
 // one `scalarOf` overload (its semantics on one element, as the interpreter
 // computes it) plus one entry in populateElementwisePatterns.
+//
+// The optimizer updates are elementwise too: each reads the learning rate
+// and the step once (tensor.extract), computes its bias corrections as
+// scalars, and updates the parameter and its state in one generic with a
+// result per tensor; LAMB and LARS first reduce the norms they need.
 #include "LowerToLinalg.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/Support/Format.h"
@@ -226,6 +232,246 @@ struct DropoutPattern : OpConversionPattern<DropoutOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// The element of a 0-d tensor (the learning rate, the step, a norm).
+Value scalarIn(OpBuilder &b, Location loc, Value tensor) {
+  return tensor::ExtractOp::create(b, loc, tensor, ValueRange{});
+}
+
+/// 1 - beta^step, the bias correction of a moment, as type `acc`. It is
+/// computed in f64 (once per update): in f32, 1 - 0.999^1 would already be
+/// 1e-5 off.
+Value biasCorrection(Arith &m, double beta, Value step, Type acc) {
+  Type f64 = m.b.getF64Type();
+  return m.to(m.sub(m.c(f64, 1.0), m.pow(m.c(f64, beta), m.to(step, f64))), acc);
+}
+
+/// The sums of squares of `tensors` (of one shape) over all their elements,
+/// as scalars of type `acc`.
+SmallVector<Value> sumsOfSquares(OpBuilder &b, Location loc, ValueRange tensors,
+                                 Type acc) {
+  auto type = cast<RankedTensorType>(tensors.front().getType());
+  int64_t rank = type.getRank();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  SmallVector<MappedOperand> inputs;
+  SmallVector<TypedAttr> inits;
+  for (Value t : tensors) {
+    inputs.push_back({t, id});
+    inits.push_back(b.getFloatAttr(acc, 0.0));
+  }
+  SmallVector<Value> sums = buildReduction(
+      b, loc, type.getShape(), llvm::to_vector(llvm::seq<int64_t>(0, rank)), inputs,
+      inits, [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+        Arith m{nb, l};
+        SmallVector<Value> next;
+        for (auto [x, s] : llvm::zip_equal(in, a))
+          next.push_back(m.add(s, m.mul(m.to(x, acc), m.to(x, acc))));
+        return next;
+      });
+  return llvm::map_to_vector(sums, [&](Value s) { return scalarIn(b, loc, s); });
+}
+
+/// `num / den`, or 1 where either of the norms `x` and `y` is 0.
+Value ratioOrOne(Arith &m, Value x, Value y, Value num, Value den) {
+  Type t = x.getType();
+  Value zero = m.c(t, 0.0);
+  Value xZero = arith::CmpFOp::create(m.b, m.loc, arith::CmpFPredicate::OEQ, x, zero);
+  Value yZero = arith::CmpFOp::create(m.b, m.loc, arith::CmpFPredicate::OEQ, y, zero);
+  Value either = arith::OrIOp::create(m.b, m.loc, xZero, yZero);
+  return m.select(either, m.c(t, 1.0), m.div(num, den));
+}
+
+AffineMap identityOf(OpBuilder &b, RankedTensorType type) {
+  return AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
+}
+
+/// torch.optim.SGD: one generic for the parameter and, with momentum, the
+/// buffer (its first value, at step 1, is the gradient); without momentum
+/// the buffer is returned as it is.
+struct SgdUpdatePattern : OpConversionPattern<SgdUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SgdUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getParam().getType());
+    Type acc = computeType(type.getElementType());
+    double momentum = op.getMomentum().convertToDouble();
+    double dampening = op.getDampening().convertToDouble();
+    double wd = op.getWeightDecay().convertToDouble();
+    bool nesterov = op.getNesterov();
+    Value lr = convertScalar(b, loc, scalarIn(b, loc, adaptor.getLr()), acc);
+    Value first;
+    if (momentum != 0.0) {
+      Value step = scalarIn(b, loc, adaptor.getStep());
+      first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, step,
+                                    constantOf(b, loc, step.getType(), 1));
+    }
+    AffineMap id = identityOf(b, type);
+    SmallVector<RankedTensorType> types = {type};
+    if (momentum != 0.0)
+      types.push_back(type);
+    SmallVector<Value> r = buildMappedResults(
+        b, loc, types,
+        {{adaptor.getParam(), id}, {adaptor.getGrad(), id},
+         {adaptor.getMomentumBuffer(), id}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value p = a[0], g = a[1];
+          if (wd != 0.0)
+            g = m.add(g, m.mul(m.c(acc, wd), p));
+          if (momentum == 0.0)
+            return SmallVector<Value>{m.sub(p, m.mul(lr, g))};
+          Value later = m.add(m.mul(m.c(acc, momentum), a[2]),
+                              m.mul(m.c(acc, 1.0 - dampening), g));
+          Value buf = m.select(first, g, later);
+          Value dir = nesterov ? m.add(g, m.mul(m.c(acc, momentum), buf)) : buf;
+          return SmallVector<Value>{m.sub(p, m.mul(lr, dir)), buf};
+        });
+    if (momentum == 0.0)
+      r.push_back(adaptor.getMomentumBuffer());
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// torch.optim.Adam / AdamW: the bias corrections once, then one generic for
+/// the parameter and both moments.
+struct AdamUpdatePattern : OpConversionPattern<AdamUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(AdamUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getParam().getType());
+    Type acc = computeType(type.getElementType());
+    double b1 = op.getBeta1().convertToDouble(), b2 = op.getBeta2().convertToDouble();
+    double eps = op.getEpsilon().convertToDouble();
+    double wd = op.getWeightDecay().convertToDouble();
+    bool decoupled = op.getDecoupled();
+    Arith once{b, loc};
+    Value lr = once.to(scalarIn(b, loc, adaptor.getLr()), acc);
+    Value step = scalarIn(b, loc, adaptor.getStep());
+    Value stepSize = once.div(lr, biasCorrection(once, b1, step, acc));
+    Value bc2Sqrt = once.sqrt(biasCorrection(once, b2, step, acc));
+    Value decay;
+    if (decoupled)
+      decay = once.sub(once.c(acc, 1.0), once.mul(lr, once.c(acc, wd)));
+    AffineMap id = identityOf(b, type);
+    SmallVector<Value> r = buildMappedResults(
+        b, loc, {type, type, type},
+        {{adaptor.getParam(), id}, {adaptor.getGrad(), id}, {adaptor.getExpAvg(), id},
+         {adaptor.getExpAvgSq(), id}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value p = a[0], g = a[1];
+          if (decoupled)
+            p = m.mul(p, decay);
+          else if (wd != 0.0)
+            g = m.add(g, m.mul(m.c(acc, wd), p));
+          Value mt = m.add(m.mul(m.c(acc, b1), a[2]), m.mul(m.c(acc, 1.0 - b1), g));
+          Value vt = m.add(m.mul(m.c(acc, b2), a[3]),
+                           m.mul(m.mul(m.c(acc, 1.0 - b2), g), g));
+          Value denom = m.add(m.div(m.sqrt(vt), bc2Sqrt), m.c(acc, eps));
+          return SmallVector<Value>{m.sub(p, m.div(m.mul(stepSize, mt), denom)), mt, vt};
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// LAMB: one generic for the moments and the update direction r (kept in
+/// the compute type), one reduction for ||param||^2 and ||r||^2, the trust
+/// ratio as a scalar, and one generic for the parameter.
+struct LambUpdatePattern : OpConversionPattern<LambUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LambUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getParam().getType());
+    Type acc = computeType(type.getElementType());
+    double b1 = op.getBeta1().convertToDouble(), b2 = op.getBeta2().convertToDouble();
+    double eps = op.getEpsilon().convertToDouble();
+    double wd = op.getWeightDecay().convertToDouble();
+    Arith once{b, loc};
+    Value lr = once.to(scalarIn(b, loc, adaptor.getLr()), acc);
+    Value step = scalarIn(b, loc, adaptor.getStep());
+    Value bc1 = biasCorrection(once, b1, step, acc);
+    Value bc2 = biasCorrection(once, b2, step, acc);
+    AffineMap id = identityOf(b, type);
+    Value param = adaptor.getParam();
+    SmallVector<Value> moments = buildMappedResults(
+        b, loc, {type, type, type.clone(acc)},
+        {{param, id}, {adaptor.getGrad(), id}, {adaptor.getExpAvg(), id},
+         {adaptor.getExpAvgSq(), id}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value g = a[1];
+          Value mt = m.add(m.mul(m.c(acc, b1), a[2]), m.mul(m.c(acc, 1.0 - b1), g));
+          Value vt = m.add(m.mul(m.c(acc, b2), a[3]),
+                           m.mul(m.mul(m.c(acc, 1.0 - b2), g), g));
+          Value update = m.add(
+              m.div(m.div(mt, bc1), m.add(m.sqrt(m.div(vt, bc2)), m.c(acc, eps))),
+              m.mul(m.c(acc, wd), a[0]));
+          return SmallVector<Value>{mt, vt, update};
+        });
+    Value update = moments[2];
+    SmallVector<Value> sq = sumsOfSquares(b, loc, {param, update}, acc);
+    Value pNorm = once.sqrt(sq[0]), uNorm = once.sqrt(sq[1]);
+    Value trust = ratioOrOne(once, pNorm, uNorm, pNorm, uNorm);
+    Value stepScale = once.mul(lr, trust);
+    Value newParam = buildMapped(b, loc, type, {{param, id}, {update, id}},
+                                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                                   Arith m{nb, l};
+                                   return m.sub(a[0], m.mul(stepScale, a[1]));
+                                 });
+    rewriter.replaceOp(op, {newParam, moments[0], moments[1]});
+    return success();
+  }
+};
+
+/// LARS: one reduction for ||param||^2 and ||grad||^2, the local learning
+/// rate as a scalar, and one generic for the buffer and the parameter.
+struct LarsUpdatePattern : OpConversionPattern<LarsUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LarsUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getParam().getType());
+    Type acc = computeType(type.getElementType());
+    double momentum = op.getMomentum().convertToDouble();
+    double wd = op.getWeightDecay().convertToDouble();
+    double trustCoefficient = op.getTrustCoefficient().convertToDouble();
+    double eps = op.getEpsilon().convertToDouble();
+    Arith once{b, loc};
+    Value lr = once.to(scalarIn(b, loc, adaptor.getLr()), acc);
+    Value param = adaptor.getParam(), grad = adaptor.getGrad();
+    SmallVector<Value> sq = sumsOfSquares(b, loc, {param, grad}, acc);
+    Value pNorm = once.sqrt(sq[0]), gNorm = once.sqrt(sq[1]);
+    Value localLr = ratioOrOne(
+        once, pNorm, gNorm, once.mul(once.c(acc, trustCoefficient), pNorm),
+        once.add(once.add(gNorm, once.mul(once.c(acc, wd), pNorm)), once.c(acc, eps)));
+    Value scale = once.mul(lr, localLr);
+    AffineMap id = identityOf(b, type);
+    SmallVector<Value> r = buildMappedResults(
+        b, loc, {type, type},
+        {{param, id}, {grad, id}, {adaptor.getMomentumBuffer(), id}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value buf = m.add(m.mul(m.c(acc, momentum), a[2]),
+                            m.mul(scale, m.add(a[1], m.mul(m.c(acc, wd), a[0]))));
+          return SmallVector<Value>{m.sub(a[0], buf), buf};
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 } // namespace
 
 void colo::lowering::populateElementwisePatterns(RewritePatternSet &patterns) {
@@ -245,4 +491,6 @@ void colo::lowering::populateElementwisePatterns(RewritePatternSet &patterns) {
                ElementwisePattern<SelectOp>, ElementwisePattern<ConvertOp>,
                ElementwisePattern<BroadcastToOp>>(ctx);
   patterns.add<ConstantPattern, DropoutPattern>(ctx);
+  patterns.add<SgdUpdatePattern, AdamUpdatePattern, LambUpdatePattern,
+               LarsUpdatePattern>(ctx);
 }

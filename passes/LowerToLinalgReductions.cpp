@@ -1,11 +1,12 @@
 // colo-lower-to-linalg, reductions and the ops built on them: reduce_*,
-// softmax, log_softmax, layer_norm, rms_norm, batch_norm, cross_entropy and
-// mse_loss. Each becomes reduction generics (accumulating in computeType of
-// the element type: f32 for f32, f16 and bf16, f64 for f64) and one parallel
-// generic that combines the statistics, in the interpreter's formulas:
-// softmax subtracts the max, log_softmax is x - max - log(sum(exp(x - max))),
-// variances are two-pass and biased (batch_norm's running variance is updated
-// with the unbiased one).
+// softmax, log_softmax, layer_norm, rms_norm, batch_norm, cross_entropy,
+// mse_loss, and the gradients batch_norm_backward and cross_entropy_backward.
+// Each becomes reduction generics (accumulating in computeType of the element
+// type: f32 for f32, f16 and bf16, f64 for f64) and parallel generics that
+// combine the statistics, in the interpreter's formulas: softmax subtracts
+// the max, log_softmax is x - max - log(sum(exp(x - max))), variances are
+// two-pass and biased (batch_norm's running variance is updated with the
+// unbiased one).
 #include "LowerToLinalg.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
@@ -23,36 +24,6 @@ using namespace colo;
 using namespace colo::lowering;
 
 namespace {
-
-/// Scalar arithmetic on values of one type (float or integer).
-struct Arith {
-  OpBuilder &b;
-  Location loc;
-  Value c(Type t, double v) { return constantOf(b, loc, t, v); }
-  Value add(Value x, Value y) {
-    return isa<FloatType>(x.getType()) ? arith::AddFOp::create(b, loc, x, y).getResult()
-                                       : arith::AddIOp::create(b, loc, x, y).getResult();
-  }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) {
-    return isa<FloatType>(x.getType()) ? arith::DivFOp::create(b, loc, x, y).getResult()
-                                       : arith::DivSIOp::create(b, loc, x, y).getResult();
-  }
-  Value max(Value x, Value y) {
-    return isa<FloatType>(x.getType()) ? arith::MaximumFOp::create(b, loc, x, y).getResult()
-                                       : arith::MaxSIOp::create(b, loc, x, y).getResult();
-  }
-  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
-  Value log(Value x) { return math::LogOp::create(b, loc, x); }
-  /// 1 / sqrt(x), spelled as the interpreter computes it.
-  Value invSqrt(Value x) { return div(c(x.getType(), 1.0), math::SqrtOp::create(b, loc, x)); }
-  Value select(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, cond, x, y);
-  }
-  /// `x` as type `t` (parameters may be stored in another float type).
-  Value to(Value x, Type t) { return convertScalar(b, loc, x, t); }
-};
 
 TypedAttr zeroAttr(OpBuilder &b, Type t) {
   if (isa<FloatType>(t))
@@ -355,6 +326,77 @@ struct BatchNormPattern : OpConversionPattern<BatchNormOp> {
   }
 };
 
+/// Training-mode gradients with the statistics recomputed from the input
+/// over M = N * H * W positions per channel: the sum of x, then one reduction
+/// of sum((x - mean)^2), sum(dy) and sum(dy * (x - mean)); then per channel
+/// the mean, rstd, dscale = rstd * sum(dy * (x - mean)) = sum(dy * xhat) and
+/// dbias = sum(dy); and dx = scale * rstd * (dy - sum(dy) / M - xhat *
+/// sum(dy * xhat) / M).
+struct BatchNormBackwardPattern : OpConversionPattern<BatchNormBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BatchNormBackwardOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput(), dy = adaptor.getGrad(), scale = adaptor.getScale();
+    RankedTensorType type = tensorType(x), statType = tensorType(scale);
+    int64_t rank = type.getRank();
+    Type acc = computeType(type.getElementType());
+    double eps = op.getEpsilonAttr().getValueAsDouble();
+    SmallVector<int64_t> dims = {0};
+    llvm::append_range(dims, range(2, rank));
+    double count = static_cast<double>(countOf(type.getShape(), dims));
+    AffineMap id = identity(b, rank), perChannel = dropDimsMap(rank, dims, b.getContext());
+    AffineMap stat = identity(b, 1);
+
+    Value sum =
+        buildReduction(b, loc, type.getShape(), dims, {{x, id}}, {zeroAttr(b, acc)},
+                       [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                         return SmallVector<Value>{Arith{nb, l}.add(a[0], in[0])};
+                       })[0];
+    // Per channel: sum((x - mean)^2), sum(dy), sum(dy * (x - mean)).
+    SmallVector<Value> sums = buildReduction(
+        b, loc, type.getShape(), dims, {{x, id}, {dy, id}, {sum, perChannel}},
+        {zeroAttr(b, acc), zeroAttr(b, acc), zeroAttr(b, acc)},
+        [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+          Arith m{nb, l};
+          Value d = m.sub(in[0], m.div(in[2], m.c(acc, count)));
+          return SmallVector<Value>{m.add(a[0], m.mul(d, d)), m.add(a[1], in[1]),
+                                    m.add(a[2], m.mul(in[1], d))};
+        });
+    // Per channel: dscale, dbias, and the mean and rstd (in the compute type)
+    // that dx reads.
+    Type statAcc = computeType(statType.getElementType());
+    RankedTensorType accStat = statType.clone(acc);
+    SmallVector<Value> perChannelValues = buildMappedResults(
+        b, loc, {statType, statType, accStat, accStat},
+        {{sum, stat}, {sums[0], stat}, {sums[1], stat}, {sums[2], stat}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value mean = m.div(a[0], m.c(acc, count));
+          Value rstd = m.invSqrt(m.add(m.div(a[1], m.c(acc, count)), m.c(acc, eps)));
+          return SmallVector<Value>{m.to(m.mul(a[3], rstd), statAcc), m.to(a[2], statAcc),
+                                    mean, rstd};
+        });
+    Value mean = perChannelValues[2], rstd = perChannelValues[3];
+    Value dx = buildMapped(
+        b, loc, type,
+        {{x, id}, {dy, id}, {mean, perChannel}, {rstd, perChannel},
+         {sums[1], perChannel}, {sums[2], perChannel}, {scale, perChannel}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value n = m.c(acc, count), rstd = a[3];
+          Value xhat = m.mul(m.sub(a[0], a[2]), rstd);
+          Value sumDyXhat = m.mul(a[5], rstd);
+          Value inner =
+              m.sub(m.sub(a[1], m.div(a[4], n)), m.div(m.mul(xhat, sumDyXhat), n));
+          return m.mul(m.mul(m.to(a[6], acc), rstd), inner);
+        });
+    rewriter.replaceOp(op, {dx, perChannelValues[0], perChannelValues[1]});
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // cross_entropy, mse_loss
 //===----------------------------------------------------------------------===//
@@ -433,6 +475,72 @@ struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
   }
 };
 
+/// grad / count * (softmax(logits) - target) at positions whose label is
+/// not ignore_index, 0 elsewhere: per position the max and the sum of
+/// exp(x - max), one reduction that counts the positions, and one generic
+/// over the logits that compares its class index with the label.
+struct CrossEntropyBackwardPattern : OpConversionPattern<CrossEntropyBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CrossEntropyBackwardOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    Value logits = adaptor.getLogits(), labels = adaptor.getLabels();
+    RankedTensorType type = tensorType(logits);
+    int64_t rank = type.getRank(), positions = rank - 1;
+    int64_t classes = type.getShape().back();
+    Type acc = computeType(type.getElementType());
+    double eps = op.getLabelSmoothing().convertToDouble();
+    int64_t ignore = op.getIgnoreIndex();
+    MLIRContext *ctx = b.getContext();
+    AffineMap id = identity(b, rank), perPos = dropDimsMap(rank, {positions}, ctx);
+    AffineMap scalar = AffineMap::get(rank, 0, {}, ctx);
+    auto isCounted = [ignore](OpBuilder &nb, Location l, Value label) {
+      return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, label,
+                                   constantOf(nb, l, label.getType(), ignore));
+    };
+
+    Value mx = buildReduction(b, loc, type.getShape(), {positions}, {{logits, id}},
+                              {lowestAttr(b, acc)},
+                              [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                                return SmallVector<Value>{Arith{nb, l}.max(a[0], in[0])};
+                              })[0];
+    Value sum = buildReduction(
+        b, loc, type.getShape(), {positions}, {{logits, id}, {mx, perPos}},
+        {zeroAttr(b, acc)}, [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+          Arith m{nb, l};
+          return SmallVector<Value>{m.add(a[0], m.exp(m.sub(in[0], in[1])))};
+        })[0];
+    Value count = buildReduction(
+        b, loc, tensorType(labels).getShape(), range(0, positions),
+        {{labels, identity(b, positions)}}, {zeroAttr(b, acc)},
+        [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+          Arith m{nb, l};
+          Value one = m.select(isCounted(nb, l, in[0]), m.c(acc, 1.0), m.c(acc, 0.0));
+          return SmallVector<Value>{m.add(a[0], one)};
+        })[0];
+    Value r = buildMapped(
+        b, loc, type,
+        {{logits, id}, {labels, perPos}, {mx, perPos}, {sum, perPos}, {count, scalar},
+         {adaptor.getGrad(), scalar}},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Arith m{nb, l};
+          Value label = a[1];
+          Value cls = arith::IndexCastOp::create(
+              nb, l, label.getType(), linalg::IndexOp::create(nb, l, positions));
+          Value isLabel =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, cls, label);
+          Value target = m.add(m.select(isLabel, m.c(acc, 1.0 - eps), m.c(acc, 0.0)),
+                               m.c(acc, eps / static_cast<double>(classes)));
+          Value p = m.div(m.exp(m.sub(a[0], a[2])), a[3]);
+          Value d = m.mul(m.div(m.to(a[5], acc), a[4]), m.sub(p, target));
+          return m.select(isCounted(nb, l, label), d, m.c(acc, 0.0));
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct MseLossPattern : OpConversionPattern<MseLossOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(MseLossOp op, OpAdaptor adaptor,
@@ -469,5 +577,6 @@ void colo::lowering::populateReductionPatterns(RewritePatternSet &patterns) {
   patterns.add<ReducePattern<ReduceSumOp>, ReducePattern<ReduceMeanOp>,
                ReducePattern<ReduceMaxOp>>(ctx);
   patterns.add<SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern, RmsNormPattern,
-               BatchNormPattern, CrossEntropyPattern, MseLossPattern>(ctx);
+               BatchNormPattern, CrossEntropyPattern, MseLossPattern,
+               BatchNormBackwardPattern, CrossEntropyBackwardPattern>(ctx);
 }

@@ -381,8 +381,12 @@ LogicalResult Importer::importGraphInputs() {
   Block *entry = func.addEntryBlock();
   size_t i = 0;
   for (const auto &in : model.graph().input())
-    if (!initializers.count(in.name()))
-      values[in.name()] = Val{entry->getArgument(i++), {}, {}};
+    if (!initializers.count(in.name())) {
+      // Inputs keep the graph's names: data files and runtimes refer to them.
+      BlockArgument arg = entry->getArgument(i++);
+      arg.setLoc(NameLoc::get(builder.getStringAttr(in.name())));
+      values[in.name()] = Val{arg, {}, {}};
+    }
   builder.setInsertionPointToEnd(entry);
   return success();
 }

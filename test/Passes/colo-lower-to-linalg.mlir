@@ -329,3 +329,233 @@ func.func @dropout_random(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = colo.dropout %x ratio = 0.1 : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// The adjoint of gather: a zero-filled buffer, loops over the updates with
+// the index read (wrapped and clamped) once per index, and a read-modify-write
+// per element, so repeated indices accumulate; the buffer becomes the result.
+// CHECK-LABEL: func.func @scatter_add
+// CHECK-SAME: (%[[U:.*]]: tensor<2x3x4xf32>, %[[IDS:.*]]: tensor<2x3xi64>)
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<10x4xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[BUF]] : memref<10x4xf32>)
+// CHECK: scf.for %[[J0:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: scf.for %[[J1:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[ID:.*]] = tensor.extract %[[IDS]][%[[J0]], %[[J1]]] : tensor<2x3xi64>
+// CHECK: arith.index_cast %[[ID]] : i64 to index
+// CHECK: arith.maxsi
+// CHECK: %[[I:.*]] = arith.minsi
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[V:.*]] = tensor.extract %[[U]][%[[J0]], %[[J1]], %[[K]]] : tensor<2x3x4xf32>
+// CHECK-NEXT: %[[OLD:.*]] = memref.load %[[BUF]][%[[I]], %[[K]]] : memref<10x4xf32>
+// CHECK-NEXT: %[[NEW:.*]] = arith.addf %[[OLD]], %[[V]] : f32
+// CHECK-NEXT: memref.store %[[NEW]], %[[BUF]][%[[I]], %[[K]]] : memref<10x4xf32>
+// CHECK: %[[R:.*]] = bufferization.to_tensor %[[BUF]] restrict writable : memref<10x4xf32> to tensor<10x4xf32>
+// CHECK: return %[[R]]
+func.func @scatter_add(%u: tensor<2x3x4xf32>, %ids: tensor<2x3xi64>) -> tensor<10x4xf32> {
+  %g = colo.scatter_add %u, %ids axis = 0 : tensor<2x3x4xf32>, tensor<2x3xi64> -> tensor<10x4xf32>
+  return %g : tensor<10x4xf32>
+}
+
+// -----
+
+// Along an inner axis, bf16: the dimensions around the axis are loops inside
+// the index's; the sums are kept in f32 and rounded once.
+// CHECK-LABEL: func.func @scatter_add_axis1_bf16
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<3x5x2xf32>
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[I:.*]] = arith.minsi
+// CHECK: scf.for %[[A:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[V:.*]] = tensor.extract %{{.*}}[%[[A]], %[[J]], %[[B]]] : tensor<3x4x2xbf16>
+// CHECK-NEXT: arith.extf %[[V]] : bf16 to f32
+// CHECK: memref.store %{{.*}}, %[[BUF]][%[[A]], %[[I]], %[[B]]] : memref<3x5x2xf32>
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[BUF]] restrict writable
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[T]] : tensor<3x5x2xf32>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: return %[[R]] : tensor<3x5x2xbf16>
+func.func @scatter_add_axis1_bf16(%u: tensor<3x4x2xbf16>, %i: tensor<4xi32>) -> tensor<3x5x2xbf16> {
+  %g = colo.scatter_add %u, %i axis = 1 : tensor<3x4x2xbf16>, tensor<4xi32> -> tensor<3x5x2xbf16>
+  return %g : tensor<3x5x2xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @slice_backward
+// CHECK-SAME: (%[[G:.*]]: tensor<2x2xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x6xf32>
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<4x6xf32>)
+// CHECK: %[[R:.*]] = tensor.insert_slice %[[G]] into %[[Z]][0, 1] [2, 2] [2, 3] : tensor<2x2xf32> into tensor<4x6xf32>
+// CHECK: return %[[R]]
+func.func @slice_backward(%g: tensor<2x2xf32>) -> tensor<4x6xf32> {
+  %s = colo.slice_backward %g start = [0, 1] limit = [4, 6] stride = [2, 3] : tensor<2x2xf32> -> tensor<4x6xf32>
+  return %s : tensor<4x6xf32>
+}
+
+// -----
+
+// Per row the max and sum(exp(x - max)); the count of rows whose label is
+// not ignore_index; then one generic over the logits whose target is
+// 1 - 0.25 + 0.25 / 5 at the label's class and 0.25 / 5 elsewhere, and which
+// writes 0 in ignored rows.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[ALL:.*]] = affine_map<(d0, d1) -> ()>
+// CHECK-LABEL: func.func @cross_entropy_backward
+// CHECK-SAME: (%[[X:.*]]: tensor<4x5xf32>, %[[L:.*]]: tensor<4xi64>, %[[G:.*]]: tensor<f32>)
+// CHECK: %[[MAX:.*]] = linalg.generic
+// CHECK: arith.maximumf
+// CHECK: %[[SUM:.*]] = linalg.generic
+// CHECK: math.exp
+// CHECK: %[[COUNT:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[L]] : tensor<4xi64>)
+// CHECK: arith.cmpi ne
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[ROWS]], #[[ROWS]], #[[ROWS]], #[[ALL]], #[[ALL]], #{{.*}}]
+// CHECK-SAME: ins(%[[X]], %[[L]], %[[MAX]], %[[SUM]], %[[COUNT]], %[[G]] :
+// CHECK: ^bb0(%{{[^:]*}}: f32, %[[LABEL:[^:]*]]: i64,
+// CHECK: %[[C:.*]] = linalg.index 1 : index
+// CHECK: %[[CI:.*]] = arith.index_cast %[[C]] : index to i64
+// CHECK: %[[IS:.*]] = arith.cmpi eq, %[[CI]], %[[LABEL]] : i64
+// CHECK-DAG: %[[SMOOTH:.*]] = arith.constant 5.000000e-02 : f32
+// CHECK-DAG: %[[HIT:.*]] = arith.constant 7.500000e-01 : f32
+// CHECK: %[[T0:.*]] = arith.select %[[IS]], %[[HIT]], %{{.*}} : f32
+// CHECK: arith.addf %[[T0]], %[[SMOOTH]] : f32
+// CHECK: %[[IGN:.*]] = arith.constant -1 : i64
+// CHECK: %[[VALID:.*]] = arith.cmpi ne, %[[LABEL]], %[[IGN]] : i64
+// CHECK: arith.select %[[VALID]]
+// CHECK: return %[[R]]
+func.func @cross_entropy_backward(%x: tensor<4x5xf32>, %l: tensor<4xi64>, %g: tensor<f32>) -> tensor<4x5xf32> {
+  %y = colo.cross_entropy_backward %x, %l, %g {ignore_index = -1 : i64, label_smoothing = 0.25 : f64} : tensor<4x5xf32>, tensor<4xi64>, tensor<f32>
+  return %y : tensor<4x5xf32>
+}
+
+// -----
+
+// The batch sum over N and the spatial dimensions; one reduction of the
+// squared deviations, sum(dy) and sum(dy * (x - mean)); per channel dscale,
+// dbias, mean and rstd; then dx.
+// CHECK-LABEL: func.func @batch_norm_backward
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x4x3xf32>, %[[G:[^:]*]]: tensor<4xf32>, %[[DY:[^:]*]]: tensor<2x4x3xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK-SAME: ins(%[[X]] : tensor<2x4x3xf32>)
+// CHECK: %[[S:.*]]:3 = linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK-SAME: ins(%[[X]], %[[DY]], %[[SUM]] :
+// CHECK: %[[P:.*]]:4 = linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK-SAME: ins(%[[SUM]], %[[S]]#0, %[[S]]#1, %[[S]]#2 :
+// CHECK: arith.constant 6.000000e+00 : f32
+// CHECK: math.sqrt
+// CHECK: %[[DX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME: ins(%[[X]], %[[DY]], %[[P]]#2, %[[P]]#3, %[[S]]#1, %[[S]]#2, %[[G]] :
+// CHECK: return %[[DX]], %[[P]]#0, %[[P]]#1
+func.func @batch_norm_backward(%x: tensor<2x4x3xf32>, %g: tensor<4xf32>, %dy: tensor<2x4x3xf32>) -> (tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %dx, %dg, %db = colo.batch_norm_backward %x, %g, %dy {epsilon = 1.0e-05 : f64} : tensor<2x4x3xf32>, tensor<4xf32>
+  return %dx, %dg, %db : tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The learning rate and the step are read once; at step 1 the momentum
+// buffer is the gradient. One generic updates the parameter and the buffer.
+// CHECK-LABEL: func.func @sgd_update
+// CHECK-SAME: (%[[P:[^:]*]]: tensor<4xf32>, %[[G:[^:]*]]: tensor<4xf32>, %[[B:[^:]*]]: tensor<4xf32>, %[[LR:[^:]*]]: tensor<f32>, %[[STEP:[^:]*]]: tensor<i64>)
+// CHECK-DAG: %[[LRV:.*]] = tensor.extract %[[LR]][] : tensor<f32>
+// CHECK-DAG: %[[STEPV:.*]] = tensor.extract %[[STEP]][] : tensor<i64>
+// CHECK: %[[FIRST:.*]] = arith.cmpi sle, %[[STEPV]], %{{.*}} : i64
+// CHECK: %[[R:.*]]:2 = linalg.generic
+// CHECK-SAME: ins(%[[P]], %[[G]], %[[B]] :
+// CHECK: ^bb0(%[[PE:[^:]*]]: f32, %[[GE:[^:]*]]: f32, %{{[^:]*}}: f32,
+// CHECK: %[[BUF:.*]] = arith.select %[[FIRST]], %[[GE]], %{{.*}} : f32
+// CHECK: %[[NEST:.*]] = arith.addf %[[GE]], %{{.*}} : f32
+// CHECK: %[[STEPPED:.*]] = arith.mulf %[[LRV]], %[[NEST]] : f32
+// CHECK: %[[NEWP:.*]] = arith.subf %[[PE]], %[[STEPPED]] : f32
+// CHECK: linalg.yield %[[NEWP]], %[[BUF]] : f32, f32
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @sgd_update(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %p1, %b1 = colo.sgd_update %p, %g, %b, %lr, %step {momentum = 0.9 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov} : tensor<4xf32>
+  return %p1, %b1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Without momentum the buffer is returned as it is.
+// CHECK-LABEL: func.func @sgd_update_no_momentum
+// CHECK-SAME: %[[B:[^:]*]]: tensor<4xf32>, %{{[^:]*}}: tensor<f32>, %{{[^:]*}}: tensor<i64>)
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK-NOT: arith.select
+// CHECK: return %[[P]], %[[B]]
+func.func @sgd_update_no_momentum(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %p1, %b1 = colo.sgd_update %p, %g, %b, %lr, %step {momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.1 : f64} : tensor<4xf32>
+  return %p1, %b1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The bias corrections 1 - beta^step are scalars, computed in f64 and used
+// in the compute type (f32 for bf16); one generic updates the parameter
+// (AdamW: scaled by 1 - lr * weight_decay) and both moments, rounding each
+// once.
+// CHECK-LABEL: func.func @adam_update
+// CHECK: %[[STEP:.*]] = tensor.extract %{{.*}}[] : tensor<i64>
+// CHECK: %[[T:.*]] = arith.sitofp %[[STEP]] : i64 to f64
+// CHECK: %[[POW:.*]] = math.powf %{{.*}}, %[[T]] : f64
+// CHECK: %[[BC1:.*]] = arith.subf %{{.*}}, %[[POW]] : f64
+// CHECK: arith.truncf %[[BC1]] : f64 to f32
+// CHECK: math.powf
+// CHECK: %[[BC2:.*]] = math.sqrt %{{.*}} : f32
+// CHECK: %[[R:.*]]:3 = linalg.generic
+// CHECK: math.sqrt
+// CHECK: arith.divf %{{.*}}, %[[BC2]] : f32
+// CHECK-COUNT-3: arith.truncf
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[R]]#2 : tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>
+func.func @adam_update(%p: tensor<4xbf16>, %g: tensor<4xbf16>, %m: tensor<4xbf16>, %v: tensor<4xbf16>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) {
+  %p1, %m1, %v1 = colo.adam_update %p, %g, %m, %v, %lr, %step {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64, weight_decay = 0.01 : f64, decoupled} : tensor<4xbf16>
+  return %p1, %m1, %v1 : tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>
+}
+
+// -----
+
+// The moments and the update direction r, then ||param||^2 and ||r||^2 in
+// one reduction, the trust ratio (1 if either norm is 0), then the parameter.
+// CHECK-LABEL: func.func @lamb_update
+// CHECK-SAME: (%[[P:[^:]*]]: tensor<4xf32>
+// CHECK: %[[M:.*]]:3 = linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK: %[[N:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[P]], %[[M]]#2 : tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[PN2:.*]] = tensor.extract %[[N]]#0[] : tensor<f32>
+// CHECK: %[[RN2:.*]] = tensor.extract %[[N]]#1[] : tensor<f32>
+// CHECK: %[[PN:.*]] = math.sqrt %[[PN2]] : f32
+// CHECK: %[[RN:.*]] = math.sqrt %[[RN2]] : f32
+// CHECK: %[[ZERO:.*]] = arith.cmpf oeq, %[[PN]]
+// CHECK: arith.cmpf oeq, %[[RN]]
+// CHECK: %[[RATIO:.*]] = arith.divf %[[PN]], %[[RN]] : f32
+// CHECK: %[[TRUST:.*]] = arith.select %{{.*}}, %{{.*}}, %[[RATIO]] : f32
+// CHECK: %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[TRUST]] : f32
+// CHECK: %[[NEWP:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[P]], %[[M]]#2 :
+// CHECK: arith.mulf %[[SCALE]]
+// CHECK: return %[[NEWP]], %[[M]]#0, %[[M]]#1
+func.func @lamb_update(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %p1, %m1, %v1 = colo.lamb_update %p, %g, %m, %v, %lr, %step {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-06 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>
+  return %p1, %m1, %v1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// ||param||^2 and ||grad||^2 in one reduction, the local learning rate as a
+// scalar, then one generic for the parameter and the buffer.
+// CHECK-LABEL: func.func @lars_update
+// CHECK-SAME: (%[[P:[^:]*]]: tensor<4xf32>, %[[G:[^:]*]]: tensor<4xf32>, %[[B:[^:]*]]: tensor<4xf32>
+// CHECK: %[[N:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[P]], %[[G]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK: math.sqrt
+// CHECK: math.sqrt
+// CHECK: %[[LOCAL:.*]] = arith.select
+// CHECK: %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[LOCAL]] : f32
+// CHECK: %[[R:.*]]:2 = linalg.generic
+// CHECK-SAME: ins(%[[P]], %[[G]], %[[B]] :
+// CHECK: arith.mulf %[[SCALE]]
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @lars_update(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %p1, %b1 = colo.lars_update %p, %g, %b, %lr, %step {momentum = 0.9 : f64, weight_decay = 0.0001 : f64, trust_coefficient = 0.001 : f64, epsilon = 1.0e-08 : f64} : tensor<4xf32>
+  return %p1, %b1 : tensor<4xf32>, tensor<4xf32>
+}

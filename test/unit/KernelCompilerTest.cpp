@@ -23,6 +23,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 
 using namespace mlir;
@@ -490,6 +491,39 @@ TEST_F(KernelCompilerTest, GatherAndEmbedding) {
          {3, [](std::mt19937 &rng, int64_t) { return double(rng() % 50); }}});
 }
 
+// Repeated indices accumulate and negative ones count from the end; axis 1
+// has dimensions before and after it, axis -2 (0) is the embedding gradient.
+// The last scatter reads a computed tensor and feeds another op. The bf16
+// updates are small integers, so that their sums are exact in bf16 (the
+// interpreter does not round its sums to bf16).
+TEST_F(KernelCompilerTest, ScatterAddAndSliceBackward) {
+  check(R"mlir(
+    func.func @forward(%u: tensor<3x2x4x5xf32>, %i: tensor<2x4xi64>, %d: tensor<2x5x8xf32>,
+                       %ids: tensor<2x5xi32>, %g: tensor<2x2x2xf32>, %h: tensor<2x5x8xbf16>)
+        -> (tensor<3x6x5xf32>, tensor<7x8xf32>, tensor<2x6x4xf32>, tensor<7x8xbf16>,
+            tensor<7x8xf32>) {
+      %a = colo.scatter_add %u, %i axis = 1
+           : tensor<3x2x4x5xf32>, tensor<2x4xi64> -> tensor<3x6x5xf32>
+      %e = colo.scatter_add %d, %ids axis = -2
+           : tensor<2x5x8xf32>, tensor<2x5xi32> -> tensor<7x8xf32>
+      %s = colo.slice_backward %g start = [0, 1, 0] limit = [2, 6, 4] stride = [1, 3, 2]
+           : tensor<2x2x2xf32> -> tensor<2x6x4xf32>
+      %b = colo.scatter_add %h, %ids axis = 0
+           : tensor<2x5x8xbf16>, tensor<2x5xi32> -> tensor<7x8xbf16>
+      %sq = colo.mul %d, %d : tensor<2x5x8xf32>, tensor<2x5x8xf32>
+      %f = colo.scatter_add %sq, %ids axis = 0
+           : tensor<2x5x8xf32>, tensor<2x5xi32> -> tensor<7x8xf32>
+      %n = colo.neg %f : tensor<7x8xf32>
+      return %a, %e, %s, %b, %n
+          : tensor<3x6x5xf32>, tensor<7x8xf32>, tensor<2x6x4xf32>, tensor<7x8xbf16>,
+            tensor<7x8xf32>
+    }
+  )mlir",
+        {{1, [](std::mt19937 &rng, int64_t) { return double(int(rng() % 12) - 6); }},
+         {3, [](std::mt19937 &rng, int64_t) { return double(int(rng() % 7) - 3); }},
+         {5, [](std::mt19937 &rng, int64_t) { return double(int(rng() % 9) - 4); }}});
+}
+
 TEST_F(KernelCompilerTest, CrossEntropyWithIgnoreIndexAndSmoothing) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x6x10xf32>, %l: tensor<2x6xi64>, %y: tensor<8x10xf32>,
@@ -513,6 +547,156 @@ TEST_F(KernelCompilerTest, CrossEntropyAllIgnoredIsNaN) {
     }
   )mlir",
         {{1, [](std::mt19937 &, int64_t) { return -100.0; }}});
+}
+
+TEST_F(KernelCompilerTest, CrossEntropyBackwardWithIgnoreIndexAndSmoothing) {
+  check(R"mlir(
+    func.func @forward(%x: tensor<2x6x10xf32>, %l: tensor<2x6xi64>, %g: tensor<f32>,
+                       %y: tensor<8x10xf32>, %t: tensor<8xi32>)
+        -> (tensor<2x6x10xf32>, tensor<8x10xf32>) {
+      %a = colo.cross_entropy_backward %x, %l, %g
+           {ignore_index = -100 : i64, label_smoothing = 0.1 : f64}
+           : tensor<2x6x10xf32>, tensor<2x6xi64>, tensor<f32>
+      %b = colo.cross_entropy_backward %y, %t, %g {ignore_index = 3 : i64}
+           : tensor<8x10xf32>, tensor<8xi32>, tensor<f32>
+      return %a, %b : tensor<2x6x10xf32>, tensor<8x10xf32>
+    }
+  )mlir",
+        {{0, [](std::mt19937 &rng, int64_t) {
+            return std::uniform_real_distribution<double>(-10.0, 10.0)(rng);
+          }},
+         {1, labelsWithIgnored(10, -100)},
+         {4, labelsWithIgnored(10, 3)}});
+}
+
+TEST_F(KernelCompilerTest, BatchNormBackward) {
+  check(R"mlir(
+    func.func @forward(%x: tensor<2x4x3x5xf32>, %g: tensor<4xf32>, %dy: tensor<2x4x3x5xf32>,
+                       %x2: tensor<6x3xf32>, %g2: tensor<3xf32>, %dy2: tensor<6x3xf32>)
+        -> (tensor<2x4x3x5xf32>, tensor<4xf32>, tensor<4xf32>, tensor<6x3xf32>,
+            tensor<3xf32>, tensor<3xf32>) {
+      %dx, %dg, %db = colo.batch_norm_backward %x, %g, %dy {epsilon = 1.0e-05 : f64}
+          : tensor<2x4x3x5xf32>, tensor<4xf32>
+      %dx2, %dg2, %db2 = colo.batch_norm_backward %x2, %g2, %dy2 {epsilon = 1.0e-03 : f64}
+          : tensor<6x3xf32>, tensor<3xf32>
+      return %dx, %dg, %db, %dx2, %dg2, %db2
+          : tensor<2x4x3x5xf32>, tensor<4xf32>, tensor<4xf32>, tensor<6x3xf32>,
+            tensor<3xf32>, tensor<3xf32>
+    }
+  )mlir",
+        {{0, [](std::mt19937 &rng, int64_t) {
+            // An offset, so that a one-pass variance would lose digits.
+            return 3.0 + std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+          }}});
+}
+
+/// The generators of an update's learning rate (0.1) and step.
+std::map<unsigned, Generator> updateScalars(unsigned lr, unsigned step, double stepValue) {
+  return {{lr, [](std::mt19937 &, int64_t) { return 0.1; }},
+          {step, [stepValue](std::mt19937 &, int64_t) { return stepValue; }}};
+}
+
+/// Runs `source` at step 1 (where SGD's momentum buffer starts as the
+/// gradient) and at step 5 (where the bias corrections are not trivial).
+/// `nonNegative` is the index of the second moment's input, if any.
+void checkAtSteps(std::function<void(std::map<unsigned, Generator>)> run, unsigned lr,
+                  unsigned step, std::optional<unsigned> nonNegative = std::nullopt) {
+  for (double s : {1.0, 5.0}) {
+    SCOPED_TRACE("step " + std::to_string(static_cast<int>(s)));
+    std::map<unsigned, Generator> gens = updateScalars(lr, step, s);
+    if (nonNegative)
+      gens[*nonNegative] = [](std::mt19937 &rng, int64_t) {
+        return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+      };
+    run(gens);
+  }
+}
+
+TEST_F(KernelCompilerTest, SgdUpdate) {
+  checkAtSteps(
+      [&](std::map<unsigned, Generator> gens) {
+        check(R"mlir(
+    func.func @forward(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %b: tensor<4x8xf32>,
+                       %lr: tensor<f32>, %step: tensor<i64>)
+        -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
+            tensor<4x8xf32>, tensor<4x8xf32>) {
+      %p1, %b1 = colo.sgd_update %p, %g, %b, %lr, %step
+          {momentum = 0.9 : f64, dampening = 0.1 : f64, weight_decay = 0.01 : f64}
+          : tensor<4x8xf32>
+      %p2, %b2 = colo.sgd_update %p, %g, %b, %lr, %step
+          {momentum = 0.8 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov}
+          : tensor<4x8xf32>
+      %p3, %b3 = colo.sgd_update %p, %g, %b, %lr, %step
+          {momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.1 : f64}
+          : tensor<4x8xf32>
+      return %p1, %b1, %p2, %b2, %p3, %b3
+          : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
+            tensor<4x8xf32>, tensor<4x8xf32>
+    }
+  )mlir",
+              gens);
+      },
+      3, 4);
+}
+
+TEST_F(KernelCompilerTest, AdamAndAdamWUpdate) {
+  checkAtSteps(
+      [&](std::map<unsigned, Generator> gens) {
+        check(R"mlir(
+    func.func @forward(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>,
+                       %v: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<i64>)
+        -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
+            tensor<4x8xf32>, tensor<4x8xf32>) {
+      %p1, %m1, %v1 = colo.adam_update %p, %g, %m, %v, %lr, %step
+          {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
+           weight_decay = 0.01 : f64} : tensor<4x8xf32>
+      %p2, %m2, %v2 = colo.adam_update %p, %g, %m, %v, %lr, %step
+          {beta1 = 0.8 : f64, beta2 = 0.99 : f64, epsilon = 1.0e-06 : f64,
+           weight_decay = 0.1 : f64, decoupled} : tensor<4x8xf32>
+      return %p1, %m1, %v1, %p2, %m2, %v2
+          : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
+            tensor<4x8xf32>, tensor<4x8xf32>
+    }
+  )mlir",
+              gens);
+      },
+      4, 5, 3);
+}
+
+TEST_F(KernelCompilerTest, LambUpdate) {
+  checkAtSteps(
+      [&](std::map<unsigned, Generator> gens) {
+        check(R"mlir(
+    func.func @forward(%p: tensor<6x5xf32>, %g: tensor<6x5xf32>, %m: tensor<6x5xf32>,
+                       %v: tensor<6x5xf32>, %lr: tensor<f32>, %step: tensor<i64>)
+        -> (tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>) {
+      %p1, %m1, %v1 = colo.lamb_update %p, %g, %m, %v, %lr, %step
+          {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-06 : f64,
+           weight_decay = 0.01 : f64} : tensor<6x5xf32>
+      return %p1, %m1, %v1 : tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>
+    }
+  )mlir",
+              gens);
+      },
+      4, 5, 3);
+}
+
+TEST_F(KernelCompilerTest, LarsUpdate) {
+  checkAtSteps(
+      [&](std::map<unsigned, Generator> gens) {
+        check(R"mlir(
+    func.func @forward(%p: tensor<6x5xf32>, %g: tensor<6x5xf32>, %b: tensor<6x5xf32>,
+                       %lr: tensor<f32>, %step: tensor<i64>)
+        -> (tensor<6x5xf32>, tensor<6x5xf32>) {
+      %p1, %b1 = colo.lars_update %p, %g, %b, %lr, %step
+          {momentum = 0.9 : f64, weight_decay = 0.0001 : f64,
+           trust_coefficient = 0.001 : f64, epsilon = 1.0e-08 : f64} : tensor<6x5xf32>
+      return %p1, %b1 : tensor<6x5xf32>, tensor<6x5xf32>
+    }
+  )mlir",
+              gens);
+      },
+      3, 4);
 }
 
 TEST_F(KernelCompilerTest, MseLoss) {

@@ -1,0 +1,119 @@
+"""PyTorch's side of the training parity tests: the models (tiny, dropout 0 so
+that both sides compute the same function), the batches, and PyTorch training
+them with the optimizer colo is asked to build."""
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import models
+
+STEPS = 5
+
+
+class Classifier(torch.nn.Module):
+    """A TransformerEncoder over a sequence, mean-pooled, then a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
+                                                 dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=2,
+                                                   enable_nested_tensor=False)
+        self.head = torch.nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+def _hf(name):
+    import transformers as tf
+
+    if name == "gpt2":
+        cfg = tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=256, n_positions=32,
+                            use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
+                            attn_pdrop=0.0)
+        return models.LogitsOnly(tf.GPT2LMHeadModel(cfg))
+    cfg = tf.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                         max_position_embeddings=32, use_cache=False)
+    return models.LogitsOnly(tf.LlamaForCausalLM(cfg))
+
+
+# name -> (loss colo builds, batch size, builder of the module)
+MODELS = {
+    "mlp": "cross-entropy",
+    "classifier": "cross-entropy",
+    "resnet18": "cross-entropy",
+    "gpt2": "lm",
+    "llama": "lm",
+}
+
+
+def build(name):
+    """(module in training mode, example inputs, data arrays for STEPS steps)."""
+    torch.manual_seed(models.SEED)
+    g = torch.Generator().manual_seed(1)
+    if name == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                    torch.nn.Linear(64, 64), torch.nn.GELU(),
+                                    torch.nn.Linear(64, 10))
+        x = torch.randn(STEPS * 8, 32, generator=g)
+        data = {"x": x, "labels": torch.randint(0, 10, (STEPS * 8,), generator=g)}
+        batch = 8
+    elif name == "classifier":
+        model = Classifier()
+        data = {"x": torch.randn(STEPS * 4, 8, 32, generator=g),
+                "labels": torch.randint(0, 5, (STEPS * 4,), generator=g)}
+        batch = 4
+    elif name == "resnet18":
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=10)
+        data = {"x": torch.randn(STEPS * 4, 3, 32, 32, generator=g),
+                "labels": torch.randint(0, 10, (STEPS * 4,), generator=g)}
+        batch = 4
+    else:
+        model = _hf(name)
+        data = {"input_ids": torch.randint(0, 256, (STEPS * 2, 16), generator=g)}
+        batch = 2
+    first = {k: v[:batch] for k, v in data.items()}
+    example = (first["input_ids"],) if "input_ids" in first else (first["x"],)
+    return model.train(), example, data, batch
+
+
+def batches(data, batch):
+    for i in range(STEPS):
+        yield {k: v[i * batch:(i + 1) * batch] for k, v in data.items()}
+
+
+def loss_of(model, b, loss):
+    if loss == "lm":
+        logits = model(b["input_ids"])
+        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                               b["input_ids"][:, 1:].reshape(-1))
+    return F.cross_entropy(model(b["x"]), b["labels"])
+
+
+def optimizer(name, params, lr):
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.01, eps=1e-8)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    raise ValueError(name)
+
+
+def train(model, data, batch, loss, opt_name, lr):
+    """PyTorch training: per-step losses and the final state_dict as numpy."""
+    opt = optimizer(opt_name, model.parameters(), lr)
+    losses = []
+    for b in batches(data, batch):
+        opt.zero_grad()
+        value = loss_of(model, b, loss)
+        value.backward()
+        opt.step()
+        losses.append(value.item())
+    return losses, {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def save_npz(path, data, names):
+    """The batches as colo run reads them: arrays named like the executable's inputs."""
+    np.savez(path, **{n: data[k].numpy() for k, n in names.items()})
