@@ -10,6 +10,7 @@
 #include "colo/Codegen/KernelCompiler.h"
 
 #include "colo/Passes/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -36,6 +37,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/Transforms/SubsetInsertionOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -91,6 +93,26 @@ bool isKernelType(Type t) {
 /// After colo-lower-to-linalg: checks that every public function is a
 /// kernel (static tensor signature, no colo op left), records the kernels on
 /// the module and marks their arguments read-only for bufferization.
+/// tanh, erf, exp and log as polynomials of arithmetic: libm's scalar calls
+/// keep loops from vectorizing, the polynomials vectorize (f32, within a few
+/// ulp, as PyTorch's vectorized Sleef functions are).
+struct ApproximateMathPass
+    : PassWrapper<ApproximateMathPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApproximateMathPass)
+  StringRef getArgument() const final { return "colo-approximate-math"; }
+  StringRef getDescription() const final {
+    return "Replaces f32 tanh, erf, exp and log by vectorizable polynomials";
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return llvm::is_contained({"tanh", "erf", "exp", "log"}, name);
+    });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
 struct PrepareKernelsPass
     : PassWrapper<PrepareKernelsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrepareKernelsPass)
@@ -320,6 +342,7 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   // Buffers -> loops -> LLVM, with the bare-pointer calling convention
   // (every shape is static).
   pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(std::make_unique<ApproximateMathPass>());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

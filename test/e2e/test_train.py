@@ -1,8 +1,17 @@
 """Training parity: colo compiles the training step of a model exported from
 PyTorch (ONNX through the TorchScript-based exporter, and a TorchScript trace),
 runs it on the CPU, and must match PyTorch training the same model from the
-same weights on the same batches: per-step losses within 1e-4 relative, final
-parameters within 1e-4 of their largest magnitude (fp32)."""
+same weights on the same batches.
+
+The reference is PyTorch in float64; colo (float32) must be within 1e-4 of it
+(per-step losses relative, final parameters relative to each tensor's largest
+magnitude) or, where PyTorch's own float32 run is further than that from the
+float64 one, within twice PyTorch float32's distance. The second case is real:
+Adam turns gradients that are exactly zero (the key projection's bias under a
+softmax) into rounding noise normalized to +-lr, and batch norm over a handful
+of values amplifies rounding step by step (train_ref.py picks settings where it
+stays small); no float32 implementation can follow a float64 trajectory closer
+than PyTorch's own float32 does there. Each case prints its figures."""
 import copy
 import inspect
 import re
@@ -64,20 +73,97 @@ def colo_train(path, source, loss, opt, lr, data, batch, example, name, tmp):
                          ids=[f"{n}-{s}-{o}" for n, s, o in CASES])
 def test_training_matches_pytorch(name, source, opt, tmp_path):
     model, example, data, batch = train_ref.build(name)
-    loss = train_ref.MODELS[name]
-    lr = 1e-2 if opt == "sgd" else 1e-3
+    loss, lr = train_ref.MODELS[name]
+    if opt == "sgd":
+        lr *= 10
     path = tmp_path / ("model.onnx" if source == "onnx" else "model.pt")
     export(model, example, path, source)
     ours, weights = colo_train(path, source, loss, opt, lr, data, batch, example,
                                input_name(model), tmp_path)
-    theirs, state = train_ref.train(model, data, batch, loss, opt, lr)
+    params = [k for k, _ in model.named_parameters()]
+    f32, f32_state = train_ref.train(copy.deepcopy(model), data, batch, loss, opt, lr)
+    data64 = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
+    f64, f64_state = train_ref.train(copy.deepcopy(model).double(), data64, batch, loss,
+                                     opt, lr)
+
+    def loss_error(a):
+        return float(np.max(np.abs(np.array(a) - f64) / np.abs(f64)))
+
+    def weight_error(w, key):
+        want = f64_state[key]
+        return float(np.abs(w[key] - want).max() / max(np.abs(want).max(), 1e-12))
 
     assert len(ours) == train_ref.STEPS
-    np.testing.assert_allclose(ours, theirs, rtol=RTOL, err_msg="per-step losses")
-    params = dict(model.named_parameters())
+    ours_err, floor = loss_error(ours), loss_error(f32)
+    print(f"\n{name}-{source}-{opt}: losses vs PyTorch f64: colo {ours_err:.1e}, "
+          f"PyTorch f32 {floor:.1e}; colo vs PyTorch f32 {loss_error_to(ours, f32):.1e}")
+    assert ours_err <= max(RTOL, 2 * floor), f"losses {ours} vs PyTorch {f64}"
     missing = [k for k in params if k not in weights]
     assert not missing, f"parameters missing from colo's weights: {missing}"
+    worst = (0.0, 0.0, "")
     for key in params:
-        want = state[key]
-        err = np.abs(weights[key] - want).max() / max(np.abs(want).max(), 1e-12)
-        assert err <= RTOL, f"{key}: max error {err:.2e} of its largest magnitude"
+        err, floor = weight_error(weights, key), weight_error(f32_state, key)
+        assert err <= max(RTOL, 2 * floor), (
+            f"{key}: max error {err:.2e} of its largest magnitude (PyTorch f32: {floor:.2e})")
+        worst = max(worst, (err, floor, key))
+    print(f"  worst parameter {worst[2]}: colo {worst[0]:.1e}, PyTorch f32 {worst[1]:.1e}")
+
+
+def loss_error_to(a, b):
+    return float(np.max(np.abs(np.array(a) - b) / np.abs(np.array(b))))
+
+
+LINEAR = """
+colo.global trainable @fc.weight : tensor<4x3xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0 : f64>
+func.func @forward(%x: tensor<8x4xf32> loc("x")) -> tensor<8x3xf32> {
+  %w = colo.global_load @fc.weight : tensor<4x3xf32>
+  %y = colo.matmul %x, %w : tensor<8x4xf32>, tensor<4x3xf32>
+  return %y : tensor<8x3xf32>
+}
+"""
+
+
+def one_line_error(proc, *words):
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("colo: error:"), proc.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_bad_training_requests(tmp_path):
+    model = tmp_path / "linear.mlir"
+    model.write_text(LINEAR)
+    one_line_error(run_colo("compile", tmp_path / "missing.onnx", "-o", tmp_path / "e",
+                            check=False), "missing.onnx")
+    one_line_error(run_colo("compile", model, "-o", tmp_path / "e", "--train",
+                            "optimizer=adagrad", check=False), "unknown optimizer 'adagrad'")
+    one_line_error(run_colo("compile", model, "-o", tmp_path / "e", "--train", "lr=-1",
+                            check=False), "lr must be positive")
+    one_line_error(run_colo("compile", model, "-o", tmp_path / "e", "--train", "loss=lm",
+                            check=False), "loss=lm needs logits [B, S, V]")
+
+    exe = tmp_path / "exe"
+    run_colo("compile", model, "-o", exe, "--train", "optimizer=sgd,lr=0.1")
+    np.savez(tmp_path / "bad.npz", x=np.zeros((8, 5), np.float32),
+             labels=np.zeros(8, np.int64))
+    one_line_error(run_colo("run", exe, "--data", tmp_path / "bad.npz", check=False), "x")
+    one_line_error(run_colo("run", exe, "--data", tmp_path / "none.npz", check=False),
+                   "none.npz")
+
+
+def test_nan_loss_stops_with_the_last_good_weights(tmp_path):
+    model = tmp_path / "linear.mlir"
+    model.write_text(LINEAR)
+    exe = tmp_path / "exe"
+    # A learning rate this large overflows the weights in the first update.
+    run_colo("compile", model, "-o", exe, "--train", "optimizer=sgd,lr=1e38")
+    x = np.full((16, 4), 1e3, np.float32)
+    np.savez(tmp_path / "d.npz", x=x, labels=np.arange(16) % 3)
+    proc = run_colo("run", exe, "--data", tmp_path / "d.npz", "--steps", 5, "-o",
+                    tmp_path / "w.safetensors", check=False)
+    assert proc.returncode == 1
+    assert re.search(r"colo: error: the update of step 1 made parameter .fc.weight. not finite",
+                     proc.stderr), proc.stderr
+    weights = load_file(tmp_path / "w.safetensors")
+    assert np.isfinite(weights["fc.weight"]).all()

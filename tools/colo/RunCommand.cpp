@@ -145,6 +145,31 @@ void printProfile(const rt::Session &session) {
                       times[i].kind, times[i].index, times[i].name);
 }
 
+/// After a failed step `k`: writes the parameters from before it, if a finite
+/// copy was kept, and says what was written.
+void keepLastGoodWeights(rt::Session &session, int64_t k, const std::string &output,
+                         bool snapshots) {
+  if (!snapshots) {
+    note() << "no weights written: no copy of the parameters was kept ("
+           << (runNoSnapshot ? std::string("--no-snapshot")
+                             : "they take " + megabytes(session.snapshotBytes()))
+           << "); " << output << " was left as it was\n";
+    return;
+  }
+  session.restoreSnapshot();
+  std::string bad;
+  if (!session.parametersFinite(&bad)) {
+    note() << "no weights written: parameter '" << bad
+           << "' was already not finite before step " << k << "; " << output
+           << " was left as it was\n";
+    return;
+  }
+  session.saveWeights(output);
+  note() << "wrote the weights from before step " << k
+         << (k == 1 ? " (the initial weights)" : " (after step " + std::to_string(k - 1) + ")")
+         << " to " << output << "\n";
+}
+
 int run(const std::string &dir) {
   auto exe = rt::Executable::load(dir);
   if (runSteps < 0)
@@ -213,30 +238,20 @@ int run(const std::string &dir) {
     }
     outs() << "  (" << milliseconds(ms) << ")\n";
 
+    // Stops at the first step with a non-finite loss, or whose update made a
+    // parameter non-finite, keeping the weights from before that step.
     double loss = program.loss_size() ? session.loss() : 0.0;
-    if (!std::isfinite(loss)) {
+    std::string bad;
+    bool lossFinite = std::isfinite(loss);
+    if (!lossFinite || (snapshots && !session.parametersFinite(&bad))) {
       outs().flush();
-      reportError(formatv("loss is {0} at step {1}", notFinite(loss), k));
-      if (!snapshots) {
-        note() << "no weights written: no copy of the parameters was kept ("
-               << (runNoSnapshot ? std::string("--no-snapshot")
-                                 : "they take " + megabytes(session.snapshotBytes()))
-               << "); " << output << " was left as it was\n";
-        return 1;
-      }
-      session.restoreSnapshot();
-      std::string bad;
-      if (!session.parametersFinite(&bad)) {
-        note() << "no weights written: parameter '" << bad
-               << "' was already not finite before step " << k << "; " << output
-               << " was left as it was\n";
-        return 1;
-      }
-      session.saveWeights(output);
-      note() << "wrote the weights from before step " << k
-             << (k == 1 ? " (the initial weights)"
-                        : " (after step " + std::to_string(k - 1) + ")")
-             << " to " << output << "\n";
+      if (!lossFinite)
+        reportError(formatv("loss is {0} at step {1}", notFinite(loss), k));
+      else
+        reportError(formatv("the update of step {0} made parameter '{1}' not finite "
+                            "(lower the learning rate or clip gradients)",
+                            k, bad));
+      keepLastGoodWeights(session, k, output, snapshots);
       return 1;
     }
     double elapsed = std::chrono::duration<double>(clock::now() - runStart).count();
