@@ -179,6 +179,10 @@ private:
     if (auto load = dyn_cast<GlobalLoadOp>(op))
       return visitLoad(load);
     if (auto store = dyn_cast<GlobalStoreOp>(op)) {
+      // Kernels collected so far run before the store overwrites the state
+      // they may read.
+      if (failed(flush()))
+        return failure();
       FailureOr<int> src = materialize(store.getValue());
       FailureOr<int> dst = stateBuffer(store, store.getGlobal());
       if (failed(src) || failed(dst))
