@@ -89,17 +89,37 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
 }
 
 Value Arith::c(Type t, double v) { return constantOf(b, loc, t, v); }
+/// Floats of different widths meet in the wider type (statistics that
+/// accumulate in f64 combined with f32 elements).
+static std::pair<Value, Value> widen(OpBuilder &b, Location loc, Value x, Value y) {
+  auto fx = dyn_cast<FloatType>(x.getType()), fy = dyn_cast<FloatType>(y.getType());
+  if (!fx || !fy || fx.getWidth() == fy.getWidth())
+    return {x, y};
+  if (fx.getWidth() < fy.getWidth())
+    return {arith::ExtFOp::create(b, loc, fy, x), y};
+  return {x, arith::ExtFOp::create(b, loc, fx, y)};
+}
+
 Value Arith::add(Value x, Value y) {
+  std::tie(x, y) = widen(b, loc, x, y);
   return isa<FloatType>(x.getType()) ? arith::AddFOp::create(b, loc, x, y).getResult()
                                      : arith::AddIOp::create(b, loc, x, y).getResult();
 }
-Value Arith::sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-Value Arith::mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+Value Arith::sub(Value x, Value y) {
+  std::tie(x, y) = widen(b, loc, x, y);
+  return arith::SubFOp::create(b, loc, x, y);
+}
+Value Arith::mul(Value x, Value y) {
+  std::tie(x, y) = widen(b, loc, x, y);
+  return arith::MulFOp::create(b, loc, x, y);
+}
 Value Arith::div(Value x, Value y) {
+  std::tie(x, y) = widen(b, loc, x, y);
   return isa<FloatType>(x.getType()) ? arith::DivFOp::create(b, loc, x, y).getResult()
                                      : arith::DivSIOp::create(b, loc, x, y).getResult();
 }
 Value Arith::max(Value x, Value y) {
+  std::tie(x, y) = widen(b, loc, x, y);
   return isa<FloatType>(x.getType()) ? arith::MaximumFOp::create(b, loc, x, y).getResult()
                                      : arith::MaxSIOp::create(b, loc, x, y).getResult();
 }

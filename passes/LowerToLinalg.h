@@ -42,6 +42,8 @@ mlir::Value constantOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
 
 /// Scalar arithmetic at one insertion point, on values of one type (float or
 /// integer where both exist).
+/// Scalar arithmetic; binary float ops on different widths compute in the
+/// wider one.
 struct Arith {
   mlir::OpBuilder &b;
   mlir::Location loc;

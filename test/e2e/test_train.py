@@ -50,11 +50,10 @@ def shape_spec(t):
     return "x".join(map(str, t.shape)) + ("xi64" if t.dtype == torch.int64 else "xf32")
 
 
-def colo_train(path, source, loss, opt, lr, data, batch, example, name, tmp):
+def colo_train(path, source, loss, opt, lr, eps, data, batch, example, name, tmp):
     exe = tmp / "exe"
     train = f"loss={loss},optimizer={opt},lr={lr}"
-    if opt == "sgd":
-        train += ",momentum=0.9"
+    train += ",momentum=0.9" if opt == "sgd" else f",eps={eps}"
     args = ["compile", path, "-o", exe, "--train", train]
     if source == "torchscript":
         args += ["--input-shape", shape_spec(example[0])]
@@ -73,18 +72,18 @@ def colo_train(path, source, loss, opt, lr, data, batch, example, name, tmp):
                          ids=[f"{n}-{s}-{o}" for n, s, o in CASES])
 def test_training_matches_pytorch(name, source, opt, tmp_path):
     model, example, data, batch = train_ref.build(name)
-    loss, lr = train_ref.MODELS[name]
+    loss, lr, eps = train_ref.MODELS[name]
     if opt == "sgd":
         lr *= 10
     path = tmp_path / ("model.onnx" if source == "onnx" else "model.pt")
     export(model, example, path, source)
-    ours, weights = colo_train(path, source, loss, opt, lr, data, batch, example,
+    ours, weights = colo_train(path, source, loss, opt, lr, eps, data, batch, example,
                                input_name(model), tmp_path)
     params = [k for k, _ in model.named_parameters()]
-    f32, f32_state = train_ref.train(copy.deepcopy(model), data, batch, loss, opt, lr)
+    f32, f32_state = train_ref.train(copy.deepcopy(model), data, batch, loss, opt, lr, eps)
     data64 = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
     f64, f64_state = train_ref.train(copy.deepcopy(model).double(), data64, batch, loss,
-                                     opt, lr)
+                                     opt, lr, eps)
 
     def loss_error(a):
         return float(np.max(np.abs(np.array(a) - f64) / np.abs(f64)))

@@ -39,15 +39,18 @@ def _hf(name):
     return models.LogitsOnly(tf.LlamaForCausalLM(cfg))
 
 
-# name -> (loss colo builds, AdamW learning rate; SGD takes 10x). ResNet-18
-# trains with batch 16 at 1e-4: with batch 4, or at 1e-3, batch norm over a
-# few values makes 5 steps chaotic (PyTorch float32 ends up 6e-2 from float64).
+# name -> (loss colo builds, AdamW learning rate (SGD takes 10x), AdamW eps).
+# ResNet-18 trains with batch 16 at 1e-4: with batch 4, or at 1e-3, batch norm
+# over a few values makes 5 steps chaotic (PyTorch float32 ends up 6e-2 from
+# float64). Its eps is 1e-6: some convolution weights get gradients of 1e-8,
+# below float32 rounding of sums of 0.1-sized terms, which eps 1e-8 would turn
+# into updates of 0.5 lr of either sign in any float32 implementation.
 MODELS = {
-    "mlp": ("cross-entropy", 1e-3),
-    "classifier": ("cross-entropy", 1e-3),
-    "resnet18": ("cross-entropy", 1e-4),
-    "gpt2": ("lm", 1e-3),
-    "llama": ("lm", 1e-3),
+    "mlp": ("cross-entropy", 1e-3, 1e-8),
+    "classifier": ("cross-entropy", 1e-3, 1e-8),
+    "resnet18": ("cross-entropy", 1e-4, 1e-6),
+    "gpt2": ("lm", 1e-3, 1e-8),
+    "llama": ("lm", 1e-3, 1e-8),
 }
 
 
@@ -95,17 +98,17 @@ def loss_of(model, b, loss):
     return F.cross_entropy(model(b["x"]), b["labels"])
 
 
-def optimizer(name, params, lr):
+def optimizer(name, params, lr, eps=1e-8):
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=0.01, eps=1e-8)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.01, eps=eps)
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
     raise ValueError(name)
 
 
-def train(model, data, batch, loss, opt_name, lr):
+def train(model, data, batch, loss, opt_name, lr, eps=1e-8):
     """PyTorch training: per-step losses and the final state_dict as numpy."""
-    opt = optimizer(opt_name, model.parameters(), lr)
+    opt = optimizer(opt_name, model.parameters(), lr, eps)
     losses = []
     for b in batches(data, batch):
         opt.zero_grad()
