@@ -27,23 +27,6 @@ const char *kindName(Buffer::Kind kind) {
   }
 }
 
-const char *stepKind(const Step &step) {
-  switch (step.kind_case()) {
-  case Step::kKernel:
-    return "kernel";
-  case Step::kGemm:
-    return "gemm";
-  case Step::kConv:
-    return "conv";
-  case Step::kPool:
-    return "pool";
-  case Step::kCopy:
-    return "copy";
-  default:
-    return "empty";
-  }
-}
-
 bool hasStorageOfItsOwn(const Buffer &b) {
   return !(b.has_alias_of() && b.alias_of() >= 0);
 }
@@ -427,6 +410,23 @@ void Executable::loadState() {
       throw Error(path + ": tensor '" + b.name() + "' is " +
                   typeString(e->dtype, e->shape) + " but " + describeBuffer(id) + " is " +
                   typeString(b.dtype(), shape(id)));
+  }
+}
+
+const char *stepKind(const Step &step) {
+  switch (step.kind_case()) {
+  case Step::kKernel:
+    return "kernel";
+  case Step::kGemm:
+    return "gemm";
+  case Step::kConv:
+    return "conv";
+  case Step::kPool:
+    return "pool";
+  case Step::kCopy:
+    return "copy";
+  default:
+    return "empty";
   }
 }
 

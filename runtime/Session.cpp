@@ -29,23 +29,6 @@ void *allocateZeroed(int64_t bytes, const std::string &what) {
   return p;
 }
 
-const char *stepKind(const Step &step) {
-  switch (step.kind_case()) {
-  case Step::kKernel:
-    return "kernel";
-  case Step::kGemm:
-    return "gemm";
-  case Step::kConv:
-    return "conv";
-  case Step::kPool:
-    return "pool";
-  case Step::kCopy:
-    return "copy";
-  default:
-    return "empty";
-  }
-}
-
 double micros(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }

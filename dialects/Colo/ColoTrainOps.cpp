@@ -204,23 +204,20 @@ LogicalResult SgdUpdateOp::verify() {
                                              getWeightDecay().convertToDouble())));
 }
 
-LogicalResult AdamUpdateOp::verify() {
+/// Adam and LAMB share their hyperparameters' ranges.
+template <typename OpTy>
+LogicalResult verifyAdamLike(OpTy op) {
   return success(
-      succeeded(verifyUnitInterval(*this, "beta1", getBeta1().convertToDouble())) &&
-      succeeded(verifyUnitInterval(*this, "beta2", getBeta2().convertToDouble())) &&
-      succeeded(verifyNonNegative(*this, "epsilon", getEpsilon().convertToDouble())) &&
-      succeeded(verifyNonNegative(*this, "weight_decay",
-                                  getWeightDecay().convertToDouble())));
+      succeeded(verifyUnitInterval(op, "beta1", op.getBeta1().convertToDouble())) &&
+      succeeded(verifyUnitInterval(op, "beta2", op.getBeta2().convertToDouble())) &&
+      succeeded(verifyNonNegative(op, "epsilon", op.getEpsilon().convertToDouble())) &&
+      succeeded(verifyNonNegative(op, "weight_decay",
+                                  op.getWeightDecay().convertToDouble())));
 }
 
-LogicalResult LambUpdateOp::verify() {
-  return success(
-      succeeded(verifyUnitInterval(*this, "beta1", getBeta1().convertToDouble())) &&
-      succeeded(verifyUnitInterval(*this, "beta2", getBeta2().convertToDouble())) &&
-      succeeded(verifyNonNegative(*this, "epsilon", getEpsilon().convertToDouble())) &&
-      succeeded(verifyNonNegative(*this, "weight_decay",
-                                  getWeightDecay().convertToDouble())));
-}
+LogicalResult AdamUpdateOp::verify() { return verifyAdamLike(*this); }
+
+LogicalResult LambUpdateOp::verify() { return verifyAdamLike(*this); }
 
 LogicalResult LarsUpdateOp::verify() {
   return success(

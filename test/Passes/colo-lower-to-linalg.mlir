@@ -182,15 +182,16 @@ func.func @batch_norm_inference(%x: tensor<2x4x3xf32>, %g: tensor<4xf32>, %b: te
 // -----
 
 // Training form: batch sum and squared deviations over N and the spatial
-// dimensions, then the output and the two running-statistics updates.
+// dimensions (accumulated in f64), then the output and the two
+// running-statistics updates.
 // CHECK-LABEL: func.func @batch_norm_training
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
 // CHECK: %[[M:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]
-// CHECK: arith.constant 6.000000e+00 : f32
+// CHECK: arith.constant 6.000000e+00 : f64
 // CHECK: %[[V:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]
-// CHECK: arith.constant 5.000000e+00 : f32
+// CHECK: arith.constant 5.000000e+00 : f64
 // CHECK: return %{{.*}}, %[[M]], %[[V]]
 func.func @batch_norm_training(%x: tensor<2x4x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>) -> (tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>) {
   %y, %m, %v = colo.batch_norm %x, %g, %b, %rm, %rv {epsilon = 1.0e-05 : f64, momentum = 0.1 : f64, training} : tensor<2x4x3xf32>, tensor<4xf32>
@@ -442,7 +443,7 @@ func.func @cross_entropy_backward(%x: tensor<4x5xf32>, %l: tensor<4xi64>, %g: te
 // CHECK-SAME: ins(%[[X]], %[[DY]], %[[SUM]] :
 // CHECK: %[[P:.*]]:4 = linalg.generic {{.*}} iterator_types = ["parallel"]
 // CHECK-SAME: ins(%[[SUM]], %[[S]]#0, %[[S]]#1, %[[S]]#2 :
-// CHECK: arith.constant 6.000000e+00 : f32
+// CHECK: arith.constant 6.000000e+00 : f64
 // CHECK: math.sqrt
 // CHECK: %[[DX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
 // CHECK-SAME: ins(%[[X]], %[[DY]], %[[P]]#2, %[[P]]#3, %[[S]]#1, %[[S]]#2, %[[G]] :

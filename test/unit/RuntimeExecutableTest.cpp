@@ -2,6 +2,7 @@
 // step or buffer), kernels from a shared library, aliasing, a tiny training
 // loop (SGD on a scalar STATE parameter) whose weights are saved with PyTorch
 // names and loaded back, snapshots and profiling.
+#include "RuntimeTestUtil.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/ProgramBuilder.h"
@@ -19,17 +20,6 @@
 using namespace colo::runtime;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "colo-rt-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string &name) const { return path + "/" + name; }
-};
 
 template <typename F> void expectError(F f, std::initializer_list<std::string> parts) {
   try {

@@ -4,6 +4,7 @@
 // element conversions and 16-bit floats; and the data sources that feed a
 // program's inputs from them (batches, wrap-around, token files, synthetic
 // data, and the errors for data that does not fit).
+#include "RuntimeTestUtil.h"
 #include "colo/Runtime/DataSource.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
@@ -24,17 +25,6 @@
 using namespace colo::runtime;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "colo-rt-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string &name) const { return path + "/" + name; }
-};
 
 void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary)

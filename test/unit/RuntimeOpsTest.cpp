@@ -3,6 +3,7 @@
 // one-step program and compared with a naive loop written here from the
 // schema's definition. Where PyTorch is installed, max-pooling backward with
 // ties is also compared with torch itself.
+#include "RuntimeTestUtil.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/ProgramBuilder.h"
@@ -21,16 +22,6 @@
 using namespace colo::runtime;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "colo-rt-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 template <typename T> std::vector<T> randomValues(size_t n, unsigned seed) {
   std::mt19937 rng(seed);

@@ -3,6 +3,7 @@
 // PyTorch names, and the exits for a missing directory, bad data and a NaN
 // loss (which must never overwrite good weights with bad ones). Skipped when
 // the colo binary has not been built.
+#include "RuntimeTestUtil.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/ProgramBuilder.h"
@@ -20,17 +21,6 @@
 using namespace colo::runtime;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "colo-rt-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string &name) const { return path + "/" + name; }
-};
 
 struct Result {
   int status;

@@ -92,6 +92,9 @@ private:
   void *library_ = nullptr;
 };
 
+/// "kernel", "gemm", "conv", "pool", "copy" or "empty": what a step does.
+const char *stepKind(const Step &step);
+
 } // namespace colo::runtime
 
 #endif
