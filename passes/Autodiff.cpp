@@ -411,11 +411,18 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
                                       back.getGradBias(), Value(), Value()};
           })
           .Case([&](DropoutOp dropout) -> Grads {
-            if (dropout.getRatio().convertToDouble() != 0.0)
+            SmallVector<Value> grads(op->getNumOperands());
+            grads[0] = g;
+            if (dropout.getRatio().convertToDouble() == 0.0)
+              return grads;
+            if (!dropout.getKey())
               return dropout.emitOpError(
-                  "dropout with a non-zero ratio cannot be trained yet (no "
-                  "random stream in compiled steps); export with dropout 0");
-            return SmallVector<Value>{g};
+                  "with a non-zero ratio needs a key to be differentiated (the "
+                  "train-step pass gives every dropout one)");
+            // The same key draws the same mask: the gradient is dropout of g.
+            grads[0] = DropoutOp::create(b, gb.loc, g.getType(), g, dropout.getKey(),
+                                         dropout.getRatioAttr());
+            return grads;
           })
           // Reductions and pooling.
           .Case([&](ReduceSumOp sum) -> Grads {

@@ -35,6 +35,8 @@ public:
     auto ret = cast<func::ReturnOp>(step.front().getTerminator());
     if (ret.getNumOperands() == 0)
       return step.emitError("@forward returns nothing to train on");
+    Value stepCount = incrementStepCounter();
+    keyDropouts(stepCount);
     FailureOr<Value> loss = buildLoss(ret.getOperand(0));
     if (failed(loss))
       return failure();
@@ -45,7 +47,6 @@ public:
     numParams = grads->size();
     if (o.maxGradNorm > 0)
       clipGradients(*grads);
-    Value stepCount = incrementStepCounter();
     Value lr = learningRate(stepCount);
     for (auto &[param, grad] : *grads)
       update(param, grad, lr, stepCount);
@@ -57,14 +58,17 @@ public:
   }
 
 private:
+  /// A 0-d constant of the float type `elementType`.
   Value scalar(Type elementType, double v) {
     auto type = RankedTensorType::get({}, elementType);
-    Attribute value = isa<FloatType>(elementType)
-                          ? Attribute(b.getFloatAttr(elementType, v))
-                          : Attribute(b.getIntegerAttr(elementType, static_cast<int64_t>(v)));
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, v)));
   }
   Value f32(double v) { return scalar(b.getF32Type(), v); }
+  Value i64(int64_t v) {
+    auto type = RankedTensorType::get({}, b.getIntegerType(64));
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, v));
+  }
 
   Value addArgument(RankedTensorType type, StringRef name) {
     return step.front().addArgument(type, NameLoc::get(b.getStringAttr(name)));
@@ -227,16 +231,37 @@ private:
     return global;
   }
 
-  /// The number of this update, counting from 1, kept in the global colo.step.
+  /// The number of this update, counting from 1, kept in the global colo.step:
+  /// read and incremented first (dropout keys use it), stored at the end.
   Value incrementStepCounter() {
     auto type = RankedTensorType::get({}, b.getIntegerType(64));
     GlobalOp counter =
         createGlobal("colo.step", type, DenseElementsAttr::get(type, int64_t(0)));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&step.front());
     Value next = AddOp::create(
         b, loc, GlobalLoadOp::create(b, loc, type, counter.getSymName()),
-        scalar(b.getIntegerType(64), 1));
+        i64(1));
+    b.setInsertionPoint(step.front().getTerminator());
     GlobalStoreOp::create(b, loc, counter.getSymName(), next);
     return next;
+  }
+
+  /// Gives every dropout a key of its own for this step:
+  /// (seed * 2^28 + step) * 2^12 + its position, so masks differ between ops
+  /// and steps and repeat between runs.
+  void keyDropouts(Value stepCount) {
+    int64_t position = 0;
+    step.walk([&](DropoutOp dropout) {
+      if (dropout.getKey() || dropout.getRatio().isZero())
+        return;
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(dropout);
+      Value base = AddOp::create(b, loc, stepCount, i64(o.seed << 28));
+      Value key = AddOp::create(b, loc, MulOp::create(b, loc, base, i64(4096)),
+                                i64(position++));
+      dropout.getKeyMutable().assign(key);
+    });
   }
 
   /// Constant, or Hugging Face's get_cosine_schedule_with_warmup: linear from 0
@@ -247,7 +272,7 @@ private:
       return base;
     Value index = ConvertOp::create(
         b, loc, RankedTensorType::get({}, b.getF32Type()),
-        SubOp::create(b, loc, stepCount, scalar(b.getIntegerType(64), 1)));
+        SubOp::create(b, loc, stepCount, i64(1)));
     double warmup = static_cast<double>(o.warmupSteps);
     double decay = static_cast<double>(std::max<int64_t>(1, o.totalSteps - o.warmupSteps));
     Value warm = MulOp::create(b, loc, index, f32(1.0 / std::max(1.0, warmup)));
@@ -353,6 +378,7 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
     o.schedule = schedule;
     o.warmupSteps = warmupSteps;
     o.totalSteps = totalSteps;
+    o.seed = seed;
     return o;
   }
 

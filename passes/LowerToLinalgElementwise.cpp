@@ -12,6 +12,7 @@
 #include "colo/Dialect/Colo/ColoOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -213,21 +214,60 @@ struct ConstantPattern : OpConversionPattern<ConstantOp> {
   }
 };
 
-/// Dropout with ratio 0 is the identity. A positive ratio needs the random
-/// stream, which CPU kernels do not generate yet: that is an error.
+/// Dropout without a key (inference) or with ratio 0 is the identity; with a
+/// key, each element's keep/drop decision is colo::dropoutDrops of its
+/// row-major index, computed in the generic from linalg.index.
 struct DropoutPattern : OpConversionPattern<DropoutOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     double ratio = op.getRatioAttr().getValueAsDouble();
-    if (ratio != 0.0) {
-      std::string text;
-      llvm::raw_string_ostream(text) << llvm::format("%g", ratio);
-      return op.emitOpError() << "with ratio " << text
-                              << " > 0 has no CPU kernel lowering yet (only "
-                                 "ratio 0, the identity)";
+    Value x = adaptor.getInput();
+    if (ratio == 0.0 || !adaptor.getKey()) {
+      rewriter.replaceOp(op, x);
+      return success();
     }
-    rewriter.replaceOp(op, adaptor.getInput());
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(x.getType());
+    Value key = tensor::ExtractOp::create(rewriter, loc, adaptor.getKey(), ValueRange{});
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                         type.getElementType());
+    AffineMap id = AffineMap::getMultiDimIdentityMap(type.getRank(), getContext());
+    SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                               utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, ValueRange{x}, ValueRange{init},
+        ArrayRef<AffineMap>{id, id}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Type i64 = b.getI64Type();
+          auto c = [&](uint64_t v) {
+            return arith::ConstantOp::create(b, l, b.getI64IntegerAttr(int64_t(v)));
+          };
+          Value index = c(0);
+          for (int64_t d = 0; d < type.getRank(); ++d) {
+            Value i = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, d));
+            index = arith::AddIOp::create(
+                b, l, arith::MulIOp::create(b, l, index, c(type.getDimSize(d))), i);
+          }
+          // As colo::dropoutDrops: mix key * 0x9e3779b97f4a7c15 + index.
+          Value z = arith::AddIOp::create(
+              b, l, arith::MulIOp::create(b, l, key, c(0x9e3779b97f4a7c15ULL)), index);
+          auto mix = [&](Value v, int shift, uint64_t mul) {
+            Value x = arith::XOrIOp::create(b, l, v, arith::ShRUIOp::create(b, l, v, c(shift)));
+            return mul ? arith::MulIOp::create(b, l, x, c(mul)).getResult() : x;
+          };
+          z = mix(mix(mix(z, 30, 0xbf58476d1ce4e5b9ULL), 27, 0x94d049bb133111ebULL), 31, 0);
+          Value top = arith::ShRUIOp::create(b, l, z, c(40));
+          auto threshold = static_cast<uint64_t>(std::ceil(ratio * double(1 << 24)));
+          Value drop =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, top, c(threshold));
+          Arith m{b, l};
+          Value v = promote(b, l, args[0]);
+          Value kept = m.mul(v, m.c(v.getType(), 1.0 / (1.0 - ratio)));
+          Value y = m.select(drop, m.c(v.getType(), 0.0), kept);
+          linalg::YieldOp::create(b, l, convertScalar(b, l, y, type.getElementType()));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }
 };

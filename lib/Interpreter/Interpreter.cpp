@@ -787,9 +787,19 @@ LogicalResult Evaluator::run(Operation *op) {
                         n.getEpsilonAttr().getValueAsDouble(), true);
       })
       .Case([&](BatchNormOp b) { return evalBatchNorm(b); })
-      // Inference form: no random stream to match, so dropout keeps everything.
+      // Without a key (inference) dropout keeps everything; with one it
+      // applies the counter-based mask the kernels apply.
       .Case([&](DropoutOp d) {
-        set(d.getResult(), get(d.getInput()));
+        HostArray y = get(d.getInput());
+        if (Value key = d.getKey()) {
+          auto k = static_cast<int64_t>(get(key).data[0]);
+          double ratio = d.getRatio().convertToDouble();
+          for (size_t i = 0; i < y.data.size(); ++i)
+            y.data[i] = dropoutDrops(k, static_cast<int64_t>(i), ratio)
+                            ? 0.0
+                            : y.data[i] / (1.0 - ratio);
+        }
+        set(d.getResult(), std::move(y));
         return success();
       })
       .Case([&](ReduceSumOp r) { return evalReduce(r, 0); })

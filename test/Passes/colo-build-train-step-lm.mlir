@@ -1,4 +1,4 @@
-// RUN: colo-opt %s --colo-build-train-step="loss=lm" | FileCheck %s
+// RUN: colo-opt %s --split-input-file --colo-build-train-step="loss=lm" | FileCheck %s
 
 // A language model: logits of tokens [0, S-1) against ids [1, S); the
 // embedding's gradient is a scatter-add.
@@ -13,4 +13,23 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x7xf32> {
   %t = colo.global_load @emb : tensor<7x7xf32>
   %e = colo.embedding %t, %ids : tensor<7x7xf32>, tensor<2x5xi64>
   return %e : tensor<2x5x7xf32>
+}
+
+// -----
+
+// Dropout gets a key from the step and its position; its gradient is dropout
+// of the gradient with the same key (the same mask).
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[STEP:.*]] = colo.add
+// CHECK: %[[BASE:.*]] = colo.add %[[STEP]]
+// CHECK: %[[SCALED:.*]] = colo.mul %[[BASE]]
+// CHECK: %[[KEY:.*]] = colo.add %[[SCALED]]
+// CHECK: colo.dropout %{{.*}} key %[[KEY]] ratio = 1.000000e-01
+// CHECK: colo.dropout %{{.*}} key %[[KEY]] ratio = 1.000000e-01
+colo.global trainable @emb2 : tensor<7x7xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0 : f64>
+func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x7xf32> {
+  %t = colo.global_load @emb2 : tensor<7x7xf32>
+  %e = colo.embedding %t, %ids : tensor<7x7xf32>, tensor<2x5xi64>
+  %d = colo.dropout %e ratio = 0.1 : tensor<2x5x7xf32>
+  return %d : tensor<2x5x7xf32>
 }

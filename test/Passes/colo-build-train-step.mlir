@@ -10,16 +10,16 @@
 // CHECK-LABEL: func.func @forward
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>, %[[LABELS:.*]]: tensor<8xi64>) -> tensor<f32>
+// CHECK: %[[STEP:.*]] = colo.add %{{.*}}, %{{.*}} : tensor<i64>, tensor<i64>
 // CHECK: %[[W:.*]] = colo.global_load @fc.weight
 // CHECK: %[[Y:.*]] = colo.matmul %[[X]], %[[W]]
 // CHECK: %[[LOGITS:.*]] = colo.add %[[Y]]
+// CHECK: colo.global_store @colo.step, %[[STEP]]
 // CHECK: %[[LOSS:.*]] = colo.cross_entropy %[[LOGITS]], %[[LABELS]]
 // CHECK: %[[DLOGITS:.*]] = colo.cross_entropy_backward %[[LOGITS]], %[[LABELS]]
 // CHECK: colo.reduce_sum %[[DLOGITS]] dims = [0]
 // CHECK: %[[XT:.*]] = colo.transpose %[[X]] permutation = [1, 0]
 // CHECK: colo.matmul %[[XT]], %[[DLOGITS]]
-// CHECK: %[[STEP:.*]] = colo.add %{{.*}}, %{{.*}} : tensor<i64>, tensor<i64>
-// CHECK: colo.global_store @colo.step, %[[STEP]]
 // CHECK: colo.adam_update {{.*}} {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, decoupled, epsilon = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64} : tensor<4x3xf32>
 // CHECK: colo.global_store @fc.weight
 // CHECK: colo.global_store @"fc.weight#exp_avg"

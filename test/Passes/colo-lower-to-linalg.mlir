@@ -324,10 +324,18 @@ func.func @matmul_stays(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> tensor<4x2x
 
 // -----
 
-func.func @dropout_random(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @below {{with ratio 0.1 > 0 has no CPU kernel lowering yet}}
-  // expected-error @below {{failed to legalize operation 'colo.dropout'}}
-  %y = colo.dropout %x ratio = 0.1 : tensor<4xf32>
+// Keyed dropout: the row-major index from linalg.index, the splitmix64
+// finalizer of key * 0x9e3779b97f4a7c15 + index, its top 24 bits against
+// ratio * 2^24 (rounded up), kept elements scaled by 1 / (1 - ratio).
+// CHECK-LABEL: func.func @dropout_keyed
+// CHECK: %[[K:.*]] = tensor.extract
+// CHECK: linalg.generic
+// CHECK: linalg.index 0
+// CHECK: arith.shrui
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.select
+func.func @dropout_keyed(%x: tensor<4xf32>, %k: tensor<i64>) -> tensor<4xf32> {
+  %y = colo.dropout %x key %k ratio = 0.1 : tensor<4xf32>
   return %y : tensor<4xf32>
 }
 

@@ -111,6 +111,9 @@ std::vector<Case> cases() {
                   .avoid({-0.5, 0.5}));
   c.push_back(
       Case("dropout_zero", {x34}, "%r = colo.dropout %a0 ratio = 0.0 : tensor<3x4xf64>"));
+  c.push_back(Case("dropout_keyed", {x34, "i64"},
+                   "%r = colo.dropout %a0 key %a1 ratio = 3.0e-01 : tensor<3x4xf64>")
+                  .fix(1, {7}));
   c.push_back(Case("convert_f32_f64", {"2x3xf32"},
                    "%r = colo.convert %a0 : tensor<2x3xf32> to tensor<2x3xf64>")
                   // f32 inputs: values and steps that f32 holds exactly.
@@ -536,7 +539,7 @@ TEST_F(GradientRuleErrors, DropoutWithRatio) {
       %y = colo.dropout %x ratio = 1.0e-01 : tensor<2xf64>
       return %y : tensor<2xf64>
     })");
-  EXPECT_NE(msg.find("dropout with a non-zero ratio"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("with a non-zero ratio needs a key"), std::string::npos) << msg;
 }
 
 TEST_F(GradientRuleErrors, OpWithoutRule) {

@@ -41,8 +41,9 @@ struct HostArray {
 /// apart from that only `colo.convert` rounds to its result type, and every
 /// other op computes in double.
 ///
-/// Evaluation is in inference form for randomness: `colo.dropout` is the
-/// identity and `colo.attention` ignores its `dropout`. `colo.batch_norm`
+/// `colo.dropout` applies its counter-based mask when it has a key (as train
+/// steps build it) and is the identity without one; `colo.attention` ignores
+/// its `dropout` (train steps decompose attention first). `colo.batch_norm`
 /// follows its `training` flag (batch statistics, biased variance for the
 /// normalization and unbiased for the running-statistics update, as PyTorch's
 /// train mode does).

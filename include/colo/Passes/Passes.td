@@ -163,7 +163,9 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
     update per trainable global, whose new value and optimizer state are written
     back with `colo.global_store`. The step counter is the global `colo.step`;
     optimizer state globals are named `<param>#<state>` and carry
-    `colo.optimizer_state`. `@train_step` returns the loss.
+    `colo.optimizer_state`. `@train_step` returns the loss. Every dropout gets
+    a key from the seed, the step and its position, so its mask is
+    reproducible and its gradient reuses it.
 
     Losses: `cross-entropy` (a new argument `labels` of the output's shape
     without the class dimension), `lm` (next-token cross-entropy of the logits
@@ -199,6 +201,7 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
     Option<"warmupSteps", "warmup-steps", "int64_t", "0", "Warm-up steps">,
     Option<"totalSteps", "total-steps", "int64_t", "0",
            "Steps of the whole run (cosine schedule)">,
+    Option<"seed", "seed", "int64_t", "0", "Seed of the dropout masks">,
   ];
   let statistics = [
     Statistic<"numParams", "num-params", "Parameters updated">,

@@ -26,6 +26,20 @@ mlir::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> a,
                                     llvm::ArrayRef<int64_t> b,
                                     llvm::SmallVectorImpl<int64_t> &out);
 
+/// The dropout mask of colo.dropout with a key: whether the element at
+/// row-major index `index` is dropped. The splitmix64 finalizer of
+/// key * 0x9e3779b97f4a7c15 + index (an odd multiplier, so every bit of the
+/// key counts), its top 24 bits against ratio * 2^24. The interpreter and the
+/// generated kernels compute exactly this.
+inline bool dropoutDrops(int64_t key, int64_t index, double ratio) {
+  uint64_t z = static_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ULL +
+               static_cast<uint64_t>(index);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 40) < ratio * double(1 << 24);
+}
+
 namespace detail {
 /// Output size of a convolution or pooling window along one dimension.
 int64_t windowOutput(int64_t in, int64_t padBefore, int64_t padAfter,

@@ -13,6 +13,10 @@ def Colo_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Colo_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def Colo_IntTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
 def Colo_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Colo_F32Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+def Colo_I64Scalar : 0DTensorOf<[I64]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))">;
 
 // Ops whose cost is computed by the default model (bytes moved, no FLOPs
 // unless the op declares kFlopsPerElement).
@@ -436,16 +440,33 @@ def Colo_DropoutOp : Colo_CostedOp<"dropout", [Pure,
   let summary = "Zeroes elements with probability `ratio` and rescales the rest";
   let description = [{
     Training-mode dropout: each element is kept with probability `1 - ratio`
-    and scaled by `1 / (1 - ratio)`. The random stream is counter-based and
-    seeded per op, so runs are reproducible.
-
+    and scaled by `1 / (1 - ratio)`. The random stream is counter-based: with
+    a `key` (an i64 scalar; the train step derives one per op and step), the
+    element at row-major index `i` is dropped when the top 24 bits of the
+    splitmix64 finalizer of `key * 0x9e3779b97f4a7c15 + i` are below
+    `ratio * 2^24`, so a run is reproducible and the backward pass applies the
+    same mask by calling dropout on the gradient with the same key. Without a
+    key (as imported, for inference) the op keeps every element.
     ```mlir
-    %y = colo.dropout %x ratio = 1.0e-01 : tensor<2x16x64xf32>
+    %y = colo.dropout %x key %k ratio = 1.0e-01 : tensor<2x16x64xf32>
     ```
   }];
-  let arguments = (ins Colo_FloatTensor:$input, F64Attr:$ratio);
+  let arguments = (ins Colo_FloatTensor:$input, Optional<Colo_I64Scalar>:$key,
+                       F64Attr:$ratio);
   let results = (outs Colo_FloatTensor:$result);
-  let assemblyFormat = "$input `ratio` `=` $ratio attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`key` $key^)? `ratio` `=` $ratio attr-dict `:` type($input)
+  }];
+  // Without a key, as the importers and inference build it.
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+      "::mlir::FloatAttr":$ratio), [{
+      build($_builder, $_state, result, input, ::mlir::Value(), ratio);
+    }]>,
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::FloatAttr":$ratio), [{
+      build($_builder, $_state, input.getType(), input, ::mlir::Value(), ratio);
+    }]>
+  ];
   let extraClassDeclaration = "static constexpr int64_t kFlopsPerElement = 2;";
   let hasVerifier = 1;
   let hasFolder = 1;

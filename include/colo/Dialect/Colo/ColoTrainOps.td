@@ -221,11 +221,6 @@ def Colo_CrossEntropyBackwardOp : Colo_CostedOp<"cross_entropy_backward", [Pure,
 
 // An update of one parameter: scalar learning rate (f32) and step (i64,
 // counting from 1 at the first update) are operands, so schedules are IR.
-def Colo_F32Scalar : 0DTensorOf<[F32]>,
-    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
-def Colo_I64Scalar : 0DTensorOf<[I64]>,
-    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))">;
-
 class Colo_UpdateOp<string mnemonic, list<Trait> traits = []>
     : Colo_CostedOp<mnemonic, !listconcat(traits, [Pure])> {
   let hasVerifier = 1;
