@@ -378,6 +378,15 @@ struct SgdUpdatePattern : OpConversionPattern<SgdUpdateOp> {
   }
 };
 
+/// Adam's moments (Adam, AdamW, LAMB): b1 m + (1 - b1) g and
+/// b2 v + (1 - b2) g^2.
+std::pair<Value, Value> adamMoments(Arith &m, Type acc, double b1, double b2, Value g,
+                                    Value expAvg, Value expAvgSq) {
+  Value mt = m.add(m.mul(m.c(acc, b1), expAvg), m.mul(m.c(acc, 1.0 - b1), g));
+  Value vt = m.add(m.mul(m.c(acc, b2), expAvgSq), m.mul(m.mul(m.c(acc, 1.0 - b2), g), g));
+  return {mt, vt};
+}
+
 /// torch.optim.Adam / AdamW: the bias corrections once, then one generic for
 /// the parameter and both moments.
 struct AdamUpdatePattern : OpConversionPattern<AdamUpdateOp> {
@@ -412,9 +421,7 @@ struct AdamUpdatePattern : OpConversionPattern<AdamUpdateOp> {
             p = m.mul(p, decay);
           else if (wd != 0.0)
             g = m.add(g, m.mul(m.c(acc, wd), p));
-          Value mt = m.add(m.mul(m.c(acc, b1), a[2]), m.mul(m.c(acc, 1.0 - b1), g));
-          Value vt = m.add(m.mul(m.c(acc, b2), a[3]),
-                           m.mul(m.mul(m.c(acc, 1.0 - b2), g), g));
+          auto [mt, vt] = adamMoments(m, acc, b1, b2, g, a[2], a[3]);
           Value denom = m.add(m.div(m.sqrt(vt), bc2Sqrt), m.c(acc, eps));
           return SmallVector<Value>{m.sub(p, m.div(m.mul(stepSize, mt), denom)), mt, vt};
         });
@@ -450,10 +457,7 @@ struct LambUpdatePattern : OpConversionPattern<LambUpdateOp> {
          {adaptor.getExpAvgSq(), id}},
         [&](OpBuilder &nb, Location l, ValueRange a) {
           Arith m{nb, l};
-          Value g = a[1];
-          Value mt = m.add(m.mul(m.c(acc, b1), a[2]), m.mul(m.c(acc, 1.0 - b1), g));
-          Value vt = m.add(m.mul(m.c(acc, b2), a[3]),
-                           m.mul(m.mul(m.c(acc, 1.0 - b2), g), g));
+          auto [mt, vt] = adamMoments(m, acc, b1, b2, a[1], a[2], a[3]);
           Value update = m.add(
               m.div(m.div(mt, bc1), m.add(m.sqrt(m.div(vt, bc2)), m.c(acc, eps))),
               m.mul(m.c(acc, wd), a[0]));
