@@ -115,17 +115,24 @@ struct ReducePattern : OpConversionPattern<OpTy> {
 // softmax, log_softmax
 //===----------------------------------------------------------------------===//
 
+/// The maximum of `x` along `axis` (that dimension dropped), in `acc`: the
+/// shift that keeps softmax-style exponentials finite.
+Value maxAlong(OpBuilder &b, Location loc, Value x, int64_t axis, Type acc) {
+  RankedTensorType type = tensorType(x);
+  return buildReduction(b, loc, type.getShape(), {axis}, {{x, identity(b, type.getRank())}},
+                        {lowestAttr(b, acc)},
+                        [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                          return SmallVector<Value>{Arith{nb, l}.max(a[0], in[0])};
+                        })[0];
+}
+
 Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis, bool log) {
   RankedTensorType type = tensorType(x);
   int64_t rank = type.getRank();
   axis = normalizeAxis(axis, rank);
   Type acc = computeType(type.getElementType());
   AffineMap id = identity(b, rank), kept = dropDimsMap(rank, {axis}, b.getContext());
-  Value mx = buildReduction(b, loc, type.getShape(), {axis}, {{x, id}},
-                            {lowestAttr(b, acc)},
-                            [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-                              return SmallVector<Value>{Arith{nb, l}.max(a[0], in[0])};
-                            })[0];
+  Value mx = maxAlong(b, loc, x, axis, acc);
   Value sum = buildReduction(b, loc, type.getShape(), {axis}, {{x, id}, {mx, kept}},
                              {zeroAttr(b, acc)},
                              [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
@@ -429,11 +436,7 @@ struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
     int64_t ignore = op.getIgnoreIndex();
     AffineMap id = identity(b, rank), perPos = dropDimsMap(rank, {positions}, b.getContext());
 
-    Value mx = buildReduction(b, loc, type.getShape(), {positions}, {{logits, id}},
-                              {lowestAttr(b, acc)},
-                              [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-                                return SmallVector<Value>{Arith{nb, l}.max(a[0], in[0])};
-                              })[0];
+    Value mx = maxAlong(b, loc, logits, positions, acc);
     SmallVector<Value> sums = buildReduction(
         b, loc, type.getShape(), {positions}, {{logits, id}, {mx, perPos}},
         {zeroAttr(b, acc), zeroAttr(b, acc)},
@@ -507,11 +510,7 @@ struct CrossEntropyBackwardPattern : OpConversionPattern<CrossEntropyBackwardOp>
                                    constantOf(nb, l, label.getType(), ignore));
     };
 
-    Value mx = buildReduction(b, loc, type.getShape(), {positions}, {{logits, id}},
-                              {lowestAttr(b, acc)},
-                              [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-                                return SmallVector<Value>{Arith{nb, l}.max(a[0], in[0])};
-                              })[0];
+    Value mx = maxAlong(b, loc, logits, positions, acc);
     Value sum = buildReduction(
         b, loc, type.getShape(), {positions}, {{logits, id}, {mx, perPos}},
         {zeroAttr(b, acc)}, [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
