@@ -45,6 +45,9 @@ public:
     if (failed(grads))
       return failure();
     numParams = grads->size();
+    for (auto &[param, grad] : *grads)
+      grad = GradientOp::create(b, loc, grad.getType(), grad,
+                                FlatSymbolRefAttr::get(param.getSymNameAttr()));
     if (o.maxGradNorm > 0)
       clipGradients(*grads);
     Value lr = learningRate(stepCount);

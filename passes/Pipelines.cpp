@@ -23,7 +23,10 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
 
 mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
                                                  llvm::StringRef options,
+                                                 const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
+  if (parallel.dp > 1)
+    pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{parallel.dp}));
   // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
   std::string spaced = options.str();
   std::replace(spaced.begin(), spaced.end(), ',', ' ');
@@ -34,6 +37,9 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
       })))
     return mlir::failure();
   pm.addPass(std::move(pass));
+  if (parallel.dp > 1)
+    pm.addPass(createColoDataParallel(
+        ColoDataParallelOptions{parallel.dp, parallel.bucketMb}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   return mlir::success();

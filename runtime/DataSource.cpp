@@ -79,8 +79,10 @@ public:
     int64_t intMax;
   };
 
-  ArraySource(std::string path, std::vector<Feed> feeds, int64_t samples, int64_t rows)
-      : path(std::move(path)), feeds(std::move(feeds)), samples(samples), rows(rows) {}
+  ArraySource(std::string path, std::vector<Feed> feeds, int64_t samples, int64_t rows,
+              int64_t parts, int64_t part)
+      : path(std::move(path)), feeds(std::move(feeds)), samples(samples), rows(rows),
+        parts(parts), part(part) {}
 
   void next(Session &session) override {
     for (Feed &f : feeds) {
@@ -88,31 +90,32 @@ public:
       int64_t inBytes = f.rowElements * f.array.itemSize;
       int64_t outBytes = f.rowElements * dtypeSize(f.dtype);
       for (int64_t r = 0; r < rows; ++r) {
-        int64_t row = (cursor + r) % samples;
+        int64_t row = (cursor + part * rows + r) % samples;
         convertElements(f.array.data.data() + row * inBytes, f.array.kind,
                         f.array.itemSize, f.dtype, dst + r * outBytes, f.rowElements,
                         f.what, f.intMax, row * f.rowElements);
       }
       session.markInputSet(f.id);
     }
-    cursor = (cursor + rows) % samples;
+    cursor = (cursor + rows * parts) % samples;
   }
 
   std::string description() const override {
-    int64_t perEpoch = (samples + rows - 1) / rows;
-    return path + ": " + std::to_string(samples) + " samples, " + std::to_string(rows) +
+    int64_t perStep = rows * parts, perEpoch = (samples + perStep - 1) / perStep;
+    return path + ": " + std::to_string(samples) + " samples, " + std::to_string(perStep) +
            " per step (" + std::to_string(perEpoch) + " steps per epoch)";
   }
 
 private:
   std::string path;
   std::vector<Feed> feeds;
-  int64_t samples, rows, cursor = 0;
+  int64_t samples, rows, parts, part, cursor = 0;
 };
 
 std::unique_ptr<DataSource> openArrays(const std::string &path,
                                        std::map<std::string, NpyArray> arrays,
-                                       const Executable &exe, bool single) {
+                                       const Executable &exe, bool single,
+                                       int64_t part) {
   std::vector<ArraySource::Feed> feeds;
   int64_t samples = -1, rows = -1;
   std::string first;
@@ -169,7 +172,8 @@ std::unique_ptr<DataSource> openArrays(const std::string &path,
   }
   if (samples < 0)
     samples = rows = 1; // the program has no inputs
-  return std::make_unique<ArraySource>(path, std::move(feeds), samples, rows);
+  return std::make_unique<ArraySource>(path, std::move(feeds), samples, rows,
+                                       exe.batchParts(), part);
 }
 
 //===----------------------------------------------------------------------===//
@@ -189,10 +193,11 @@ public:
   };
 
   TokenSource(std::string path, std::unique_ptr<MappedRegion> region, int itemSize,
-              std::string typeName, std::vector<Feed> feeds, int64_t perStep)
+              std::string typeName, std::vector<Feed> feeds, int64_t perRank,
+              int64_t parts, int64_t part)
       : path(std::move(path)), region(std::move(region)), itemSize(itemSize),
-        typeName(std::move(typeName)), feeds(std::move(feeds)), perStep(perStep),
-        tokens(this->region->size() / itemSize) {}
+        typeName(std::move(typeName)), feeds(std::move(feeds)), perRank(perRank),
+        parts(parts), part(part), tokens(this->region->size() / itemSize) {}
 
   void next(Session &session) override {
     const char *base = static_cast<const char *>(region->data());
@@ -202,7 +207,7 @@ public:
         fillOnes(dst, f.dtype, f.count);
       } else {
         for (int64_t j = 0; j < f.count; ++j) {
-          int64_t pos = (cursor + f.shift + j) % tokens;
+          int64_t pos = (cursor + part * perRank + f.shift + j) % tokens;
           int64_t v;
           if (itemSize == 1) {
             v = static_cast<unsigned char>(base[pos]);
@@ -228,12 +233,12 @@ public:
       }
       session.markInputSet(f.id);
     }
-    cursor = (cursor + perStep) % tokens;
+    cursor = (cursor + perRank * parts) % tokens;
   }
 
   std::string description() const override {
     return path + ": " + std::to_string(tokens) + " " + typeName + " tokens, " +
-           std::to_string(perStep) + " per step";
+           std::to_string(perRank * parts) + " per step";
   }
 
 private:
@@ -242,7 +247,7 @@ private:
   int itemSize;
   std::string typeName;
   std::vector<Feed> feeds;
-  int64_t perStep, tokens, cursor = 0;
+  int64_t perRank, parts, part, tokens, cursor = 0;
 };
 
 std::unique_ptr<DataSource> openTokens(const std::string &path, const Executable &exe,
@@ -297,7 +302,8 @@ std::unique_ptr<DataSource> openTokens(const std::string &path, const Executable
   if (perStep < 0)
     perStep = 0;
   return std::make_unique<TokenSource>(path, std::move(region), itemSize,
-                                       options.tokenDType, std::move(feeds), perStep);
+                                       options.tokenDType, std::move(feeds), perStep,
+                                       exe.batchParts(), options.part);
 }
 
 //===----------------------------------------------------------------------===//
@@ -313,7 +319,8 @@ uint64_t splitmix(uint64_t &state) {
 
 class SyntheticSource : public DataSource {
 public:
-  SyntheticSource(const Executable &exe, uint64_t seed) : exe(exe), seed(seed) {}
+  SyntheticSource(const Executable &exe, uint64_t seed, int64_t part)
+      : exe(exe), seed(seed), part(part) {}
 
   void next(Session &session) override {
     const std::vector<int32_t> &inputs = exe.inputs();
@@ -335,8 +342,15 @@ public:
       splitmix(state);
       state ^= (uint64_t(idx) + 1) * 0xaf251af3b0f025b5ull;
       uint64_t bound = b.int_max() > 0 ? uint64_t(b.int_max()) : 2;
-      for (int64_t i = 0; i < n; ++i) {
-        char *p = dst + i * dtypeSize(dtype);
+      // The batch of all parts is drawn; this rank keeps its own.
+      for (int64_t i = 0, first = part * n; i < first + n; ++i) {
+        char *p = dst + (i - first) * dtypeSize(dtype);
+        if (i < first) {
+          splitmix(state);
+          if (isFloat(dtype))
+            splitmix(state);
+          continue;
+        }
         if (!isFloat(dtype)) {
           uint64_t r = uint64_t((__uint128_t(splitmix(state)) * bound) >> 64);
           switch (dtype) {
@@ -397,15 +411,18 @@ public:
 private:
   const Executable &exe;
   uint64_t seed;
-  int64_t step = 0;
+  int64_t part, step = 0;
 };
 
 } // namespace
 
 std::unique_ptr<DataSource> openDataSource(const std::string &spec, const Executable &exe,
                                            const DataOptions &options) {
+  if (options.part < 0 || options.part >= exe.batchParts())
+    throw Error("batch part " + std::to_string(options.part) + " is out of range (the " +
+                "program splits the batch into " + std::to_string(exe.batchParts()) + ")");
   if (spec == "synthetic")
-    return std::make_unique<SyntheticSource>(exe, options.seed);
+    return std::make_unique<SyntheticSource>(exe, options.seed, options.part);
   if (!isRegularFile(spec))
     throw Error("cannot open data file '" + spec +
                 "': " + (isDirectory(spec) ? "it is a directory" : "no such file"));
@@ -422,10 +439,10 @@ std::unique_ptr<DataSource> openDataSource(const std::string &spec, const Execut
     }
     std::map<std::string, NpyArray> arrays;
     arrays.emplace("", readNpy(spec));
-    return openArrays(spec, std::move(arrays), exe, true);
+    return openArrays(spec, std::move(arrays), exe, true, options.part);
   }
   if (endsWith(spec, ".npz"))
-    return openArrays(spec, readNpz(spec), exe, false);
+    return openArrays(spec, readNpz(spec), exe, false, options.part);
   throw Error("cannot tell the format of '" + spec +
               "': use .npy or .npz, or give --token-dtype uint16|int32 for a flat file "
               "of token ids");

@@ -96,8 +96,70 @@ std::string Executable::describeBuffer(int32_t id) const {
 }
 
 void Executable::validate() {
+  validateMesh();
   validateBuffers();
   validateSteps();
+}
+
+void Executable::validateMesh() {
+  const Mesh &mesh = program_.mesh();
+  if (mesh.axes_size() != mesh.shape_size())
+    fail("mesh: " + std::to_string(mesh.shape_size()) + " sizes but " +
+         std::to_string(mesh.axes_size()) + " axis names");
+  worldSize_ = 1;
+  for (int i = 0; i < mesh.shape_size(); ++i) {
+    if (mesh.shape(i) < 1 || mesh.shape(i) > (1 << 20))
+      fail("mesh: axis '" + mesh.axes(i) + "' has size " + std::to_string(mesh.shape(i)));
+    worldSize_ *= mesh.shape(i);
+  }
+  if (worldSize_ > (1 << 20))
+    fail("mesh: " + std::to_string(worldSize_) + " ranks is too many");
+  if (program_.has_batch_axis() && program_.batch_axis() >= 0) {
+    if (program_.batch_axis() >= mesh.shape_size())
+      fail("batch_axis " + std::to_string(program_.batch_axis()) +
+           " is not an axis of the mesh");
+    batchParts_ = mesh.shape(program_.batch_axis());
+  }
+}
+
+MeshPosition Executable::position(int rank) const {
+  const Mesh &mesh = program_.mesh();
+  MeshPosition p;
+  p.coords.assign(mesh.shape_size(), 0);
+  for (int i = mesh.shape_size() - 1, r = rank; i >= 0; --i) {
+    p.coords[i] = r % mesh.shape(i);
+    r /= mesh.shape(i);
+  }
+  p.batchPart = batchParts_ > 1 ? p.coords[program_.batch_axis()] : 0;
+  return p;
+}
+
+std::vector<int> Executable::group(int rank, const std::vector<int> &axes) const {
+  const Mesh &mesh = program_.mesh();
+  std::vector<int64_t> coords = position(rank).coords;
+  std::vector<int> members{0};
+  // Enumerate the coordinates along `axes` (the first slowest), the others
+  // fixed at this rank's.
+  for (int axis : axes) {
+    std::vector<int> next;
+    for (int base : members)
+      for (int64_t c = 0; c < mesh.shape(axis); ++c)
+        next.push_back(base * int(mesh.shape(axis)) + int(c));
+    members = std::move(next);
+  }
+  std::vector<int> ranks;
+  for (int m : members) {
+    std::vector<int64_t> c = coords;
+    for (int i = int(axes.size()) - 1, r = m; i >= 0; --i) {
+      c[axes[i]] = r % mesh.shape(axes[i]);
+      r /= int(mesh.shape(axes[i]));
+    }
+    int64_t rank = 0;
+    for (int i = 0; i < mesh.shape_size(); ++i)
+      rank = rank * mesh.shape(i) + c[i];
+    ranks.push_back(int(rank));
+  }
+  return ranks;
 }
 
 void Executable::validateBuffers() {
@@ -344,8 +406,53 @@ void Executable::validateSteps() {
       notConstant("dst", dst);
       break;
     }
+    case Step::kCollective: {
+      const Collective &c = step.collective();
+      int32_t in = operand("input", c.input()), out = operand("output", c.output());
+      int64_t parts = 1;
+      std::set<int> axes;
+      for (int axis : c.mesh_axes()) {
+        if (axis < 0 || axis >= program_.mesh().shape_size())
+          fail(where + ": mesh axis " + std::to_string(axis) + " is not an axis of the mesh");
+        if (!axes.insert(axis).second)
+          fail(where + ": mesh axis " + std::to_string(axis) + " is named twice");
+        parts *= program_.mesh().shape(axis);
+      }
+      DType dtype = buffer(in).dtype();
+      needDType("output", out, dtype);
+      bool intSum = dtype == I64 && c.kind() == Collective::ALL_REDUCE &&
+                    c.reduction() != Collective::AVERAGE;
+      if (dtype != F32 && dtype != F64 && !intSum)
+        fail(where + ": " + dtypeName(dtype) + " is not supported by this collective");
+      int64_t n = elements_[in];
+      switch (c.kind()) {
+      case Collective::ALL_REDUCE:
+      case Collective::ALL_TO_ALL:
+        needElements("output", out, n, true);
+        break;
+      case Collective::ALL_GATHER:
+        needElements("output", out, n * parts, true);
+        break;
+      case Collective::REDUCE_SCATTER:
+      case Collective::ALL_SLICE:
+        if (n % parts)
+          fail(where + ": input " + describeBuffer(in) + " has " + std::to_string(n) +
+               " elements, not a multiple of the group size " + std::to_string(parts));
+        needElements("output", out, n / parts, true);
+        break;
+      default:
+        fail(where + ": unknown collective kind " + std::to_string(int(c.kind())));
+      }
+      if (c.kind() == Collective::ALL_TO_ALL && n % parts)
+        fail(where + ": input " + describeBuffer(in) + " has " + std::to_string(n) +
+             " elements, not a multiple of the group size " + std::to_string(parts));
+      if (in == out && c.kind() != Collective::ALL_REDUCE)
+        fail(where + ": input and output are the same buffer");
+      notConstant("output", out);
+      break;
+    }
     default:
-      fail(where + ": the step has no kind (kernel, gemm, conv, pool or copy)");
+      fail(where + ": the step has no kind (kernel, gemm, conv, pool, copy or collective)");
     }
   }
 }
@@ -425,6 +532,8 @@ const char *stepKind(const Step &step) {
     return "pool";
   case Step::kCopy:
     return "copy";
+  case Step::kCollective:
+    return "collective";
   default:
     return "empty";
   }

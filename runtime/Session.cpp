@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -38,8 +39,16 @@ struct Session::Prepared {
   PreparedOp run;
 };
 
-Session::Session(std::shared_ptr<const Executable> executable)
-    : exe_(std::move(executable)), start_(std::chrono::steady_clock::now()) {
+Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm)
+    : exe_(std::move(executable)), comm_(comm), start_(std::chrono::steady_clock::now()) {
+  int64_t world = exe_->worldSize();
+  if (world > 1 && !comm_)
+    throw Error("'" + exe_->directory() + "' is compiled for " + std::to_string(world) +
+                " ranks: run it with 'colo run --np " + std::to_string(world) +
+                "' or under mpirun -np " + std::to_string(world));
+  if (comm_ && comm_->size() != world)
+    throw Error("'" + exe_->directory() + "' is compiled for " + std::to_string(world) +
+                " ranks, but the run has " + std::to_string(comm_->size()));
   try {
     allocate();
     prepare();
@@ -145,12 +154,67 @@ void Session::prepare() {
         prepared_[i].run = [=] { std::memmove(dst, src, bytes); };
         break;
       }
+      case Step::kCollective:
+        prepared_[i].run = prepareCollective(step.collective());
+        break;
       default:
         break; // rejected by the validator
       }
     } catch (const Error &e) {
       throw Error(exe_->directory() + ": " + exe_->describeStep(i) + ": " + e.what());
     }
+  }
+}
+
+std::function<void()> Session::prepareCollective(const Collective &c) {
+  std::vector<int> axes(c.mesh_axes().begin(), c.mesh_axes().end());
+  Group group = exe_->group(comm_ ? comm_->rank() : 0, axes);
+  void *in = pointers_[c.input()], *out = pointers_[c.output()];
+  DType dtype = exe_->buffer(c.input()).dtype();
+  int64_t n = exe_->numElements(c.input()), size = int64_t(group.size());
+  int64_t bytes = exe_->byteSize(c.input());
+  ReduceOp op = c.reduction() == Collective::SUM       ? ReduceOp::Sum
+                : c.reduction() == Collective::AVERAGE ? ReduceOp::Average
+                                                       : ReduceOp::Max;
+  Communicator *comm = comm_;
+  int64_t index = std::find(group.begin(), group.end(), comm ? comm->rank() : 0) -
+                  group.begin();
+  switch (c.kind()) {
+  case Collective::ALL_REDUCE:
+    return [=] {
+      if (in != out)
+        std::memmove(out, in, size_t(bytes));
+      if (size > 1)
+        comm->allReduce(out, n, dtype, op, group);
+    };
+  case Collective::ALL_GATHER:
+    return [=] {
+      if (size > 1)
+        comm->allGather(in, out, n, dtype, group);
+      else
+        std::memmove(out, in, size_t(bytes));
+    };
+  case Collective::REDUCE_SCATTER:
+    return [=] {
+      if (size > 1)
+        comm->reduceScatter(in, out, n / size, dtype, op, group);
+      else
+        std::memmove(out, in, size_t(bytes));
+    };
+  case Collective::ALL_TO_ALL:
+    return [=] {
+      if (size > 1)
+        comm->allToAll(in, out, n / size, dtype, group);
+      else
+        std::memmove(out, in, size_t(bytes));
+    };
+  case Collective::ALL_SLICE:
+    return [=] {
+      std::memmove(out, static_cast<char *>(in) + index * (bytes / size),
+                   size_t(bytes / size));
+    };
+  default:
+    return [] {};
   }
 }
 

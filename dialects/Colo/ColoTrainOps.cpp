@@ -75,6 +75,18 @@ LogicalResult GlobalStoreOp::verifySymbolUses(SymbolTableCollection &symbolTable
   return success();
 }
 
+OpFoldResult GradientOp::fold(FoldAdaptor) { return getInput(); }
+
+LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto global = symbolTable.lookupNearestSymbolFrom<GlobalOp>(*this, getParamAttr());
+  if (!global || !global.getTrainable())
+    return emitOpError() << "'" << getParam() << "' does not name a trainable colo.global";
+  if (global.getType() != getType())
+    return emitOpError() << "gradient type " << getType()
+                         << " does not match parameter type " << global.getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//

@@ -8,7 +8,7 @@
 namespace colo {
 
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<ColoDialect>();
+  registry.insert<ColoDialect, mlir::shard::ShardDialect>();
 }
 
 inline void registerAllPasses() { registerPassesAndPipelines(); }

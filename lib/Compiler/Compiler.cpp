@@ -46,7 +46,7 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   PassManager pm(module.getContext());
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  if (failed(buildTrainStepPipeline(pm, options.train, es)))
+  if (failed(buildTrainStepPipeline(pm, options.train, options.parallel, es)))
     return module.emitError() << "invalid --train options: " << errors;
   if (failed(dump("0-forward.mlir", module)) || failed(pm.run(module)) ||
       failed(dump("1-train-step.mlir", module)))

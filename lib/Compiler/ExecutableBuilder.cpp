@@ -9,6 +9,8 @@
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -58,9 +60,22 @@ bool feedsOnlyGemms(TransposeOp t) {
          llvm::all_of(t->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); });
 }
 
+bool isCollective(Operation *op) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             shard::AllToAllOp, shard::AllSliceOp>(op);
+}
+
 bool isLibraryOp(Operation *op) {
   return isa<MatmulOp, Conv2dOp, Conv2dBackwardInputOp, Conv2dBackwardFilterOp,
-             MaxPool2dOp, AvgPool2dOp, MaxPool2dBackwardOp, AvgPool2dBackwardOp>(op);
+             MaxPool2dOp, AvgPool2dOp, MaxPool2dBackwardOp, AvgPool2dBackwardOp>(op) ||
+         isCollective(op);
+}
+
+/// Collectives move contiguous blocks: cutting or joining along `axis` must
+/// not interleave, i.e. every dimension before it is 1.
+bool blocksAreContiguous(Value v, int64_t axis) {
+  return llvm::all_of(tensorType(v).getShape().take_front(axis),
+                      [](int64_t d) { return d == 1; });
 }
 
 /// A readable name for a buffer: the op's location name, if any.
@@ -105,12 +120,35 @@ public:
         return failure();
       plan.program.add_loss(*id);
     }
+    if (failed(describeMesh()))
+      return failure();
     planMemory(plan.program);
     plan.program.set_kernels_library("kernels.so");
     return std::move(plan);
   }
 
 private:
+  /// The module's mesh, and the axis that splits the batch.
+  LogicalResult describeMesh() {
+    auto module = func->getParentOfType<ModuleOp>();
+    auto grids = module.getOps<shard::GridOp>();
+    if (grids.empty())
+      return success();
+    shard::GridOp grid = *grids.begin();
+    auto axes = grid->getAttrOfType<ArrayAttr>("colo.axes");
+    if (!axes || axes.size() != grid.getShape().size() ||
+        llvm::any_of(grid.getShape(), [](int64_t d) { return d <= 0; }))
+      return grid.emitError("the mesh needs static sizes and colo.axes, one name per axis");
+    rt::Mesh *mesh = plan.program.mutable_mesh();
+    for (auto [size, name] : llvm::zip(grid.getShape(), axes.getAsValueRange<StringAttr>())) {
+      mesh->add_shape(size);
+      mesh->add_axes(name.str());
+      if (name == "dp" && func->hasAttr("colo.data_parallel"))
+        plan.program.set_batch_axis(mesh->shape_size() - 1);
+    }
+    return success();
+  }
+
   FailureOr<int> newBuffer(RankedTensorType t, StringRef name, rt::Buffer::Kind kind) {
     FailureOr<rt::DType> dtype = dtypeOf(func, t.getElementType());
     if (failed(dtype))
@@ -285,6 +323,8 @@ private:
       return failure();
     if (auto mm = dyn_cast<MatmulOp>(op))
       return visitMatmul(mm);
+    if (isCollective(op))
+      return visitCollective(op);
     SmallVector<int> ids;
     for (Value v : op->getOperands()) {
       FailureOr<int> id = materialize(v);
@@ -345,6 +385,70 @@ private:
       p->set_dx(*out);
     }
     return success();
+  }
+
+  LogicalResult visitCollective(Operation *op) {
+    FailureOr<int> in = materialize(op->getOperand(0));
+    FailureOr<int> out = result(op);
+    if (failed(in) || failed(out))
+      return failure();
+    rt::Collective *c = addStep(op)->mutable_collective();
+    c->set_input(*in);
+    c->set_output(*out);
+    auto reduction = [&](shard::ReductionKind kind) -> LogicalResult {
+      switch (kind) {
+      case shard::ReductionKind::Sum:
+        c->set_reduction(rt::Collective::SUM);
+        return success();
+      case shard::ReductionKind::Average:
+        c->set_reduction(rt::Collective::AVERAGE);
+        return success();
+      case shard::ReductionKind::Max:
+        c->set_reduction(rt::Collective::MAX);
+        return success();
+      default:
+        return op->emitError("the runtime reduces by sum, average or max only");
+      }
+    };
+    auto axisIsLeading = [&](Value v, int64_t axis) -> LogicalResult {
+      if (blocksAreContiguous(v, axis))
+        return success();
+      return op->emitError() << "the runtime cuts and joins tensors along their "
+                                "outermost non-unit dimension only, not dimension "
+                             << axis << " of " << v.getType();
+    };
+    ArrayRef<int16_t> axes;
+    LogicalResult ok = success();
+    if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
+      c->set_kind(rt::Collective::ALL_REDUCE);
+      axes = r.getGridAxes();
+      ok = reduction(r.getReduction());
+    } else if (auto g = dyn_cast<shard::AllGatherOp>(op)) {
+      c->set_kind(rt::Collective::ALL_GATHER);
+      axes = g.getGridAxes();
+      ok = axisIsLeading(g.getResult(), g.getGatherAxis().getSExtValue());
+    } else if (auto r = dyn_cast<shard::ReduceScatterOp>(op)) {
+      c->set_kind(rt::Collective::REDUCE_SCATTER);
+      axes = r.getGridAxes();
+      ok = succeeded(reduction(r.getReduction()))
+               ? axisIsLeading(r.getInput(), r.getScatterAxis().getSExtValue())
+               : failure();
+    } else if (auto a = dyn_cast<shard::AllToAllOp>(op)) {
+      c->set_kind(rt::Collective::ALL_TO_ALL);
+      axes = a.getGridAxes();
+      if (a.getSplitAxis() != a.getConcatAxis())
+        ok = op->emitError("the runtime's all-to-all splits and concatenates along "
+                           "the same dimension");
+      else
+        ok = axisIsLeading(a.getInput(), a.getSplitAxis().getSExtValue());
+    } else if (auto sl = dyn_cast<shard::AllSliceOp>(op)) {
+      c->set_kind(rt::Collective::ALL_SLICE);
+      axes = sl.getGridAxes();
+      ok = axisIsLeading(sl.getInput(), sl.getSliceAxis().getSExtValue());
+    }
+    for (int16_t axis : axes)
+      c->add_mesh_axes(axis);
+    return ok;
   }
 
   rt::Conv2d *convStep(Operation *op, Value x, Value w, Value y, ArrayRef<int64_t> strides,

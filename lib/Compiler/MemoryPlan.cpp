@@ -59,6 +59,9 @@ void forEachBuffer(const rt::Step &s, const std::function<void(int)> &f) {
   case rt::Step::kCopy:
     f(s.copy().src()), f(s.copy().dst());
     break;
+  case rt::Step::kCollective:
+    f(s.collective().input()), f(s.collective().output());
+    break;
   default:
     break;
   }

@@ -15,7 +15,7 @@
 using namespace mlir;
 
 void colo::registerDialects(DialectRegistry &registry) {
-  registry.insert<ColoDialect, func::FuncDialect>();
+  registry.insert<ColoDialect, func::FuncDialect, shard::ShardDialect>();
 }
 
 FailureOr<OwningOpRef<ModuleOp>> colo::importModel(llvm::StringRef path,

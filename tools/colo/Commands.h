@@ -42,6 +42,10 @@ int runTrain(mlir::MLIRContext &ctx);
 /// options of the command line (shared by `colo run` and `colo train`).
 int runExecutable(llvm::StringRef dir);
 
+/// Runs `colo run dir runArgs...` on `ranks` processes through mpirun and
+/// returns its exit code.
+int launchRanks(llvm::StringRef dir, int64_t ranks, llvm::ArrayRef<std::string> runArgs);
+
 /// Imports `model` and compiles its training step into `exeDir` (what
 /// `colo compile` does); returns the exit code, errors printed.
 int compileModel(mlir::MLIRContext &ctx, llvm::StringRef model, llvm::StringRef exeDir,

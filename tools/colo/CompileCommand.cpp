@@ -4,6 +4,7 @@
 
 #include "colo/Compiler/Compiler.h"
 #include "colo/Driver/Driver.h"
+#include "colo/Planner/Plan.h"
 
 #include "llvm/Support/Path.h"
 
@@ -42,6 +43,15 @@ cl::opt<std::string> compileDumpIr(
              "readable program into this directory"),
     cl::value_desc("dir"), cl::sub(compileCmd),
     cl::sub(trainCommand()));
+cl::opt<std::string> compilePlan(
+    "plan",
+    cl::desc("Spread the step over ranks: a plan file (colo plan -o) or inline, "
+             "e.g. dp=2 (docs/plan-format.md; data parallelism so far)"),
+    cl::value_desc("plan"), cl::sub(compileCmd), cl::sub(trainCommand()));
+cl::opt<double> compileBucketMb(
+    "bucket-mb",
+    cl::desc("Data parallelism: gradient MiB per all-reduce (default 25)"),
+    cl::init(25.0), cl::sub(compileCmd), cl::sub(trainCommand()));
 cl::opt<std::string> trainExeDir(
     "exe-dir",
     cl::desc("Where to write the executable (default: <model name>.colo in the "
@@ -57,6 +67,41 @@ cl::SubCommand &colo::tool::trainCommand() {
   return cmd;
 }
 
+/// The parts of `text`'s plan that the plan passes implement; anything else is
+/// rejected by name before anything is compiled.
+static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
+  colo::ParallelOptions options;
+  options.bucketMb = compileBucketMb;
+  if (!(options.bucketMb > 0))
+    return reportError("--bucket-mb must be positive"), failure();
+  if (text.empty())
+    return options;
+  Expected<colo::planner::Plan> plan = colo::planner::parsePlan(text);
+  if (!plan)
+    return reportError("invalid --plan: " + toString(plan.takeError())), failure();
+  auto unsupported = [&](StringRef what) {
+    reportError("--plan " + plan->str() + ": " + what +
+                " is not implemented yet (data parallelism, dp=N, is)");
+    return failure();
+  };
+  if (plan->tp > 1)
+    return unsupported("tensor parallelism (tp)");
+  if (plan->pp > 1)
+    return unsupported("pipeline parallelism (pp)");
+  if (plan->sequenceParallel)
+    return unsupported("sequence parallelism (sp)");
+  if (plan->zero > 0)
+    return unsupported("ZeRO");
+  if (plan->microBatches > 1)
+    return unsupported("gradient accumulation (micro)");
+  if (plan->recompute != colo::planner::Recompute::None)
+    return unsupported("recomputation");
+  if (plan->offload != colo::planner::Offload::None)
+    return unsupported("offload");
+  options.dp = plan->dp;
+  return options;
+}
+
 int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef exeDir,
                              StringRef train, ArrayRef<std::string> inputShapes,
                              StringRef dumpIr) {
@@ -69,7 +114,11 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
       reportError("import of '" + model + "' failed");
     return 1;
   }
+  FailureOr<colo::ParallelOptions> parallel = parallelOptions(compilePlan);
+  if (failed(parallel))
+    return 1;
   colo::CompileOptions options;
+  options.parallel = *parallel;
   options.train = train.str();
   options.dumpIrDir = dumpIr.str();
   if (failed(colo::compileTrainStep(**module, exeDir, options))) {

@@ -5,6 +5,7 @@
 // tools/colo/CMakeLists.txt) and turns each into one "colo: error:" line.
 #include "Commands.h"
 
+#include "colo/Runtime/Communicator.h"
 #include "colo/Runtime/DataSource.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <map>
 #include <new>
+#include <thread>
 
 using namespace llvm;
 using namespace colo::tool;
@@ -72,6 +74,17 @@ cl::opt<bool> runNoSnapshot(
              "weights to save)"),
     cl::sub(runCmd), cl::sub(trainCommand()));
 
+cl::opt<int> runRanks(
+    "np",
+    cl::desc("Ranks to run (through mpirun; default: the number the executable was "
+             "compiled for). Under mpirun or srun, leave it out"),
+    cl::init(0), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<double> runCommTimeout(
+    "comm-timeout",
+    cl::desc("Seconds a rank waits for another in a collective before the run stops "
+             "with an error (default 300)"),
+    cl::init(300), cl::sub(runCmd), cl::sub(trainCommand()));
+
 /// Snapshots are on by default below this size (a copy of the parameters per
 /// step is cheap next to the step itself, which reads them several times).
 constexpr int64_t kSnapshotLimit = int64_t(2) << 30;
@@ -94,8 +107,8 @@ std::string notFinite(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" :
 /// The step line's progress bar on a terminal, redrawn below the step lines.
 class Progress {
 public:
-  explicit Progress(int64_t total)
-      : total(total), enabled(sys::Process::StandardOutIsDisplayed()) {}
+  Progress(int64_t total, bool speaks)
+      : total(total), enabled(speaks && sys::Process::StandardOutIsDisplayed()) {}
   void clear() {
     if (enabled && drawn)
       outs() << "\r\033[K";
@@ -170,21 +183,74 @@ void keepLastGoodWeights(rt::Session &session, int64_t k, const std::string &out
          << " to " << output << "\n";
 }
 
+/// The run options given on the command line, as `colo run` arguments for
+/// the ranks that mpirun starts.
+std::vector<std::string> runArguments() {
+  std::vector<std::string> args;
+  auto add = [&](const cl::Option &o, const std::string &value) {
+    if (o.getNumOccurrences())
+      args.push_back("--" + o.ArgStr.str() + "=" + value);
+  };
+  add(runSteps, std::to_string(runSteps));
+  add(runData, runData);
+  add(runTokenDType, runTokenDType);
+  if (runShiftLabels)
+    args.push_back("--shift-labels");
+  add(runSeed, std::to_string(runSeed));
+  add(runThreads, std::to_string(runThreads));
+  add(runOutput, runOutput);
+  add(runWeights, runWeights);
+  add(runSaveState, runSaveState);
+  add(runProfile, runProfile);
+  if (runNoSnapshot)
+    args.push_back("--no-snapshot");
+  add(runCommTimeout, formatv("{0}", runCommTimeout.getValue()).str());
+  return args;
+}
+
+/// This rank's communicator, if it runs with others: after an error the whole
+/// run is ended through it, so that no rank waits for this one.
+std::unique_ptr<rt::Communicator> comm;
+
 int run(const std::string &dir) {
   auto exe = rt::Executable::load(dir);
   if (runSteps < 0)
     return reportError("--steps must not be negative");
   if (runThreads < 0)
     return reportError("--threads must not be negative");
-  rt::setThreads(runThreads);
-  rt::Session session(exe);
+  if (runRanks < 0)
+    return reportError("--np must not be negative");
+  if (!(runCommTimeout > 0))
+    return reportError("--comm-timeout must be positive");
+  int64_t world = exe->worldSize();
+  if (rt::launchedWithRanks()) {
+    comm = rt::createMpiCommunicator();
+    comm->setTimeout(runCommTimeout);
+  } else if (runRanks > 1 || world > 1) {
+    int64_t ranks = runRanks ? runRanks.getValue() : world;
+    if (ranks != world)
+      return reportError(formatv("'{0}' is compiled for {1} rank{2}, not {3} (compile "
+                                 "with another --plan to change it)",
+                                 dir, world, world == 1 ? "" : "s", ranks));
+    return launchRanks(dir, ranks, runArguments());
+  }
+  int rank = comm ? comm->rank() : 0;
+  // Ranks sharing the cores share them evenly unless told otherwise.
+  int threads = runThreads;
+  if (!threads && comm)
+    threads = std::max<int>(1, int(std::thread::hardware_concurrency()) /
+                                   std::max(1, comm->size()));
+  rt::setThreads(threads);
+  rt::Session session(exe, comm.get());
+  // Rank 0 speaks for the run; the others only report errors.
+  raw_ostream &out = rank == 0 ? outs() : nulls();
 
   std::string output = runOutput.empty()
                            ? rt::joinPath(exe->directory(), "weights.safetensors")
                            : runOutput.getValue();
   if (!runWeights.empty()) {
     rt::LoadReport report = session.loadWeights(runWeights);
-    outs() << "loaded " << tensors(report.loaded.size()) << " from " << runWeights
+    out << "loaded " << tensors(report.loaded.size()) << " from " << runWeights
            << "\n";
     if (!report.unused.empty())
       WithColor::warning(errs(), "colo")
@@ -202,11 +268,12 @@ int run(const std::string &dir) {
       return reportError("the program has inputs: give --data FILE (.npy, .npz, tokens "
                          "with --token-dtype) or --data synthetic");
     rt::DataOptions options;
+    options.part = exe->position(rank).batchPart;
     options.tokenDType = runTokenDType;
     options.shiftLabels = runShiftLabels;
     options.seed = runSeed;
     data = rt::openDataSource(runData, *exe, options);
-    outs() << "data: " << data->description() << "\n";
+    out << "data: " << data->description() << "\n";
   }
 
   bool snapshots = !runNoSnapshot && session.snapshotBytes() <= kSnapshotLimit;
@@ -218,7 +285,7 @@ int run(const std::string &dir) {
            "will hold no tensors\n";
 
   const colo::runtime::Program &program = exe->program();
-  Progress progress(runSteps);
+  Progress progress(runSteps, rank == 0);
   using clock = std::chrono::steady_clock;
   clock::time_point runStart = clock::now();
   for (int64_t k = 1; k <= runSteps; ++k) {
@@ -229,14 +296,14 @@ int run(const std::string &dir) {
     double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
     progress.clear();
-    outs() << "step " << k << "/" << runSteps;
+    out << "step " << k << "/" << runSteps;
     for (int i = 0; i < program.loss_size(); ++i) {
       double v = session.scalar(program.loss(i));
-      outs() << "  "
+      out << "  "
              << (i == 0 ? std::string("loss") : exe->buffer(program.loss(i)).name())
              << " " << formatv("{0:F6}", v);
     }
-    outs() << "  (" << milliseconds(ms) << ")\n";
+    out << "  (" << milliseconds(ms) << ")\n";
 
     // Stops at the first step with a non-finite loss, or whose update made a
     // parameter non-finite, keeping the weights from before that step.
@@ -244,7 +311,9 @@ int run(const std::string &dir) {
     std::string bad;
     bool lossFinite = std::isfinite(loss);
     if (!lossFinite || (snapshots && !session.parametersFinite(&bad))) {
-      outs().flush();
+      out.flush();
+      if (rank != 0)
+        return 1;
       if (!lossFinite)
         reportError(formatv("loss is {0} at step {1}", notFinite(loss), k));
       else
@@ -261,20 +330,26 @@ int run(const std::string &dir) {
   progress.clear();
   double seconds = std::chrono::duration<double>(clock::now() - runStart).count();
   if (runSteps > 0)
-    outs() << formatv("{0} steps in {1:F2} s (", runSteps.getValue(), seconds)
+    out << formatv("{0} steps in {1:F2} s (", runSteps.getValue(), seconds)
            << milliseconds(seconds * 1e3 / double(runSteps)) << " per step)\n";
 
+  if (comm)
+    out << formatv("communication: {0} bytes sent per step by rank 0 ({1} calls)\n",
+                   comm->stats().bytesSent / std::max<int64_t>(runSteps, 1),
+                   comm->stats().calls / std::max<int64_t>(runSteps, 1));
+  if (rank != 0)
+    return 0;
   session.saveWeights(output);
-  outs() << "wrote the weights (" << tensors(exe->parameters().size()) << ") to "
+  out << "wrote the weights (" << tensors(exe->parameters().size()) << ") to "
          << output << "\n";
   if (!runSaveState.empty()) {
     session.saveState(runSaveState);
-    outs() << "wrote the state to " << runSaveState << "\n";
+    out << "wrote the state to " << runSaveState << "\n";
   }
   if (!runProfile.empty()) {
     printProfile(session);
     session.writeTrace(runProfile);
-    outs() << "wrote the trace to " << runProfile << "\n";
+    out << "wrote the trace to " << runProfile << "\n";
   }
   return 0;
 }
@@ -285,16 +360,22 @@ cl::SubCommand &colo::tool::runCommand() { return runCmd; }
 int colo::tool::runRun() { return runExecutable(runDir); }
 
 int colo::tool::runExecutable(StringRef dir) {
+  auto failed = [](const Twine &msg) {
+    outs().flush();
+    if (comm && comm->size() > 1) {
+      reportError("rank " + Twine(comm->rank()) + ": " + msg);
+      errs().flush();
+      comm->abort(1);
+    }
+    return reportError(msg);
+  };
   try {
     return run(dir.str());
   } catch (const rt::Error &e) {
-    outs().flush();
-    return reportError(e.what());
+    return failed(e.what());
   } catch (const std::bad_alloc &) {
-    outs().flush();
-    return reportError("out of memory");
+    return failed("out of memory");
   } catch (const std::exception &e) {
-    outs().flush();
-    return reportError(Twine("internal error: ") + e.what());
+    return failed(Twine("internal error: ") + e.what());
   }
 }

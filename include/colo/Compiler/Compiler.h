@@ -10,6 +10,8 @@
 #ifndef COLO_COMPILER_COMPILER_H
 #define COLO_COMPILER_COMPILER_H
 
+#include "colo/Passes/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -22,6 +24,8 @@ struct CompileOptions {
   std::string train;
   /// Write the IR after each stage into this directory (empty: don't).
   std::string dumpIrDir;
+  /// How the step is spread over ranks (default: one rank).
+  ParallelOptions parallel;
 };
 
 /// Builds @train_step (colo-build-train-step, canonicalize, CSE), splits it

@@ -1,6 +1,7 @@
 #ifndef COLO_PASSES_PASSES_H
 #define COLO_PASSES_PASSES_H
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
@@ -18,11 +19,21 @@ void populateDecomposeAttentionPatterns(mlir::RewritePatternSet &patterns);
 /// (`--colo-import-pipeline`) and Python all call this one function.
 void buildImportPipeline(mlir::OpPassManager &pm);
 
-/// The train-step pipeline: colo-build-train-step with `options` (its pass
-/// options as `key=value` separated by commas or spaces), canonicalize, CSE.
-/// Invalid options are described on `errors`.
+/// How a step is spread over ranks: the parts of a parallel plan that the
+/// plan passes apply.
+struct ParallelOptions {
+  int64_t dp = 1;        ///< data-parallel ranks
+  double bucketMb = 25;  ///< gradient bytes per all-reduce
+};
+
+/// The train-step pipeline: the batch split for data parallelism
+/// (colo-split-batch), colo-build-train-step with `options` (its pass options
+/// as `key=value` separated by commas or spaces), the plan passes
+/// (colo-data-parallel), canonicalize, CSE. Invalid options are described on
+/// `errors`.
 mlir::LogicalResult buildTrainStepPipeline(mlir::OpPassManager &pm,
                                            llvm::StringRef options,
+                                           const ParallelOptions &parallel,
                                            llvm::raw_ostream &errors);
 
 /// Registers every colo pass and the colo pipelines with the global registry.

@@ -208,6 +208,111 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
   ];
 }
 
+def ColoDataParallel : Pass<"colo-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Averages the gradients over the data-parallel mesh axis";
+  let description = [{
+    Runs after `colo-build-train-step` on a step whose forward was split by
+    `colo-split-batch` (each rank holds `batch / dp` samples). Every
+    `colo.gradient` is averaged over the mesh's `dp` axis before clipping and
+    the optimizer read it, so every rank applies the same update, equal to
+    the single-device step on the whole batch (for losses that are means
+    over equally many samples per rank). Gradients are grouped into buckets
+    of at most `bucket-mb` MiB in the order the backward computes them; each
+    bucket is flattened, concatenated and reduced by one `shard.all_reduce`
+    placed right after its last gradient is computed, so that communication
+    can overlap the rest of the backward. The returned loss is averaged too.
+    Without a mesh the pass creates `shard.grid @mesh(shape = dp)` with
+    `colo.axes = ["dp"]`.
+
+    ```mlir
+    %g = colo.gradient %dw of @w : tensor<4x4xf32>
+    ```
+    becomes
+    ```mlir
+    %f = colo.reshape %dw : tensor<4x4xf32> -> tensor<16xf32>
+    %r = shard.all_reduce %f on @mesh grid_axes = [0] reduction = average
+         : tensor<16xf32> -> tensor<16xf32>
+    %s = colo.reshape %r : tensor<16xf32> -> tensor<4x4xf32>
+    %g = colo.gradient %s of @w : tensor<4x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"dp", "dp", "int64_t", "1", "Ranks on the data-parallel axis">,
+    Option<"bucketMb", "bucket-mb", "double", "25.0",
+           "Gradient bytes per all-reduce, in MiB (PyTorch DDP's default)">,
+    Option<"func", "func", "std::string", "\"train_step\"",
+           "The training step function">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def ColoSplitBatch : Pass<"colo-split-batch", "::mlir::ModuleOp"> {
+  let summary = "Rewrites @forward to run on one of `parts` slices of the batch";
+  let description = [{
+    Data parallelism and gradient accumulation run the forward on a slice of
+    the batch. This pass divides every argument's leading dimension (the
+    batch) by `parts` and gives every value derived from it its local type,
+    following the batch through the function in order: elementwise ops,
+    matmuls, convolutions, pooling, attention, norms over other dimensions,
+    transposes (which move it), reshapes that keep it the outermost factor of
+    a dimension, full slices of it, concatenations and gathers along other
+    dimensions, embeddings of batched ids. The result is the same as running
+    the original function on the whole batch and taking the slice's rows of
+    every result.
+
+    Batch-independent operands (parameters, constants) that meet the batch at
+    size 1 broadcast and are kept; a constant or `broadcast_to` of the full
+    batch size whose `parts` chunks along it are equal (a splat, an expanded
+    mask) is replaced by its first chunk. Errors, on the op: an argument
+    whose leading dimension is missing, 1 or not divisible by `parts`; an op
+    that reduces over the batch (reductions, softmax or norms along it, a
+    contraction or loss over it); a reshape that moves the batch into a
+    non-leading factor; a partial slice of the batch; a batch-independent
+    operand of the batch size that differs between slices; any other op on
+    a batch-dependent value (`global_store`, the training-step ops: split
+    `@forward` before `colo-build-train-step`).
+
+    `colo.batch_norm` in training mode computes its statistics over the
+    batch; it is allowed and becomes per-slice statistics, as PyTorch's
+    DistributedDataParallel without SyncBatchNorm does (the running
+    statistics it returns are the slice's). A keyed `colo.dropout` draws its
+    mask by local element index, so slices see different masks than the
+    whole batch would (inference dropout, without a key, is unaffected).
+
+    The function records the split as `colo.batch_parts` (multiplied when
+    the pass runs again); `parts=1` changes nothing.
+
+    Before (`parts=2`):
+    ```mlir
+    func.func @forward(%x: tensor<8x16x64xf32>) -> tensor<8x16x64xf32> {
+      %r = colo.reshape %x : tensor<8x16x64xf32> -> tensor<128x64xf32>
+      %y = colo.matmul %r, %w : tensor<128x64xf32>, tensor<64x64xf32>
+      %z = colo.reshape %y : tensor<128x64xf32> -> tensor<8x16x64xf32>
+      return %z : tensor<8x16x64xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @forward(%x: tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
+        attributes {colo.batch_parts = 2 : i64} {
+      %r = colo.reshape %x : tensor<4x16x64xf32> -> tensor<64x64xf32>
+      %y = colo.matmul %r, %w : tensor<64x64xf32>, tensor<64x64xf32>
+      %z = colo.reshape %y : tensor<64x64xf32> -> tensor<4x16x64xf32>
+      return %z : tensor<4x16x64xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"parts", "parts", "int64_t", "0",
+           "Number of slices the batch is split into (required, >= 1)">,
+    Option<"func", "func", "std::string", "\"forward\"",
+           "Name of the function to split">,
+  ];
+  let statistics = [
+    Statistic<"numOps", "num-ops", "Ops given local types">,
+  ];
+}
+
 def ColoLowerToLinalg : Pass<"colo-lower-to-linalg"> {
   let summary = "Lowers colo kernel ops to linalg, tensor, arith and math on tensors";
   let description = [{

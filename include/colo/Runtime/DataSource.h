@@ -33,6 +33,11 @@ struct DataOptions {
   bool shiftLabels = false;
   /// Synthetic data: the seed; the data of step k depends only on it and k.
   uint64_t seed = 0;
+  /// Data parallelism: each step reads the batch of Executable::batchParts()
+  /// ranks (the inputs' first dimension times that), and this rank takes the
+  /// part numbered `part` (MeshPosition::batchPart), so every plan sees the
+  /// same global batches as one rank would.
+  int64_t part = 0;
 };
 
 class DataSource {

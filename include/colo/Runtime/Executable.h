@@ -25,6 +25,12 @@
 
 namespace colo::runtime {
 
+/// Where one rank sits in the program's mesh.
+struct MeshPosition {
+  std::vector<int64_t> coords; ///< one per mesh axis
+  int64_t batchPart = 0;       ///< its part of the batch (Program.batch_axis)
+};
+
 class Executable {
 public:
   using KernelFn = void (*)(void **args);
@@ -65,6 +71,13 @@ public:
   }
   /// -1 if none.
   int32_t stepCounter() const { return stepCounter_; }
+  /// Ranks the program runs on: the product of the mesh's sizes (1 without).
+  int64_t worldSize() const { return worldSize_; }
+  /// Parts of the batch the data source produces per step (1: no split).
+  int64_t batchParts() const { return batchParts_; }
+  MeshPosition position(int rank) const;
+  /// The world ranks of `rank`'s group along mesh `axes`, in group order.
+  std::vector<int> group(int rank, const std::vector<int> &axes) const;
   /// "step 3 'blocks.0.attn' (gemm)" for messages.
   std::string describeStep(int index) const;
   /// "buffer 5 'fc1.weight'".
@@ -73,6 +86,7 @@ public:
 private:
   Executable() = default;
   void validate();
+  void validateMesh();
   void validateBuffers();
   void validateSteps();
   void loadKernels();
@@ -89,10 +103,12 @@ private:
   std::vector<std::pair<int32_t, std::string>> params_;
   std::unique_ptr<SafetensorsFile> state_;
   int32_t stepCounter_ = -1;
+  int64_t worldSize_ = 1, batchParts_ = 1;
   void *library_ = nullptr;
 };
 
-/// "kernel", "gemm", "conv", "pool", "copy" or "empty": what a step does.
+/// "kernel", "gemm", "conv", "pool", "copy", "collective" or "empty": what a
+/// step does.
 const char *stepKind(const Step &step);
 
 } // namespace colo::runtime

@@ -13,10 +13,12 @@
 #ifndef COLO_RUNTIME_SESSION_H
 #define COLO_RUNTIME_SESSION_H
 
+#include "colo/Runtime/Communicator.h"
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Executable.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,7 +36,7 @@ struct LoadReport {
 struct StepTime {
   int index;        ///< position in Program.steps
   std::string name; ///< Step.name, or the kernel symbol
-  std::string kind; ///< "kernel", "gemm", "conv", "pool", "copy"
+  std::string kind; ///< stepKind(): "kernel", "gemm", ..., "collective"
   int64_t calls = 0;
   double seconds = 0;
 };
@@ -42,7 +44,10 @@ struct StepTime {
 class Session {
 public:
   /// Allocates the memory, loads the initial state and prepares every step.
-  explicit Session(std::shared_ptr<const Executable> executable);
+  /// A program for several ranks needs `comm` (this rank's communicator, with
+  /// the program's world size); it must outlive the session.
+  explicit Session(std::shared_ptr<const Executable> executable,
+                   Communicator *comm = nullptr);
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
@@ -115,7 +120,10 @@ private:
   void prepare();
   void checkInputs() const;
 
+  std::function<void()> prepareCollective(const Collective &c);
+
   std::shared_ptr<const Executable> exe_;
+  Communicator *comm_;
   std::vector<void *> pointers_; // per buffer id
   std::vector<void *> blocks_;   // owned allocations
   std::vector<char> inputSet_;

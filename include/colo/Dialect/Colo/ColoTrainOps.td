@@ -25,6 +25,26 @@ def Colo_GlobalStoreOp : Colo_CostedOp<"global_store",
   let assemblyFormat = "$global `,` $value attr-dict `:` type($value)";
 }
 
+def Colo_GradientOp : Colo_CostedOp<"gradient",
+    [Pure, SameOperandsAndResultType,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Marks the gradient of a parameter (an identity)";
+  let description = [{
+    `colo-build-train-step` passes every parameter's gradient, summed over
+    this step's batch, through one `colo.gradient` before clipping and the
+    optimizer use it, so that the parallel plan passes find it: data
+    parallelism all-reduces it, ZeRO reduce-scatters it. The value is the
+    operand; lowering removes the op.
+    ```mlir
+    %g = colo.gradient %dw of @"fc.weight" : tensor<10x64xf32>
+    ```
+  }];
+  let arguments = (ins Colo_FloatTensor:$input, FlatSymbolRefAttr:$param);
+  let results = (outs Colo_FloatTensor:$result);
+  let assemblyFormat = "$input `of` $param attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,117 @@
+//===- Communicator.h - Collectives among the ranks of a run -----*- C++ -*-===//
+//
+// One interface, two backends: MPI for CPU ranks (always built) and NCCL for
+// GPUs (built when CUDA and NCCL are found, bootstrapped through MPI). The
+// compiler's per-rank programs name a group of world ranks and a buffer; the
+// session calls these methods for their Collective steps.
+//
+// Bytes sent are counted per call as the ring algorithms send them (an
+// all-reduce of n bytes over p ranks sends 2 (p-1)/p n from every rank), which
+// is what the MPI backend really sends: it runs ring algorithms over
+// non-blocking point-to-point messages, so that every wait has a deadline. A
+// peer that died or hangs makes the call throw Error after `timeout` seconds,
+// never a silent hang.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COLO_RUNTIME_COMMUNICATOR_H
+#define COLO_RUNTIME_COMMUNICATOR_H
+
+#include "colo/Runtime/DType.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace colo::runtime {
+
+enum class ReduceOp { Sum, Average, Max };
+
+/// Totals since construction or the last resetStats().
+struct CommStats {
+  int64_t bytesSent = 0;     ///< payload bytes this rank sent
+  int64_t bytesReceived = 0; ///< payload bytes this rank received
+  int64_t calls = 0;         ///< collective or point-to-point calls
+  double seconds = 0;        ///< wall time inside the calls
+};
+
+/// A group is the list of world ranks taking part, in group order (its
+/// position is the rank's index in the group); every member calls the same
+/// collective with the same group, count and dtype. A group of one rank is
+/// valid and moves nothing.
+using Group = std::vector<int>;
+
+class Communicator {
+public:
+  virtual ~Communicator();
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "mpi" or "nccl".
+  virtual std::string backend() const = 0;
+
+  /// In place: every member ends with the reduction of all members' `data`.
+  /// Average divides the sum by the group size. F32, F64 (and I64 for Sum/Max).
+  virtual void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
+                         const Group &group) = 0;
+  /// `send` holds `count` elements; `recv` gets count * group.size() elements,
+  /// member i's block at i * count. `send` may alias its own block of `recv`.
+  virtual void allGather(const void *send, void *recv, int64_t count,
+                         DType dtype, const Group &group) = 0;
+  /// `send` holds count * group.size() elements; member i gets the reduction
+  /// of block i into `recv` (`count` elements).
+  virtual void reduceScatter(const void *send, void *recv, int64_t count,
+                             DType dtype, ReduceOp op, const Group &group) = 0;
+  /// `send` and `recv` hold count * group.size() elements; block j of `send`
+  /// goes to member j and arrives in its block i (i: this member's index).
+  virtual void allToAll(const void *send, void *recv, int64_t count,
+                        DType dtype, const Group &group) = 0;
+  /// Member `root` (an index into group) sends `data` to all others.
+  virtual void broadcast(void *data, int64_t count, DType dtype, int root,
+                         const Group &group) = 0;
+  /// Point to point between world ranks; `tag` separates concurrent streams.
+  virtual void send(const void *data, int64_t bytes, int peer, int tag) = 0;
+  virtual void recv(void *data, int64_t bytes, int peer, int tag) = 0;
+  /// Gathers variable-sized byte blobs on world rank 0 (for writing one
+  /// weights file from sharded state); other ranks get an empty vector.
+  virtual std::vector<std::vector<char>>
+  gatherBytes(const std::vector<char> &mine) = 0;
+  /// All ranks of the world; throws Error after the timeout.
+  virtual void barrier() = 0;
+  /// Ends the whole run (all ranks) with `code`; used after an Error on one
+  /// rank so that the others do not wait for it.
+  [[noreturn]] virtual void abort(int code) = 0;
+
+  /// Seconds any single wait may take before the call throws Error.
+  void setTimeout(double seconds) { timeout_ = seconds; }
+  double timeout() const { return timeout_; }
+  const CommStats &stats() const { return stats_; }
+  void resetStats() { stats_ = {}; }
+
+protected:
+  double timeout_ = 300;
+  CommStats stats_;
+};
+
+/// The bytes each member sends for one call under the ring algorithms
+/// (`bytes`: the size of the full tensor, i.e. of allReduce's data, of
+/// allGather's recv, of reduceScatter's send, of allToAll's send).
+int64_t ringBytesSent(const std::string &collective, int64_t bytes,
+                      int groupSize);
+
+/// True if this process was started by mpirun/srun (OMPI_COMM_WORLD_SIZE,
+/// PMI_SIZE or PMIX_RANK set) with more than one rank.
+bool launchedWithRanks();
+
+/// Initializes MPI (once per process) and returns the world communicator.
+/// Throws Error if MPI cannot start.
+std::unique_ptr<Communicator> createMpiCommunicator();
+
+/// NCCL over the GPUs of the ranks, bootstrapped through `mpi`; throws Error
+/// if colo was built without NCCL or no GPU is visible.
+std::unique_ptr<Communicator> createNcclCommunicator(Communicator &mpi);
+
+} // namespace colo::runtime
+
+#endif

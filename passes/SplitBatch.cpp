@@ -1,0 +1,439 @@
+// colo-split-batch: rewrites @forward to run on one of `parts` equal slices
+// of the batch (data parallelism, gradient accumulation). Every argument's
+// leading dimension is divided by `parts` and every value derived from it
+// takes its local type; anything whose per-slice form would compute
+// something else (a reduction over the batch, a reshape that interleaves
+// samples, a partial slice of the batch) is an error.
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace colo {
+#define GEN_PASS_DEF_COLOSPLITBATCH
+#include "colo/Passes/Passes.h.inc"
+} // namespace colo
+
+using namespace mlir;
+using namespace colo;
+
+namespace {
+/// Where an operand dimension goes in result 0: a result dimension (>= 0) or
+/// one of these. A value "carries the batch" in dimension d when its `parts`
+/// equal chunks along d are the values of the `parts` slices; an op keeps
+/// that property only if the carrying dimension maps to a result dimension.
+constexpr int64_t kReduced = -1; // summed, averaged, normalized, contracted
+constexpr int64_t kMixed = -2;   // combined across positions (windows, indices,
+                                 // heads, concatenation) or not split (weights)
+using DimMap = SmallVector<SmallVector<int64_t>>; // [operand][dim] -> dim
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+int64_t rankOf(Value v) { return tensorType(v).getRank(); }
+
+RankedTensorType withDim(RankedTensorType t, int64_t dim, int64_t size) {
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] = size;
+  return t.clone(shape);
+}
+
+/// NumPy broadcasting: dimension i of a rank-r operand is result dimension
+/// rank - r + i.
+SmallVector<int64_t> rightAligned(Value v, int64_t rank) {
+  SmallVector<int64_t> m;
+  for (int64_t i = 0, r = rankOf(v); i < r; ++i)
+    m.push_back(rank - r + i);
+  return m;
+}
+
+SmallVector<int64_t> identity(Value v) { return rightAligned(v, rankOf(v)); }
+SmallVector<int64_t> all(Value v, int64_t what) {
+  return SmallVector<int64_t>(rankOf(v), what);
+}
+
+/// An axis attribute (I64Attr getters return uint64_t) counted from the end
+/// when negative; the verifiers have checked its range.
+int64_t normalize(uint64_t axis, int64_t rank) {
+  auto a = static_cast<int64_t>(axis);
+  return a < 0 ? a + rank : a;
+}
+
+/// Identity except that dimensions from `axis` on are normalized over.
+SmallVector<int64_t> normalizedFrom(Value v, int64_t axis) {
+  SmallVector<int64_t> m = identity(v);
+  for (int64_t i = normalize(axis, rankOf(v)); i < rankOf(v); ++i)
+    m[i] = kReduced;
+  return m;
+}
+
+/// The dimension maps of every colo op that can take a batch-carrying
+/// operand (all but reshape, handled apart); std::nullopt for the others:
+/// global_store (model state is not per slice) and the training-step ops
+/// (split @forward before colo-build-train-step).
+std::optional<DimMap> dimMap(Operation *op) {
+  using Result = std::optional<DimMap>;
+  auto broadcasting = [](Operation *op) -> Result {
+    int64_t rank = rankOf(op->getResult(0));
+    DimMap m;
+    for (Value v : op->getOperands())
+      m.push_back(rightAligned(v, rank));
+    return m;
+  };
+  auto softmax = [](auto op) -> Result {
+    SmallVector<int64_t> m = identity(op.getInput());
+    m[normalize(op.getAxis(), m.size())] = kReduced;
+    return DimMap{m};
+  };
+  auto norm = [](auto op) -> Result {
+    DimMap m{normalizedFrom(op.getInput(), op.getAxis())};
+    for (Value p : op->getOperands().drop_front())
+      m.push_back(all(p, kReduced));
+    return m;
+  };
+  auto reduce = [](auto op) -> Result {
+    SmallVector<int64_t> m;
+    int64_t out = 0;
+    for (int64_t i = 0; i < rankOf(op.getInput()); ++i) {
+      bool reduced = llvm::is_contained(op.getDims(), i);
+      m.push_back(reduced ? kReduced : out);
+      out += !reduced || op.getKeepDims();
+    }
+    return DimMap{m};
+  };
+  auto pool = [](Operation *op) -> Result {
+    return DimMap{{0, 1, kMixed, kMixed}};
+  };
+  auto loss = [](Operation *op) -> Result {
+    DimMap m;
+    for (Value v : op->getOperands())
+      m.push_back(all(v, kReduced));
+    return m;
+  };
+  return TypeSwitch<Operation *, Result>(op)
+      .Case<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, ErfOp,
+            SigmoidOp, ReluOp, SiluOp, CosOp, SinOp, GeluOp, ClampOp, AddOp,
+            SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, CompareOp,
+            SelectOp, ConvertOp, DropoutOp, BroadcastToOp>(broadcasting)
+      .Case<SoftmaxOp>(softmax)
+      .Case<LogSoftmaxOp>(softmax)
+      .Case<LayerNormOp>(norm)
+      .Case<RmsNormOp>(norm)
+      .Case<ReduceSumOp>(reduce)
+      .Case<ReduceMeanOp>(reduce)
+      .Case<ReduceMaxOp>(reduce)
+      .Case<MaxPool2dOp, AvgPool2dOp>(pool)
+      .Case<CrossEntropyOp, MseLossOp>(loss)
+      .Case([](MatmulOp op) -> Result {
+        // Batch dimensions broadcast among themselves; k is contracted.
+        int64_t rank = rankOf(op.getResult());
+        auto side = [&](Value v, bool lhs) {
+          SmallVector<int64_t> m = rightAligned(v, rank);
+          m[m.size() - (lhs ? 1 : 2)] = kReduced;
+          return m;
+        };
+        return DimMap{side(op.getLhs(), true), side(op.getRhs(), false)};
+      })
+      .Case([](Conv2dOp op) -> Result {
+        DimMap m{{0, kReduced, kMixed, kMixed}, all(op.getFilter(), kMixed)};
+        if (op.getBias())
+          m.push_back(all(op.getBias(), kMixed));
+        return m;
+      })
+      .Case([](AttentionOp op) -> Result {
+        // Only the leading dimension: heads are grouped, queries are masked
+        // causally by position and keys are summed over.
+        DimMap m(3, SmallVector<int64_t>{0, kMixed, kReduced, kReduced});
+        m[0][2] = kMixed;
+        m[2][3] = kMixed;
+        if (Value mask = op.getMask()) {
+          SmallVector<int64_t> mm = rightAligned(mask, 4);
+          for (int64_t &d : mm)
+            d = d == 0 ? 0 : d == 3 ? kReduced : kMixed;
+          m.push_back(mm);
+        }
+        return m;
+      })
+      .Case([](BatchNormOp op) -> Result {
+        // Training mode reduces over the batch: each slice normalizes with
+        // its own statistics (see the pass description).
+        SmallVector<int64_t> in = all(op.getInput(), kReduced);
+        in[0] = 0;
+        in[1] = kMixed;
+        DimMap m{in};
+        for (Value p : op->getOperands().drop_front())
+          m.push_back(all(p, kMixed));
+        return m;
+      })
+      .Case([](TransposeOp op) -> Result {
+        SmallVector<int64_t> m(op.getPermutation().size());
+        for (auto [i, p] : llvm::enumerate(op.getPermutation()))
+          m[p] = i;
+        return DimMap{m};
+      })
+      .Case([](SliceOp op) -> Result { return DimMap{identity(op.getInput())}; })
+      .Case([](ConcatOp op) -> Result {
+        DimMap m;
+        for (Value v : op.getInputs()) {
+          m.push_back(identity(v));
+          m.back()[normalize(op.getAxis(), rankOf(v))] = kMixed;
+        }
+        return m;
+      })
+      .Case([](GatherOp op) -> Result {
+        int64_t r = rankOf(op.getInput()), ri = rankOf(op.getIndices());
+        int64_t axis = normalize(op.getAxis(), r);
+        SmallVector<int64_t> in;
+        for (int64_t i = 0; i < r; ++i)
+          in.push_back(i < axis ? i : i == axis ? kMixed : i - 1 + ri);
+        SmallVector<int64_t> idx = rightAligned(op.getIndices(), axis + ri);
+        return DimMap{in, idx};
+      })
+      .Case([](EmbeddingOp op) -> Result {
+        return DimMap{all(op.getTable(), kMixed), identity(op.getIds())};
+      })
+      .Default([](Operation *) -> Result { return std::nullopt; });
+}
+
+/// Propagates the batch through the function in order. Ops are updated in
+/// place rather than rebuilt: operands already have their producers' local
+/// types, so only result types change (and slice limits, and operands that
+/// are replaced by local copies); the verifier checks the result.
+class BatchSplitter {
+public:
+  BatchSplitter(int64_t parts, int64_t &numOps) : parts(parts), numOps(numOps) {}
+
+  LogicalResult run(func::FuncOp func) {
+    if (!func.getBody().hasOneBlock())
+      return func.emitError("colo-split-batch expects a single-block function");
+    Block &body = func.front();
+    for (BlockArgument arg : body.getArguments()) {
+      // A scalar or size-1 argument may be batch-independent or a batch of
+      // one; either way there is nothing to divide.
+      auto t = dyn_cast<RankedTensorType>(arg.getType());
+      if (!t || t.getRank() == 0)
+        return func.emitError() << "argument #" << arg.getArgNumber() << " ("
+                                << arg.getType() << ") has no batch dimension";
+      int64_t n = t.getDimSize(0);
+      if (n % parts != 0 || n == 1)
+        return func.emitError() << "argument #" << arg.getArgNumber() << " ("
+                                << t << "): batch size " << n
+                                << " is not divisible into " << parts << " parts";
+      arg.setType(withDim(t, 0, n / parts));
+      batchDim[arg] = 0;
+    }
+    for (Operation &op : llvm::make_early_inc_range(body))
+      if (failed(visit(&op)))
+        return failure();
+    for (Operation *op : replaced)
+      if (op->use_empty())
+        op->erase();
+    func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                   body.getTerminator()->getOperandTypes()));
+    return success();
+  }
+
+private:
+  LogicalResult visit(Operation *op) {
+    SmallVector<std::pair<unsigned, int64_t>> carried;
+    for (OpOperand &use : op->getOpOperands())
+      if (auto it = batchDim.find(use.get()); it != batchDim.end())
+        carried.push_back({use.getOperandNumber(), it->second});
+    if (carried.empty() || isa<func::ReturnOp>(op))
+      return success();
+    ++numOps;
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      return visitReshape(reshape, carried.front().second);
+
+    std::optional<DimMap> map = dimMap(op);
+    if (!map)
+      return op->emitError() << "colo-split-batch does not support '"
+                             << op->getName() << "' on a batch-dependent operand";
+    int64_t e = kMixed;
+    for (auto [i, d] : carried) {
+      int64_t to = (*map)[i][d];
+      if (to == kReduced)
+        return op->emitError() << "reduces over the batch (operand #" << i
+                               << ", dimension " << d << ")";
+      if (to == kMixed)
+        return op->emitError() << "mixes samples across the batch (operand #"
+                               << i << ", dimension " << d << ")";
+      if (e != kMixed && e != to)
+        return op->emitError() << "operands carry the batch into different "
+                                  "result dimensions: "
+                               << e << " vs " << to;
+      e = to;
+    }
+    if (auto slice = dyn_cast<SliceOp>(op))
+      if (failed(visitSlice(slice, carried.front().second)))
+        return failure();
+
+    // Batch-independent operands aligned with the batch at its full size
+    // must be the same for every slice; size 1 broadcasts.
+    for (OpOperand &use : op->getOpOperands()) {
+      if (batchDim.count(use.get()))
+        continue;
+      const SmallVector<int64_t> &m = (*map)[use.getOperandNumber()];
+      auto *it = llvm::find(m, e);
+      if (it == m.end() || tensorType(use.get()).getDimSize(it - m.begin()) == 1)
+        continue;
+      FailureOr<Value> local = localCopy(use.get(), it - m.begin());
+      if (failed(local))
+        return op->emitError()
+               << "batch-independent operand #" << use.getOperandNumber()
+               << " (" << use.get().getType() << ") has the batch size in "
+               << "dimension " << (it - m.begin())
+               << " but differs between the " << parts << " slices";
+      use.set(*local);
+    }
+
+    Value result = op->getResult(0);
+    RankedTensorType global = tensorType(result);
+    if (global.getDimSize(e) % parts != 0)
+      return op->emitError() << "result dimension " << e << " of " << global
+                             << " is not divisible into " << parts << " parts";
+    RankedTensorType local = withDim(global, e, global.getDimSize(e) / parts);
+    // Where the op infers its types, inference must agree with the split.
+    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+      SmallVector<Type> inferred;
+      if (failed(infer.inferReturnTypes(
+              op->getContext(), op->getLoc(), op->getOperands(),
+              op->getAttrDictionary(), op->getPropertiesStorage(),
+              op->getRegions(), inferred)) ||
+          inferred.empty() || inferred.front() != local)
+        return op->emitError() << "local result type " << local
+                               << " disagrees with the op's type inference";
+    }
+    result.setType(local);
+    batchDim[result] = e;
+    return success();
+  }
+
+  /// The batch must stay the outermost factor of one result dimension e:
+  /// the dimensions before it hold the same elements as those before the
+  /// input's batch dimension d, and `parts` divides it. Then the slices are
+  /// contiguous chunks of dimension e.
+  LogicalResult visitReshape(ReshapeOp op, int64_t d) {
+    RankedTensorType in = tensorType(op.getInput()), out = op.getType();
+    int64_t before = 1, outBefore = 1;
+    for (int64_t i = 0; i < d; ++i)
+      before *= in.getDimSize(i);
+    for (int64_t e = 0; e < out.getRank() && outBefore <= before; ++e) {
+      if (outBefore == before && out.getDimSize(e) % parts == 0) {
+        op.getResult().setType(withDim(out, e, out.getDimSize(e) / parts));
+        batchDim[op.getResult()] = e;
+        return success();
+      }
+      outBefore *= out.getDimSize(e);
+    }
+    return op.emitError() << "reshape " << withDim(in, d, in.getDimSize(d) * parts)
+                          << " -> " << out << " does not keep the batch (dimension "
+                          << d << ") as the outermost factor of a result "
+                          << "dimension divisible by " << parts;
+  }
+
+  /// Only a full slice of the batch dimension has a per-slice form.
+  LogicalResult visitSlice(SliceOp op, int64_t d) {
+    int64_t size = tensorType(op.getInput()).getDimSize(d);
+    if (op.getStart()[d] != 0 || op.getStride()[d] != 1 ||
+        op.getLimit()[d] != size * parts)
+      return op.emitError() << "slices the batch dimension " << d << ": ["
+                            << op.getStart()[d] << ", " << op.getLimit()[d]
+                            << ") step " << op.getStride()[d] << " of "
+                            << size * parts;
+    SmallVector<int64_t> limit(op.getLimit());
+    limit[d] = size;
+    op.setLimit(limit);
+    return success();
+  }
+
+  /// A batch-independent value of the batch size in dimension `dim`, cut to
+  /// the local size, when its `parts` chunks along `dim` are equal: a
+  /// constant (a splat, an expanded mask) or a broadcast along `dim`.
+  FailureOr<Value> localCopy(Value v, int64_t dim) {
+    auto key = std::make_pair(v, dim);
+    if (auto it = copies.find(key); it != copies.end())
+      return it->second;
+    RankedTensorType t = tensorType(v);
+    if (t.getDimSize(dim) % parts != 0)
+      return failure();
+    RankedTensorType local = withDim(t, dim, t.getDimSize(dim) / parts);
+    OpBuilder b(v.getContext());
+    b.setInsertionPointAfterValue(v);
+    Value copy;
+    if (auto c = v.getDefiningOp<ConstantOp>()) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!dense)
+        return failure();
+      DenseElementsAttr value;
+      if (dense.isSplat()) {
+        value = dense.resizeSplat(local);
+      } else {
+        // Row-major [outer, parts, chunk, inner]: every chunk must equal
+        // the first, which becomes the local constant.
+        auto values = llvm::to_vector(dense.getValues<Attribute>());
+        int64_t chunk = local.getDimSize(dim), inner = 1;
+        for (int64_t i = dim + 1; i < t.getRank(); ++i)
+          inner *= t.getDimSize(i);
+        int64_t span = chunk * inner, row = span * parts;
+        SmallVector<Attribute> first;
+        for (int64_t o = 0; o < static_cast<int64_t>(values.size()); o += row) {
+          for (int64_t p = 1; p < parts; ++p)
+            if (!std::equal(values.begin() + o, values.begin() + o + span,
+                            values.begin() + o + p * span))
+              return failure();
+          first.append(values.begin() + o, values.begin() + o + span);
+        }
+        value = DenseElementsAttr::get(local, first);
+      }
+      copy = ConstantOp::create(b, c.getLoc(), value);
+    } else if (auto bc = v.getDefiningOp<BroadcastToOp>()) {
+      int64_t from = dim - (t.getRank() - rankOf(bc.getInput()));
+      if (from >= 0 && tensorType(bc.getInput()).getDimSize(from) != 1)
+        return failure();
+      copy = BroadcastToOp::create(b, bc.getLoc(), local, bc.getInput());
+    } else {
+      return failure();
+    }
+    replaced.insert(v.getDefiningOp());
+    return copies[key] = copy;
+  }
+
+  int64_t parts;
+  int64_t &numOps;
+  DenseMap<Value, int64_t> batchDim;                   // value -> carrying dim
+  DenseMap<std::pair<Value, int64_t>, Value> copies;   // local copies made
+  llvm::SetVector<Operation *> replaced;               // their originals
+};
+
+struct ColoSplitBatchPass : colo::impl::ColoSplitBatchBase<ColoSplitBatchPass> {
+  using ColoSplitBatchBase::ColoSplitBatchBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (parts < 1) {
+      module.emitError() << "colo-split-batch needs parts >= 1, got "
+                        << static_cast<int64_t>(parts);
+      return signalPassFailure();
+    }
+    auto f = module.lookupSymbol<func::FuncOp>(func);
+    if (!f) {
+      module.emitError() << "no func.func @" << func.getValue() << " to split";
+      return signalPassFailure();
+    }
+    if (parts == 1)
+      return;
+    int64_t count = 0;
+    if (failed(BatchSplitter(parts, count).run(f)))
+      return signalPassFailure();
+    numOps += count;
+    // Record the split, compounding when the pass runs again.
+    int64_t before = 1;
+    if (auto attr = f->getAttrOfType<IntegerAttr>("colo.batch_parts"))
+      before = attr.getInt();
+    f->setAttr("colo.batch_parts",
+               IntegerAttr::get(IntegerType::get(&getContext(), 64), before * parts));
+  }
+};
+} // namespace

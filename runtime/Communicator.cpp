@@ -1,0 +1,56 @@
+//===- Communicator.cpp - What both backends share -------------------------===//
+
+#include "colo/Runtime/Communicator.h"
+#include "colo/Runtime/Error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+namespace colo::runtime {
+
+Communicator::~Communicator() = default;
+
+int64_t ringBytesSent(const std::string &collective, int64_t bytes,
+                      int groupSize) {
+  std::string name;
+  for (char c : collective)
+    if (c != '_' && c != '-')
+      name += char(std::tolower(static_cast<unsigned char>(c)));
+  bool known = name == "allreduce" || name == "allgather" ||
+               name == "reducescatter" || name == "alltoall" ||
+               name == "broadcast" || name == "send" || name == "sendrecv";
+  if (!known)
+    throw Error("unknown collective '" + collective +
+                "' (allReduce, allGather, reduceScatter, allToAll, broadcast, "
+                "send)");
+  if (name == "send" || name == "sendrecv")
+    return std::max<int64_t>(bytes, 0);
+  if (groupSize <= 1 || bytes <= 0)
+    return 0;
+  __int128 n = bytes, p = groupSize;
+  // All-reduce: reduce-scatter then all-gather, each p - 1 chunks of n / p.
+  // When the element count does not divide by p the chunks differ by one
+  // element, so members send a little more or less than this, but the
+  // group's total is exactly p times it.
+  if (name == "allreduce")
+    return int64_t(2 * (p - 1) * n / p);
+  // Every block but one's own goes out once; n is a multiple of p here.
+  if (name == "allgather" || name == "reducescatter" || name == "alltoall")
+    return int64_t((p - 1) * n / p);
+  // Broadcast is a pipelined chain from the root: every member sends the
+  // whole tensor once, except the last in the chain, which sends nothing.
+  return bytes;
+}
+
+bool launchedWithRanks() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+    if (const char *value = std::getenv(var))
+      return std::atoi(value) > 1;
+  // PMIx alone does not say how many, and MPI_Init of a lone process sets
+  // PMIX_RANK=0 itself: only another rank's number proves company.
+  const char *pmixRank = std::getenv("PMIX_RANK");
+  return pmixRank && std::atoi(pmixRank) > 0;
+}
+
+} // namespace colo::runtime

@@ -1,0 +1,613 @@
+//===- MpiCommunicator.cpp - Collectives over MPI point-to-point ----------===//
+//
+// Ring algorithms over MPI_Isend/MPI_Irecv, completed by polling: MPI's own
+// collectives and blocking calls cannot time out, and a run whose peer died
+// must end with a message, not hang. Messages are raw bytes on
+// MPI_COMM_WORLD; each call's tag is drawn from a per-group sequence number,
+// so two calls (or a user's send/recv) never match each other's messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "colo/Runtime/Communicator.h"
+#include "colo/Runtime/Error.h"
+
+// The C API only: OpenMPI's and MPICH's C++ bindings need their own library.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <type_traits>
+
+namespace colo::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// MPI counts are int: larger messages go as several pieces.
+constexpr int64_t kMaxPiece = int64_t(1) << 30;
+// Broadcast segments: small enough that the chain pipelines.
+constexpr int64_t kSegment = int64_t(1) << 18;
+// Polls before a wait starts sleeping between polls, so that oversubscribed
+// ranks leave the cores to the peers they wait for.
+constexpr int kSpinPolls = 200;
+
+bool ownsMpi = false; // this file called MPI_Init, so it finalizes
+bool broken = false;  // a wait failed: MPI_Finalize would wait for the lost peer
+
+void finalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized || !ownsMpi)
+    return;
+  if (broken) {
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+}
+
+std::string mpiMessage(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, length);
+}
+
+void check(int code, const char *call, const std::string &what) {
+  if (code == MPI_SUCCESS)
+    return;
+  broken = true;
+  throw Error(what + ": " + call + " failed: " + mpiMessage(code));
+}
+
+std::string groupString(const Group &group) {
+  std::string s = "[";
+  for (size_t i = 0; i < group.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(group[i]);
+  return s + "]";
+}
+
+int64_t mod(int64_t a, int64_t p) { return ((a % p) + p) % p; }
+
+/// `count` elements in p chunks; the first count % p get one more element.
+struct Chunks {
+  int64_t count, p;
+  int64_t size(int64_t k) const { return count / p + (k < count % p); }
+  int64_t offset(int64_t k) const {
+    return k * (count / p) + std::min(k, count % p);
+  }
+  int64_t largest() const { return size(0); }
+};
+
+const char *opName(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Average:
+    return "average";
+  case ReduceOp::Max:
+    return "max";
+  }
+  return "?";
+}
+
+template <typename T>
+void combineAs(void *accumulator, const void *in, int64_t n, ReduceOp op) {
+  T *acc = static_cast<T *>(accumulator);
+  const T *x = static_cast<const T *>(in);
+  if (op == ReduceOp::Max) {
+    // NaN wins, as in the frameworks.
+    for (int64_t j = 0; j < n; ++j)
+      if (!(acc[j] >= x[j]) && acc[j] == acc[j])
+        acc[j] = x[j];
+  } else if constexpr (std::is_integral_v<T>) {
+    for (int64_t j = 0; j < n; ++j) // wraps instead of undefined overflow
+      acc[j] = T(uint64_t(acc[j]) + uint64_t(x[j]));
+  } else {
+    for (int64_t j = 0; j < n; ++j)
+      acc[j] += x[j];
+  }
+}
+
+void combine(void *acc, const void *in, int64_t n, DType dtype, ReduceOp op) {
+  if (dtype == F32)
+    combineAs<float>(acc, in, n, op);
+  else if (dtype == F64)
+    combineAs<double>(acc, in, n, op);
+  else
+    combineAs<int64_t>(acc, in, n, op);
+}
+
+void divide(void *data, int64_t n, DType dtype, int p) {
+  if (dtype == F32)
+    for (float *x = static_cast<float *>(data), *e = x + n; x != e; ++x)
+      *x /= float(p);
+  else
+    for (double *x = static_cast<double *>(data), *e = x + n; x != e; ++x)
+      *x /= double(p);
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator() {
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank", "mpi");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size", "mpi");
+    int *ub = nullptr, found = 0;
+    check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found),
+          "MPI_Comm_get_attr", "mpi");
+    int64_t tags = (found ? int64_t(*ub) : 32767) + 1;
+    // Users' tags below userTags_, the collectives' above.
+    userTags_ = std::min<int64_t>(int64_t(1) << 15, tags / 2);
+    collectiveTags_ = tags - userTags_;
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+
+  void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
+                 const Group &group) override {
+    Call call(*this, "allReduce");
+    int me = member(group, call.what);
+    checkReduce(dtype, op, call.what);
+    checkBuffer(data, count, call.what);
+    int tag = nextTag(group);
+    if (group.size() == 1 || count == 0)
+      return;
+    int64_t es = dtypeSize(dtype);
+    Chunks chunks{count, int64_t(group.size())};
+    char *bytes = static_cast<char *>(data);
+    reduceScatterRing(bytes, bytes + chunks.offset(me) * es, chunks, es, dtype,
+                      op, group, me, tag, call.what);
+    // Everyone copies the owners' results, so all end bit-identical.
+    allGatherRing(bytes, chunks, es, group, me, tag, call.what);
+  }
+
+  void allGather(const void *send, void *recv, int64_t count, DType dtype,
+                 const Group &group) override {
+    Call call(*this, "allGather");
+    int me = member(group, call.what);
+    int64_t es = elementSize(dtype, call.what);
+    checkBuffer(send, count, call.what);
+    checkBuffer(recv, count, call.what);
+    int tag = nextTag(group);
+    int64_t p = group.size();
+    char *out = static_cast<char *>(recv);
+    if (count > 0 && send != out + me * count * es)
+      std::memmove(out + me * count * es, send, count * es);
+    if (p > 1 && count > 0)
+      allGatherRing(out, Chunks{count * p, p}, es, group, me, tag, call.what);
+  }
+
+  void reduceScatter(const void *send, void *recv, int64_t count, DType dtype,
+                     ReduceOp op, const Group &group) override {
+    Call call(*this, "reduceScatter");
+    int me = member(group, call.what);
+    checkReduce(dtype, op, call.what);
+    checkBuffer(send, count, call.what);
+    checkBuffer(recv, count, call.what);
+    int tag = nextTag(group);
+    int64_t p = group.size();
+    if (count == 0)
+      return;
+    if (p == 1) {
+      std::memmove(recv, send, count * dtypeSize(dtype));
+      return;
+    }
+    reduceScatterRing(static_cast<const char *>(send),
+                      static_cast<char *>(recv), Chunks{count * p, p},
+                      dtypeSize(dtype), dtype, op, group, me, tag, call.what);
+  }
+
+  void allToAll(const void *send, void *recv, int64_t count, DType dtype,
+                const Group &group) override {
+    Call call(*this, "allToAll");
+    int me = member(group, call.what);
+    int64_t block = count * elementSize(dtype, call.what);
+    checkBuffer(send, count, call.what);
+    checkBuffer(recv, count, call.what);
+    int tag = nextTag(group);
+    const char *in = static_cast<const char *>(send);
+    char *out = static_cast<char *>(recv);
+    if (block > 0)
+      std::memmove(out + me * block, in + me * block, block);
+    // Pairwise exchange: at step s, send to the member s ahead and receive
+    // from the one s behind, so every pair meets exactly once.
+    int64_t p = group.size();
+    for (int64_t s = 1; s < p && block > 0; ++s) {
+      int64_t to = mod(me + s, p), from = mod(me - s, p);
+      Pending pending;
+      postSend(pending, in + to * block, block, group[to], tag, call.what);
+      postRecv(pending, out + from * block, block, group[from], tag, call.what);
+      wait(pending, call.what);
+    }
+  }
+
+  /// A pipelined chain in group order from the root: each member forwards a
+  /// segment as soon as it arrives, so the root and every middle member send
+  /// the whole tensor once and the last member sends nothing.
+  void broadcast(void *data, int64_t count, DType dtype, int root,
+                 const Group &group) override {
+    Call call(*this, "broadcast");
+    int me = member(group, call.what);
+    int64_t bytes = count * elementSize(dtype, call.what);
+    checkBuffer(data, count, call.what);
+    int64_t p = group.size();
+    if (root < 0 || root >= p)
+      throw Error("broadcast: root " + std::to_string(root) +
+                  " is not an index into group " + groupString(group));
+    int tag = nextTag(group);
+    if (p == 1 || bytes == 0)
+      return;
+    char *buffer = static_cast<char *>(data);
+    int64_t position = mod(me - root, p);
+    int prev = group[mod(me - 1, p)], next = group[mod(me + 1, p)];
+    bool forwards = position != p - 1;
+    int64_t segments = (bytes + kSegment - 1) / kSegment;
+    auto segmentSize = [&](int64_t k) {
+      return std::min(kSegment, bytes - k * kSegment);
+    };
+    Pending sends;
+    if (position == 0) {
+      for (int64_t k = 0; k < segments; ++k)
+        postSend(sends, buffer + k * kSegment, segmentSize(k), next, tag,
+                 call.what);
+    } else {
+      std::vector<Pending> recvs(segments);
+      for (int64_t k = 0; k < segments; ++k)
+        postRecv(recvs[k], buffer + k * kSegment, segmentSize(k), prev, tag,
+                 call.what);
+      for (int64_t k = 0; k < segments; ++k) {
+        wait(recvs[k], call.what);
+        if (forwards)
+          postSend(sends, buffer + k * kSegment, segmentSize(k), next, tag,
+                   call.what);
+      }
+    }
+    wait(sends, call.what);
+  }
+
+  void send(const void *data, int64_t bytes, int peer, int tag) override {
+    Call call(*this, "send");
+    checkPointToPoint(data, bytes, peer, tag, call.what);
+    Pending pending;
+    postSend(pending, data, bytes, peer, tag, call.what);
+    wait(pending, call.what);
+  }
+
+  void recv(void *data, int64_t bytes, int peer, int tag) override {
+    Call call(*this, "recv");
+    checkPointToPoint(data, bytes, peer, tag, call.what);
+    Pending pending;
+    postRecv(pending, data, bytes, peer, tag, call.what);
+    wait(pending, call.what);
+  }
+
+  /// Sizes first (8 bytes from every rank but 0), then the payloads.
+  std::vector<std::vector<char>>
+  gatherBytes(const std::vector<char> &mine) override {
+    Call call(*this, "gatherBytes");
+    int tag = nextTag(world());
+    if (rank_ != 0) {
+      int64_t bytes = int64_t(mine.size());
+      Pending pending;
+      postSend(pending, &bytes, sizeof bytes, 0, tag, call.what);
+      postSend(pending, mine.data(), bytes, 0, tag, call.what);
+      wait(pending, call.what);
+      return {};
+    }
+    std::vector<int64_t> sizes(size_);
+    Pending pending;
+    for (int r = 1; r < size_; ++r)
+      postRecv(pending, &sizes[r], sizeof(int64_t), r, tag, call.what);
+    wait(pending, call.what);
+    std::vector<std::vector<char>> all(size_);
+    all[0] = mine;
+    for (int r = 1; r < size_; ++r) {
+      if (sizes[r] < 0)
+        throw Error("gatherBytes: rank " + std::to_string(r) +
+                    " announced a negative size");
+      all[r].resize(sizes[r]);
+      postRecv(pending, all[r].data(), sizes[r], r, tag, call.what);
+    }
+    wait(pending, call.what);
+    return all;
+  }
+
+  /// Dissemination: in round k each rank signals the one 2^k ahead and waits
+  /// for the one 2^k behind; after ceil(log2 p) rounds all have arrived.
+  void barrier() override {
+    Call call(*this, "barrier");
+    int tag = nextTag(world());
+    for (int k = 1; k < size_; k *= 2) {
+      Pending pending;
+      postSend(pending, nullptr, 0, (rank_ + k) % size_, tag, call.what);
+      postRecv(pending, nullptr, 0, (rank_ - k + size_) % size_, tag,
+               call.what);
+      wait(pending, call.what);
+    }
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(nullptr);
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized)
+      MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+private:
+  /// Counts a call and its wall time, however it ends.
+  struct Call {
+    MpiCommunicator &comm;
+    std::string what;
+    Clock::time_point start = Clock::now();
+    Call(MpiCommunicator &comm, const char *name) : comm(comm), what(name) {
+      if (broken)
+        throw Error(what + ": MPI is unusable after an earlier "
+                           "communication failure");
+      ++comm.stats_.calls;
+    }
+    ~Call() {
+      comm.stats_.seconds +=
+          std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  };
+
+  /// Requests of one step, with the world rank each one waits for.
+  struct Pending {
+    std::vector<MPI_Request> requests;
+    std::vector<int> peers;
+    std::vector<char> receives;
+  };
+
+  void postSend(Pending &pending, const void *data, int64_t bytes, int peer,
+                int tag, const std::string &what) {
+    const char *p = static_cast<const char *>(data);
+    int64_t done = 0;
+    do { // one message even for 0 bytes
+      int piece = int(std::min(bytes - done, kMaxPiece));
+      MPI_Request request;
+      check(MPI_Isend(p + done, piece, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                      &request),
+            "MPI_Isend", what);
+      add(pending, request, peer, false);
+      stats_.bytesSent += piece;
+      done += piece;
+    } while (done < bytes);
+  }
+
+  void postRecv(Pending &pending, void *data, int64_t bytes, int peer, int tag,
+                const std::string &what) {
+    char *p = static_cast<char *>(data);
+    int64_t done = 0;
+    do { // one message even for 0 bytes
+      int piece = int(std::min(bytes - done, kMaxPiece));
+      MPI_Request request;
+      check(MPI_Irecv(p + done, piece, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                      &request),
+            "MPI_Irecv", what);
+      add(pending, request, peer, true);
+      stats_.bytesReceived += piece;
+      done += piece;
+    } while (done < bytes);
+  }
+
+  static void add(Pending &pending, MPI_Request request, int peer,
+                  bool receive) {
+    pending.requests.push_back(request);
+    pending.peers.push_back(peer);
+    pending.receives.push_back(receive);
+  }
+
+  /// Polls until every request completed; throws after timeout() seconds.
+  void wait(Pending &pending, const std::string &what) {
+    int n = int(pending.requests.size()), left = n;
+    std::vector<int> completed(n);
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(
+                                           std::min(timeout_, 1e8)));
+    for (int polls = 0; left > 0; ++polls) {
+      int count = 0;
+      check(MPI_Testsome(n, pending.requests.data(), &count, completed.data(),
+                         MPI_STATUSES_IGNORE),
+            "MPI_Testsome", what);
+      if (count != MPI_UNDEFINED)
+        left -= count;
+      if (left == 0 || polls < kSpinPolls)
+        continue;
+      if (Clock::now() > deadline)
+        timedOut(pending, what);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    pending = {};
+  }
+
+  [[noreturn]] void timedOut(Pending &pending, const std::string &what) {
+    // Name the peer we wait to hear from; a send only if no receive is left.
+    int peer = -1;
+    for (size_t i = 0; i < pending.requests.size(); ++i) {
+      MPI_Request &request = pending.requests[i];
+      if (request == MPI_REQUEST_NULL)
+        continue;
+      if (peer < 0 || pending.receives[i])
+        peer = pending.peers[i];
+      // A late message must not land in a buffer the caller has reused.
+      if (pending.receives[i])
+        MPI_Cancel(&request);
+      MPI_Request_free(&request);
+    }
+    broken = true;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", timeout_);
+    throw Error("communication timed out after " + std::string(seconds) +
+                " s waiting for rank " + std::to_string(peer) + " in " + what +
+                " (a rank died or hangs)");
+  }
+
+  /// Ring reduce-scatter: at step s member i sends chunk i-s-1 (its own data,
+  /// then what it reduced last step) and adds its data to chunk i-s-2 coming
+  /// from the left, so after p-1 steps it holds the full reduction of chunk
+  /// i, which it writes to `out`.
+  void reduceScatterRing(const char *local, char *out, Chunks chunks,
+                         int64_t es, DType dtype, ReduceOp op,
+                         const Group &group, int64_t me, int tag,
+                         const std::string &what) {
+    int64_t p = chunks.p;
+    int left = group[mod(me - 1, p)], right = group[mod(me + 1, p)];
+    scratchA_.resize(chunks.largest() * es);
+    scratchB_.resize(chunks.largest() * es);
+    char *sending = scratchA_.data(), *receiving = scratchB_.data();
+    for (int64_t s = 0; s < p - 1; ++s) {
+      int64_t sent = mod(me - s - 1, p), received = mod(me - s - 2, p);
+      Pending pending;
+      postSend(pending, s == 0 ? local + chunks.offset(sent) * es : sending,
+               chunks.size(sent) * es, right, tag, what);
+      postRecv(pending, receiving, chunks.size(received) * es, left, tag,
+               what);
+      wait(pending, what);
+      combine(receiving, local + chunks.offset(received) * es,
+              chunks.size(received), dtype, op);
+      std::swap(sending, receiving);
+    }
+    if (op == ReduceOp::Average)
+      divide(sending, chunks.size(me), dtype, int(p));
+    std::memcpy(out, sending, chunks.size(me) * es);
+  }
+
+  /// Ring all-gather: at step s member i forwards chunk i-s to the right and
+  /// receives chunk i-s-1 from the left, in place in `buffer`.
+  void allGatherRing(char *buffer, Chunks chunks, int64_t es,
+                     const Group &group, int64_t me, int tag,
+                     const std::string &what) {
+    int64_t p = chunks.p;
+    int left = group[mod(me - 1, p)], right = group[mod(me + 1, p)];
+    for (int64_t s = 0; s < p - 1; ++s) {
+      int64_t sent = mod(me - s, p), received = mod(me - s - 1, p);
+      Pending pending;
+      postSend(pending, buffer + chunks.offset(sent) * es,
+               chunks.size(sent) * es, right, tag, what);
+      postRecv(pending, buffer + chunks.offset(received) * es,
+               chunks.size(received) * es, left, tag, what);
+      wait(pending, what);
+    }
+  }
+
+  /// This rank's index in `group`, after checking the group.
+  int member(const Group &group, const std::string &what) const {
+    if (group.empty())
+      throw Error(what + ": empty group");
+    int me = -1;
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group[i] < 0 || group[i] >= size_)
+        throw Error(what + ": group " + groupString(group) + " names rank " +
+                    std::to_string(group[i]) + " but the world has " +
+                    std::to_string(size_) + " ranks");
+      if (group[i] == rank_)
+        me = int(i);
+    }
+    Group sorted = group;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw Error(what + ": group " + groupString(group) +
+                  " names a rank twice");
+    if (me < 0)
+      throw Error(what + ": rank " + std::to_string(rank_) +
+                  " is not in group " + groupString(group));
+    return me;
+  }
+
+  static int64_t elementSize(DType dtype, const std::string &what) {
+    int64_t es = dtypeSize(dtype);
+    if (es <= 0)
+      throw Error(what + ": unknown element type " + std::to_string(dtype));
+    return es;
+  }
+
+  static void checkReduce(DType dtype, ReduceOp op, const std::string &what) {
+    if (dtype == F32 || dtype == F64 ||
+        (dtype == I64 && op != ReduceOp::Average))
+      return;
+    throw Error(what + ": " + opName(op) + " of " + dtypeName(dtype) +
+                " is not supported (f32, f64; i64 for sum and max)");
+  }
+
+  static void checkBuffer(const void *data, int64_t count,
+                          const std::string &what) {
+    if (count < 0)
+      throw Error(what + ": negative count " + std::to_string(count));
+    if (count > 0 && !data)
+      throw Error(what + ": null buffer");
+  }
+
+  void checkPointToPoint(const void *data, int64_t bytes, int peer, int tag,
+                         const std::string &what) const {
+    checkBuffer(data, bytes, what);
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      throw Error(what + ": rank " + std::to_string(rank_) +
+                  " cannot talk to rank " + std::to_string(peer) +
+                  " (world of " + std::to_string(size_) + ")");
+    if (tag < 0 || tag >= userTags_)
+      throw Error(what + ": tag " + std::to_string(tag) + " is outside [0, " +
+                  std::to_string(userTags_) + ")");
+  }
+
+  Group world() const {
+    Group all(size_);
+    for (int r = 0; r < size_; ++r)
+      all[r] = r;
+    return all;
+  }
+
+  /// Members of a group call its collectives in the same order, so they draw
+  /// the same sequence number; the group's hash keeps groups with common
+  /// members apart.
+  int nextTag(const Group &group) {
+    uint64_t seq = seq_[group]++ & 0xffff;
+    uint64_t hash = 1469598103934665603ull; // FNV-1a
+    for (int m : group)
+      hash = (hash ^ uint32_t(m)) * 1099511628211ull;
+    return int(userTags_ + (hash * 0x10000 + seq) % uint64_t(collectiveTags_));
+  }
+
+  int rank_ = 0, size_ = 1;
+  int64_t userTags_ = 0, collectiveTags_ = 0;
+  std::map<Group, uint64_t> seq_;
+  std::vector<char> scratchA_, scratchB_;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> createMpiCommunicator() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    throw Error("mpi: MPI was already finalized");
+  if (!initialized) {
+    // Serialized rather than funneled: the session may call from a thread
+    // other than main, never from two at once.
+    int provided = 0;
+    int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED,
+                               &provided);
+    if (code != MPI_SUCCESS)
+      throw Error("mpi: MPI_Init_thread failed: " + mpiMessage(code));
+    ownsMpi = true;
+    std::atexit(finalizeAtExit);
+  }
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler", "mpi");
+  return std::make_unique<MpiCommunicator>();
+}
+
+} // namespace colo::runtime

@@ -1,0 +1,434 @@
+//===- NcclCommunicator.cpp - Collectives over NCCL on GPUs ---------------===//
+//
+// Data pointers are device pointers; the work goes on one stream that is
+// ordered after the legacy default stream, so kernels the caller launched
+// there are done first (work on other streams must be synchronized by the
+// caller). NCCL communicators are created non-blocking: a blocking init or
+// first connection waits for a dead peer forever. Each call then polls the
+// communicator's state and the stream with a deadline and aborts the
+// communicator when it passes. Unique ids travel through the MPI
+// communicator, which also does gatherBytes and barrier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "colo/Runtime/Communicator.h"
+#include "colo/Runtime/Error.h"
+
+#ifdef COLO_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <thread>
+#endif
+
+namespace colo::runtime {
+
+#ifndef COLO_HAVE_NCCL
+
+std::unique_ptr<Communicator> createNcclCommunicator(Communicator &) {
+  throw Error("colo was built without NCCL");
+}
+
+#else
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kSpinPolls = 200;
+
+std::string groupString(const Group &group) {
+  std::string s = "[";
+  for (size_t i = 0; i < group.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(group[i]);
+  return s + "]";
+}
+
+void checkCuda(cudaError_t code, const char *call, const std::string &what) {
+  if (code != cudaSuccess)
+    throw Error(what + ": " + call + " failed: " + cudaGetErrorString(code));
+}
+
+/// The GPU of this rank among those of its node.
+int localRank(int worldRank) {
+  for (const char *var :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *value = std::getenv(var))
+      return std::atoi(value);
+  return worldRank;
+}
+
+class NcclCommunicator final : public Communicator {
+public:
+  explicit NcclCommunicator(Communicator &mpi) : mpi_(mpi) {
+    timeout_ = mpi.timeout();
+    int devices = 0;
+    cudaError_t code = cudaGetDeviceCount(&devices);
+    if (code != cudaSuccess || devices == 0)
+      throw Error(std::string("nccl: no GPU is visible") +
+                  (code != cudaSuccess
+                       ? std::string(" (") + cudaGetErrorString(code) + ")"
+                       : ""));
+    device_ = localRank(mpi.rank()) % devices;
+    checkCuda(cudaSetDevice(device_), "cudaSetDevice", "nccl");
+    checkCuda(cudaStreamCreate(&stream_), "cudaStreamCreate", "nccl");
+    // Every rank calls this, so the world's communicator is made now and a
+    // broken setup shows at startup rather than in the first step.
+    Group world(size());
+    for (int r = 0; r < size(); ++r)
+      world[r] = r;
+    commFor(world, rank(), "nccl");
+  }
+
+  ~NcclCommunicator() override {
+    for (auto &entry : comms_) {
+      ncclComm_t comm = entry.second;
+      if (!broken_ && ncclCommFinalize(comm) == ncclSuccess) {
+        ncclResult_t state = ncclInProgress;
+        auto deadline = Clock::now() + std::chrono::seconds(10);
+        while (state == ncclInProgress && Clock::now() < deadline)
+          ncclCommGetAsyncError(comm, &state);
+        if (state == ncclSuccess) {
+          ncclCommDestroy(comm);
+          continue;
+        }
+      }
+      ncclCommAbort(comm);
+    }
+    cudaStreamDestroy(stream_);
+  }
+
+  int rank() const override { return mpi_.rank(); }
+  int size() const override { return mpi_.size(); }
+  std::string backend() const override { return "nccl"; }
+
+  void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
+                 const Group &group) override {
+    Call call(*this, "allReduce");
+    int me = member(group, call.what);
+    ncclDataType_t type = reduceType(dtype, op, call.what);
+    if (count < 0)
+      throw Error("allReduce: negative count");
+    int64_t bytes = count * dtypeSize(dtype);
+    countRing(call.what, bytes, int(group.size()));
+    if (group.size() == 1 || count == 0)
+      return;
+    ncclComm_t comm = commFor(group, me, call.what);
+    nccl(ncclAllReduce(data, data, size_t(count), type, ncclOpOf(op), comm,
+                       stream_),
+         comm, "ncclAllReduce", call.what);
+    complete(comm, call.what);
+  }
+
+  void allGather(const void *send, void *recv, int64_t count, DType dtype,
+                 const Group &group) override {
+    Call call(*this, "allGather");
+    int me = member(group, call.what);
+    int64_t block = bytesOf(count, dtype, call.what);
+    int64_t p = group.size();
+    countRing(call.what, block * p, int(p));
+    if (block == 0)
+      return;
+    if (p == 1)
+      return copy(recv, send, block, call.what);
+    ncclComm_t comm = commFor(group, me, call.what);
+    nccl(ncclAllGather(send, recv, size_t(block), ncclInt8, comm, stream_),
+         comm, "ncclAllGather", call.what);
+    complete(comm, call.what);
+  }
+
+  void reduceScatter(const void *send, void *recv, int64_t count, DType dtype,
+                     ReduceOp op, const Group &group) override {
+    Call call(*this, "reduceScatter");
+    int me = member(group, call.what);
+    ncclDataType_t type = reduceType(dtype, op, call.what);
+    int64_t block = bytesOf(count, dtype, call.what);
+    int64_t p = group.size();
+    countRing(call.what, block * p, int(p));
+    if (block == 0)
+      return;
+    if (p == 1)
+      return copy(recv, send, block, call.what);
+    ncclComm_t comm = commFor(group, me, call.what);
+    nccl(ncclReduceScatter(send, recv, size_t(count), type, ncclOpOf(op), comm,
+                           stream_),
+         comm, "ncclReduceScatter", call.what);
+    complete(comm, call.what);
+  }
+
+  void allToAll(const void *send, void *recv, int64_t count, DType dtype,
+                const Group &group) override {
+    Call call(*this, "allToAll");
+    int me = member(group, call.what);
+    int64_t block = bytesOf(count, dtype, call.what);
+    int64_t p = group.size();
+    countRing(call.what, block * p, int(p));
+    if (block == 0)
+      return;
+    if (p == 1)
+      return copy(recv, send, block, call.what);
+    ncclComm_t comm = commFor(group, me, call.what);
+    const char *in = static_cast<const char *>(send);
+    char *out = static_cast<char *>(recv);
+    nccl(ncclGroupStart(), comm, "ncclGroupStart", call.what);
+    for (int64_t j = 0; j < p; ++j) {
+      nccl(ncclSend(in + j * block, size_t(block), ncclInt8, int(j), comm,
+                    stream_),
+           comm, "ncclSend", call.what);
+      nccl(ncclRecv(out + j * block, size_t(block), ncclInt8, int(j), comm,
+                    stream_),
+           comm, "ncclRecv", call.what);
+    }
+    nccl(ncclGroupEnd(), comm, "ncclGroupEnd", call.what);
+    complete(comm, call.what);
+  }
+
+  void broadcast(void *data, int64_t count, DType dtype, int root,
+                 const Group &group) override {
+    Call call(*this, "broadcast");
+    int me = member(group, call.what);
+    int64_t bytes = bytesOf(count, dtype, call.what);
+    int64_t p = group.size();
+    if (root < 0 || root >= p)
+      throw Error("broadcast: root " + std::to_string(root) +
+                  " is not an index into group " + groupString(group));
+    // Counted as the MPI backend's chain: the last member sends nothing.
+    if (p > 1) {
+      stats_.bytesSent += (me + 1) % p == root ? 0 : bytes;
+      stats_.bytesReceived += me == root ? 0 : bytes;
+    }
+    if (p == 1 || bytes == 0)
+      return;
+    ncclComm_t comm = commFor(group, me, call.what);
+    nccl(ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm,
+                       stream_),
+         comm, "ncclBroadcast", call.what);
+    complete(comm, call.what);
+  }
+
+  /// NCCL has no tags: messages between two ranks arrive in call order.
+  void send(const void *data, int64_t bytes, int peer, int tag) override {
+    Call call(*this, "send");
+    ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
+    stats_.bytesSent += bytes;
+    nccl(ncclSend(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
+         "ncclSend", call.what);
+    complete(comm, call.what);
+  }
+
+  void recv(void *data, int64_t bytes, int peer, int tag) override {
+    Call call(*this, "recv");
+    ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
+    stats_.bytesReceived += bytes;
+    nccl(ncclRecv(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
+         "ncclRecv", call.what);
+    complete(comm, call.what);
+  }
+
+  std::vector<std::vector<char>>
+  gatherBytes(const std::vector<char> &mine) override {
+    Call call(*this, "gatherBytes");
+    CommStats before = mpi_.stats();
+    auto all = mpi_.gatherBytes(mine);
+    stats_.bytesSent += mpi_.stats().bytesSent - before.bytesSent;
+    stats_.bytesReceived += mpi_.stats().bytesReceived - before.bytesReceived;
+    return all;
+  }
+
+  void barrier() override {
+    Call call(*this, "barrier");
+    mpi_.barrier();
+  }
+
+  [[noreturn]] void abort(int code) override {
+    for (auto &entry : comms_)
+      ncclCommAbort(entry.second);
+    comms_.clear();
+    mpi_.abort(code);
+    std::_Exit(code); // not reached; the compiler cannot see through virtual
+  }
+
+private:
+  struct Call {
+    NcclCommunicator &comm;
+    std::string what;
+    Clock::time_point start = Clock::now();
+    Call(NcclCommunicator &comm, const char *name) : comm(comm), what(name) {
+      if (comm.broken_)
+        throw Error(what + ": NCCL is unusable after an earlier "
+                           "communication failure");
+      ++comm.stats_.calls;
+    }
+    ~Call() {
+      comm.stats_.seconds +=
+          std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  };
+
+  void countRing(const std::string &what, int64_t bytes, int p) {
+    int64_t n = ringBytesSent(what, bytes, p);
+    stats_.bytesSent += n;
+    stats_.bytesReceived += n;
+  }
+
+  /// The group's communicator; the first call on a group makes it, with a
+  /// unique id from the group's first member.
+  ncclComm_t commFor(const Group &group, int me, const std::string &what) {
+    auto it = comms_.find(group);
+    if (it != comms_.end())
+      return it->second;
+    ncclUniqueId id{};
+    if (me == 0)
+      nccl(ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId", what);
+    mpi_.broadcast(&id, sizeof id, I8, 0, group);
+    checkCuda(cudaSetDevice(device_), "cudaSetDevice", what);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    nccl(ncclCommInitRankConfig(&comm, int(group.size()), id, me, &config),
+         comm, "ncclCommInitRankConfig", what);
+    comms_[group] = comm;
+    complete(comm, what + " (creating the communicator of group " +
+                       groupString(group) + ")");
+    return comm;
+  }
+
+  ncclComm_t pointToPoint(int64_t bytes, int peer, int tag,
+                          const std::string &what) {
+    if (bytes < 0)
+      throw Error(what + ": negative size");
+    if (peer < 0 || peer >= size() || peer == rank() || tag < 0)
+      throw Error(what + ": rank " + std::to_string(rank()) +
+                  " cannot talk to rank " + std::to_string(peer) +
+                  " with tag " + std::to_string(tag));
+    Group world(size());
+    for (int r = 0; r < size(); ++r)
+      world[r] = r;
+    return commFor(world, rank(), what);
+  }
+
+  /// Polls until NCCL has enqueued the work (non-blocking communicators
+  /// report ncclInProgress until then) and the stream has run it.
+  void complete(ncclComm_t comm, const std::string &what) {
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(
+                                           std::min(timeout_, 1e8)));
+    for (int polls = 0;; ++polls) {
+      ncclResult_t state = ncclSuccess;
+      if (comm)
+        ncclCommGetAsyncError(comm, &state);
+      if (state != ncclSuccess && state != ncclInProgress)
+        fail(comm, what + ": NCCL failed: " + ncclGetErrorString(state) +
+                       " (" + ncclGetLastError(comm) + ")");
+      if (state == ncclSuccess) {
+        cudaError_t code = cudaStreamQuery(stream_);
+        if (code == cudaSuccess)
+          return;
+        if (code != cudaErrorNotReady)
+          fail(comm, what + ": CUDA failed: " + cudaGetErrorString(code));
+      }
+      if (polls < kSpinPolls)
+        continue;
+      if (Clock::now() > deadline) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%g", timeout_);
+        fail(comm, "communication timed out after " + std::string(seconds) +
+                       " s in " + what + " (a rank died or hangs)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  [[noreturn]] void fail(ncclComm_t comm, const std::string &message) {
+    broken_ = true;
+    if (comm) {
+      ncclCommAbort(comm);
+      for (auto it = comms_.begin(); it != comms_.end(); ++it)
+        if (it->second == comm) {
+          comms_.erase(it);
+          break;
+        }
+    }
+    throw Error(message);
+  }
+
+  void nccl(ncclResult_t result, ncclComm_t comm, const char *call,
+            const std::string &what) {
+    if (result == ncclSuccess || result == ncclInProgress)
+      return;
+    fail(comm, what + ": " + call + " failed: " + ncclGetErrorString(result) +
+                   (comm ? std::string(" (") + ncclGetLastError(comm) + ")"
+                         : std::string()));
+  }
+
+  void copy(void *to, const void *from, int64_t bytes,
+            const std::string &what) {
+    if (to != from)
+      checkCuda(cudaMemcpyAsync(to, from, size_t(bytes),
+                                cudaMemcpyDeviceToDevice, stream_),
+                "cudaMemcpyAsync", what);
+    complete(nullptr, what);
+  }
+
+  int member(const Group &group, const std::string &what) const {
+    int me = -1;
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group[i] < 0 || group[i] >= size())
+        throw Error(what + ": group " + groupString(group) + " names rank " +
+                    std::to_string(group[i]) + " but the world has " +
+                    std::to_string(size()) + " ranks");
+      if (std::count(group.begin(), group.end(), group[i]) > 1)
+        throw Error(what + ": group " + groupString(group) +
+                    " names a rank twice");
+      if (group[i] == rank())
+        me = int(i);
+    }
+    if (me < 0)
+      throw Error(what + ": rank " + std::to_string(rank()) +
+                  " is not in group " + groupString(group));
+    return me;
+  }
+
+  static int64_t bytesOf(int64_t count, DType dtype, const std::string &what) {
+    if (count < 0 || dtypeSize(dtype) <= 0)
+      throw Error(what + ": bad count or element type");
+    return count * dtypeSize(dtype);
+  }
+
+  static ncclDataType_t reduceType(DType dtype, ReduceOp op,
+                                   const std::string &what) {
+    if (dtype == F32)
+      return ncclFloat32;
+    if (dtype == F64)
+      return ncclFloat64;
+    if (dtype == I64 && op != ReduceOp::Average)
+      return ncclInt64;
+    throw Error(what + ": this reduction of " + dtypeName(dtype) +
+                " is not supported (f32, f64; i64 for sum and max)");
+  }
+
+  static ncclRedOp_t ncclOpOf(ReduceOp op) {
+    return op == ReduceOp::Sum ? ncclSum
+                               : op == ReduceOp::Max ? ncclMax : ncclAvg;
+  }
+
+  Communicator &mpi_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::map<Group, ncclComm_t> comms_;
+  bool broken_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> createNcclCommunicator(Communicator &mpi) {
+  return std::make_unique<NcclCommunicator>(mpi);
+}
+
+#endif
+
+} // namespace colo::runtime
