@@ -4,7 +4,9 @@
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
+#include "colo/Runtime/Shard.h"
 
+#include <algorithm>
 #include <dlfcn.h>
 
 #include <set>
@@ -162,6 +164,43 @@ std::vector<int> Executable::group(int rank, const std::vector<int> &axes) const
   return ranks;
 }
 
+std::pair<int64_t, int64_t> Executable::shardBlock(int32_t id, int rank) const {
+  const Shard &shard = buffer(id).shard();
+  std::vector<int> g = group(rank, {shard.mesh_axes().begin(), shard.mesh_axes().end()});
+  return {std::find(g.begin(), g.end(), rank) - g.begin(), int64_t(g.size())};
+}
+
+void Executable::validateShard(int32_t id) {
+  const Buffer &b = buffer(id);
+  const Shard &shard = b.shard();
+  std::string what = describeBuffer(id) + ": shard";
+  if (b.kind() != Buffer::STATE && b.kind() != Buffer::CONSTANT)
+    fail(what + " on a " + kindName(b.kind()) + " buffer (only STATE or CONSTANT)");
+  int64_t parts = 1;
+  for (int axis : shard.mesh_axes()) {
+    if (axis < 0 || axis >= program_.mesh().shape_size())
+      fail(what + ": mesh axis " + std::to_string(axis) + " is not an axis of the mesh");
+    parts *= program_.mesh().shape(axis);
+  }
+  Shape full(shard.full_shape().begin(), shard.full_shape().end());
+  if (runtime::numElements(full) < 0)
+    fail(what + ": full_shape " + shapeString(full) + " is invalid");
+  if (!shard.flat()) {
+    int64_t groups = std::max<int64_t>(shard.groups(), 1);
+    if (shard.dim() < 0 || shard.dim() >= int(full.size()))
+      fail(what + ": dim " + std::to_string(shard.dim()) + " is not a dimension of " +
+           shapeString(full));
+    if (shard.groups() < 0 || full[shard.dim()] % (groups * parts))
+      fail(what + ": dimension " + std::to_string(shard.dim()) + " of " +
+           shapeString(full) + " does not split into " + std::to_string(groups) +
+           " groups of " + std::to_string(parts) + " parts");
+  }
+  if (shardShape(shard, parts) != shape(id))
+    fail(what + ": the block of " + shapeString(full) + " is " +
+         shapeString(shardShape(shard, parts)) + ", not the buffer's " +
+         shapeString(shape(id)));
+}
+
 void Executable::validateBuffers() {
   int32_t count = numBuffers();
   storage_.assign(count, -1);
@@ -230,6 +269,10 @@ void Executable::validateBuffers() {
            kindName(t.kind()) + " buffer (an alias is TEMP or of its target's kind)");
     storage_[id] = target;
   }
+
+  for (int32_t id = 0; id < count; ++id)
+    if (buffer(id).has_shard())
+      validateShard(id);
 
   for (int i = 0; i < program_.loss_size(); ++i) {
     int32_t id = program_.loss(i);
@@ -513,10 +556,11 @@ void Executable::loadState() {
     if (!e)
       throw Error(path + ": no tensor '" + b.name() + "' for " + kindName(b.kind()) +
                   " " + describeBuffer(id));
-    if (e->dtype != b.dtype() || e->shape != shape(id))
+    if (e->dtype != b.dtype() || e->shape != fullShape(id))
       throw Error(path + ": tensor '" + b.name() + "' is " +
                   typeString(e->dtype, e->shape) + " but " + describeBuffer(id) + " is " +
-                  typeString(b.dtype(), shape(id)));
+                  typeString(b.dtype(), fullShape(id)) +
+                  (b.has_shard() ? " (the whole tensor)" : ""));
   }
 }
 

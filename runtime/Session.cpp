@@ -3,6 +3,7 @@
 #include "colo/Runtime/Session.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
+#include "colo/Runtime/Shard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -101,8 +102,18 @@ void Session::allocate() {
       if (exe.isAlias(id) || (kind != Buffer::STATE && kind != Buffer::CONSTANT))
         continue;
       const SafetensorsFile::Entry *e = state->find(exe.buffer(id).name());
-      std::memcpy(pointers_[id], state->data(*e), size_t(exe.byteSize(id)));
+      fill(id, state->data(*e));
     }
+}
+
+void Session::fill(int32_t id, const void *whole) {
+  if (!exe_->buffer(id).has_shard()) {
+    std::memcpy(pointers_[id], whole, size_t(exe_->byteSize(id)));
+    return;
+  }
+  auto [index, parts] = exe_->shardBlock(id, rank());
+  copyBlockOut(exe_->buffer(id).shard(), index, parts, dtypeSize(exe_->buffer(id).dtype()),
+               whole, pointers_[id]);
 }
 
 void Session::prepare() {
@@ -317,10 +328,46 @@ int64_t Session::stepCounter() const {
 }
 
 void Session::saveWeights(const std::string &path) const {
+  // Sharded parameters are sent to rank 0 as (buffer id, block index, bytes)
+  // records and put together there; replicated ones are rank 0's own.
+  std::vector<char> mine;
+  auto put = [&](const void *p, size_t n) {
+    mine.insert(mine.end(), static_cast<const char *>(p), static_cast<const char *>(p) + n);
+  };
+  for (const auto &[id, torchName] : exe_->parameters())
+    if (exe_->buffer(id).has_shard()) {
+      int64_t index = exe_->shardBlock(id, rank()).first, bytes = exe_->byteSize(id);
+      put(&id, sizeof id), put(&index, sizeof index), put(pointers_[id], size_t(bytes));
+    }
+  std::vector<std::vector<char>> blobs;
+  if (comm_ && comm_->size() > 1)
+    blobs = comm_->gatherBytes(mine);
+  else
+    blobs.push_back(std::move(mine));
+  if (rank() != 0)
+    return;
+
+  std::map<int32_t, std::vector<char>> whole;
+  for (const auto &[id, torchName] : exe_->parameters())
+    if (exe_->buffer(id).has_shard())
+      whole[id].resize(size_t(numElements(exe_->fullShape(id)) *
+                              dtypeSize(exe_->buffer(id).dtype())));
+  for (const std::vector<char> &blob : blobs)
+    for (size_t at = 0; at < blob.size();) {
+      int32_t id;
+      int64_t index;
+      std::memcpy(&id, &blob[at], sizeof id);
+      std::memcpy(&index, &blob[at + sizeof id], sizeof index);
+      at += sizeof id + sizeof index;
+      int64_t parts = exe_->shardBlock(id, 0).second;
+      copyBlockIn(exe_->buffer(id).shard(), index, parts, dtypeSize(exe_->buffer(id).dtype()),
+                  &blob[at], whole[id].data());
+      at += size_t(exe_->byteSize(id));
+    }
   std::vector<TensorView> tensors;
   for (const auto &[id, torchName] : exe_->parameters())
-    tensors.push_back(
-        {torchName, exe_->buffer(id).dtype(), exe_->shape(id), pointers_[id]});
+    tensors.push_back({torchName, exe_->buffer(id).dtype(), exe_->fullShape(id),
+                       exe_->buffer(id).has_shard() ? whole[id].data() : pointers_[id]});
   writeSafetensors(path, tensors, {{"format", "pt"}});
 }
 
@@ -359,10 +406,10 @@ LoadReport Session::loadWeights(const std::string &path) {
       continue;
     }
     DType dtype = exe_->buffer(id).dtype();
-    if (e.dtype != dtype || e.shape != exe_->shape(id))
+    if (e.dtype != dtype || e.shape != exe_->fullShape(id))
       throw Error(path + ": tensor '" + e.name + "' is " + typeString(e.dtype, e.shape) +
                   " but " + exe_->describeBuffer(id) + " is " +
-                  typeString(dtype, exe_->shape(id)));
+                  typeString(dtype, exe_->fullShape(id)));
     plan.emplace_back(&e, id);
   }
   if (plan.empty() && !file->entries().empty())
@@ -371,7 +418,7 @@ LoadReport Session::loadWeights(const std::string &path) {
         " tensors names a parameter or state buffer of the program (the first is '" +
         file->entries().front().name + "')");
   for (auto [e, id] : plan) {
-    std::memcpy(pointers_[id], file->data(*e), size_t(exe_->byteSize(id)));
+    fill(id, file->data(*e));
     covered[id] = 1;
     report.loaded.push_back(e->name);
   }
@@ -409,6 +456,21 @@ int64_t Session::snapshotBytes() const {
 }
 
 bool Session::parametersFinite(std::string *firstBad) const {
+  bool finite = localParametersFinite(firstBad);
+  if (!comm_ || comm_->size() <= 1)
+    return finite;
+  // Every rank must take the same branch after a bad step.
+  int64_t bad = finite ? 0 : 1;
+  std::vector<int> world(size_t(comm_->size()));
+  for (int r = 0; r < comm_->size(); ++r)
+    world[size_t(r)] = r;
+  comm_->allReduce(&bad, 1, I64, ReduceOp::Max, world);
+  if (bad && finite && firstBad)
+    *firstBad = "(a parameter block on another rank)";
+  return bad == 0;
+}
+
+bool Session::localParametersFinite(std::string *firstBad) const {
   for (const auto &[id, torchName] : exe_->parameters()) {
     DType dtype = exe_->buffer(id).dtype();
     if (!isFloat(dtype))

@@ -137,7 +137,50 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 // Model state
 //===----------------------------------------------------------------------===//
 
+std::optional<GlobalShard> colo::getGlobalShard(GlobalOp global) {
+  auto dict = global->getAttrOfType<DictionaryAttr>("colo.shard");
+  if (!dict)
+    return std::nullopt;
+  auto axis = dict.getAs<StringAttr>("axis");
+  auto parts = dict.getAs<IntegerAttr>("parts");
+  if (!axis || !parts || parts.getInt() < 1)
+    return std::nullopt;
+  GlobalShard shard;
+  shard.axis = axis.getValue();
+  shard.parts = parts.getInt();
+  shard.flat = static_cast<bool>(dict.get("flat"));
+  if (auto dim = dict.getAs<IntegerAttr>("dim"))
+    shard.dim = dim.getInt();
+  else if (!shard.flat)
+    return std::nullopt;
+  if (auto groups = dict.getAs<IntegerAttr>("groups"))
+    shard.groups = groups.getInt();
+  RankedTensorType type = global.getTensorType();
+  if (!shard.flat && (shard.dim < 0 || shard.dim >= type.getRank() || shard.groups < 1 ||
+                      type.getDimSize(shard.dim) % (shard.parts * shard.groups)))
+    return std::nullopt;
+  return shard;
+}
+
+RankedTensorType colo::localType(GlobalOp global) {
+  RankedTensorType type = global.getTensorType();
+  std::optional<GlobalShard> shard = getGlobalShard(global);
+  if (!shard)
+    return type;
+  if (shard->flat)
+    return RankedTensorType::get({(type.getNumElements() + shard->parts - 1) / shard->parts},
+                                 type.getElementType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[shard->dim] /= shard->parts;
+  return type.clone(shape);
+}
+
 LogicalResult GlobalOp::verify() {
+  if ((*this)->hasAttr("colo.shard") && !getGlobalShard(*this))
+    return emitOpError() << "colo.shard must be {axis = \"name\", parts = N >= 1, "
+                            "dim = D, groups = G} with the dimension a multiple of "
+                            "parts * groups, or {axis, parts, flat}; got "
+                         << (*this)->getAttr("colo.shard");
   Attribute value = getInitialValueAttr();
   if (!value)
     return success();
@@ -183,9 +226,9 @@ GlobalLoadOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       symbolTable.lookupNearestSymbolFrom<GlobalOp>(*this, getGlobalAttr());
   if (!global)
     return emitOpError() << "'" << getGlobal() << "' does not name a colo.global";
-  if (global.getType() != getType())
+  if (localType(global) != getType())
     return emitOpError() << "result type " << getType()
-                         << " does not match global type " << global.getType();
+                         << " does not match global type " << localType(global);
   return success();
 }
 

@@ -128,6 +128,16 @@ public:
   }
 
 private:
+  /// The index of the mesh axis `name`.
+  FailureOr<int> meshAxis(Operation *user, StringRef name) {
+    for (auto grid : func->getParentOfType<ModuleOp>().getOps<shard::GridOp>())
+      if (auto axes = grid->getAttrOfType<ArrayAttr>("colo.axes"))
+        for (auto [i, axis] : llvm::enumerate(axes.getAsValueRange<StringAttr>()))
+          if (axis == name)
+            return int(i);
+    return user->emitError() << "sharded over '" << name << "', which is not a mesh axis";
+  }
+
   /// The module's mesh, and the axis that splits the batch.
   LogicalResult describeMesh() {
     auto module = func->getParentOfType<ModuleOp>();
@@ -260,9 +270,21 @@ private:
     auto g = symbols.lookup<GlobalOp>(global);
     if (!g)
       return user->emitError() << "unknown global '" << global << "'";
-    FailureOr<int> id = newBuffer(g.getTensorType(), global, rt::Buffer::STATE);
+    FailureOr<int> id = newBuffer(localType(g), global, rt::Buffer::STATE);
     if (failed(id))
       return failure();
+    if (std::optional<GlobalShard> shard = getGlobalShard(g)) {
+      rt::Shard *s = plan.program.mutable_buffers(*id)->mutable_shard();
+      for (int64_t d : g.getTensorType().getShape())
+        s->add_full_shape(d);
+      s->set_dim(shard->dim);
+      s->set_groups(shard->groups);
+      s->set_flat(shard->flat);
+      FailureOr<int> axis = meshAxis(g, shard->axis);
+      if (failed(axis))
+        return failure();
+      s->add_mesh_axes(*axis);
+    }
     if (global == "colo.step")
       plan.program.set_step_counter(*id);
     if (!g->hasAttr("colo.optimizer_state"))

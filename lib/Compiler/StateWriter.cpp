@@ -80,9 +80,11 @@ LogicalResult colo::writeInitialState(const ExecutablePlan &plan, ModuleOp modul
     if (!value)
       return failure();
     storage.push_back(encode(value->data, b.dtype()));
-    views.push_back({b.name(), b.dtype(),
-                     rt::Shape(b.shape().begin(), b.shape().end()),
-                     storage.back().data()});
+    // A sharded buffer's file entry is the whole tensor; ranks take blocks.
+    rt::Shape shape = b.has_shard()
+                          ? rt::Shape(b.shard().full_shape().begin(), b.shard().full_shape().end())
+                          : rt::Shape(b.shape().begin(), b.shape().end());
+    views.push_back({b.name(), b.dtype(), shape, storage.back().data()});
   }
   try {
     rt::writeSafetensors(path, views);

@@ -3,9 +3,11 @@
 #include "Commands.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 using namespace llvm;
@@ -24,6 +26,8 @@ int colo::tool::launchRanks(StringRef dir, int64_t ranks, ArrayRef<std::string> 
                                    "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0)
     args.push_back("--allow-run-as-root");
+  ::setenv("COLO_PROGRESS", sys::Process::StandardOutIsDisplayed() ? "1" : "0", 1);
+  args.insert(args.end(), {"-x", "COLO_PROGRESS"});
   args.insert(args.end(), {self, "run", dir.str()});
   args.insert(args.end(), runArgs.begin(), runArgs.end());
   outs() << "launching " << ranks << " ranks with mpirun\n";

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <new>
 #include <thread>
@@ -104,11 +105,18 @@ std::string tensors(size_t n) {
 
 std::string notFinite(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
 
+/// Under mpirun, standard output is mpirun's pseudo-terminal whatever the
+/// user's is; the launcher passes on whether the user's is a terminal.
+bool onTerminal() {
+  if (const char *launcher = std::getenv("COLO_PROGRESS"))
+    return std::string(launcher) == "1";
+  return !rt::launchedWithRanks() && sys::Process::StandardOutIsDisplayed();
+}
+
 /// The step line's progress bar on a terminal, redrawn below the step lines.
 class Progress {
 public:
-  Progress(int64_t total, bool speaks)
-      : total(total), enabled(speaks && sys::Process::StandardOutIsDisplayed()) {}
+  Progress(int64_t total, bool speaks) : total(total), enabled(speaks && onTerminal()) {}
   void clear() {
     if (enabled && drawn)
       outs() << "\r\033[K";
@@ -288,11 +296,15 @@ int run(const std::string &dir) {
   Progress progress(runSteps, rank == 0);
   using clock = std::chrono::steady_clock;
   clock::time_point runStart = clock::now();
+  int64_t stepBytes = 0;
   for (int64_t k = 1; k <= runSteps; ++k) {
     clock::time_point t0 = clock::now();
     if (data)
       data->next(session);
+    int64_t sentBefore = comm ? comm->stats().bytesSent : 0;
     session.step();
+    if (comm)
+      stepBytes += comm->stats().bytesSent - sentBefore;
     double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
     progress.clear();
@@ -312,8 +324,12 @@ int run(const std::string &dir) {
     bool lossFinite = std::isfinite(loss);
     if (!lossFinite || (snapshots && !session.parametersFinite(&bad))) {
       out.flush();
-      if (rank != 0)
+      if (rank != 0) {
+        // The collectives of keepLastGoodWeights, without its messages.
+        if (snapshots && session.restoreSnapshot() && session.parametersFinite())
+          session.saveWeights(output);
         return 1;
+      }
       if (!lossFinite)
         reportError(formatv("loss is {0} at step {1}", notFinite(loss), k));
       else
@@ -333,13 +349,19 @@ int run(const std::string &dir) {
     out << formatv("{0} steps in {1:F2} s (", runSteps.getValue(), seconds)
            << milliseconds(seconds * 1e3 / double(runSteps)) << " per step)\n";
 
-  if (comm)
-    out << formatv("communication: {0} bytes sent per step by rank 0 ({1} calls)\n",
-                   comm->stats().bytesSent / std::max<int64_t>(runSteps, 1),
-                   comm->stats().calls / std::max<int64_t>(runSteps, 1));
+  if (comm && runSteps > 0) {
+    // What the program's collectives sent (not the run's own bookkeeping).
+    int64_t all = stepBytes;
+    std::vector<int> world(size_t(comm->size()));
+    for (int r = 0; r < comm->size(); ++r)
+      world[size_t(r)] = r;
+    comm->allReduce(&all, 1, rt::I64, rt::ReduceOp::Sum, world);
+    out << formatv("communication: {0} bytes sent per step by rank 0, {1} by all ranks\n",
+                   stepBytes / runSteps, all / runSteps);
+  }
+  session.saveWeights(output);
   if (rank != 0)
     return 0;
-  session.saveWeights(output);
   out << "wrote the weights (" << tensors(exe->parameters().size()) << ") to "
          << output << "\n";
   if (!runSaveState.empty()) {

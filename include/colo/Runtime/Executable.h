@@ -59,6 +59,14 @@ public:
   int64_t numElements(int32_t id) const { return elements_[id]; }
   int64_t byteSize(int32_t id) const;
   Shape shape(int32_t id) const;
+  /// The whole tensor's shape: the shard's full_shape, else shape(id).
+  Shape fullShape(int32_t id) const {
+    const Buffer &b = buffer(id);
+    return b.has_shard() ? Shape(b.shard().full_shape().begin(), b.shard().full_shape().end())
+                         : shape(id);
+  }
+  /// A sharded buffer's block on `rank`: (its index, the number of blocks).
+  std::pair<int64_t, int64_t> shardBlock(int32_t id, int rank) const;
   /// INPUT buffers (not aliases), in buffer order.
   const std::vector<int32_t> &inputs() const { return inputs_; }
   /// The kernel of step `index` (a KernelCall), resolved at load.
@@ -87,6 +95,7 @@ private:
   Executable() = default;
   void validate();
   void validateMesh();
+  void validateShard(int32_t id);
   void validateBuffers();
   void validateSteps();
   void loadKernels();

@@ -78,7 +78,9 @@ public:
   /// The value of Program.step_counter, or -1 if there is none.
   int64_t stepCounter() const;
 
-  /// Writes the parameters (Program.param_names) under their PyTorch names.
+  /// Writes the parameters (Program.param_names) under their PyTorch names,
+  /// whole: with several ranks every rank calls it, the blocks of sharded
+  /// parameters are gathered and rank 0 writes the file.
   void saveWeights(const std::string &path) const;
   /// Writes every STATE buffer under its buffer name (a resumable checkpoint;
   /// loadWeights reads it back).
@@ -97,9 +99,12 @@ public:
   bool restoreSnapshot();
   /// Bytes a snapshot copies (the parameters).
   int64_t snapshotBytes() const;
-  /// True if every floating-point parameter is finite; otherwise `firstBad`
-  /// gets the PyTorch name of the first one that is not.
+  /// True if every floating-point parameter is finite (on every rank: with
+  /// several, all call it); otherwise `firstBad` gets the PyTorch name of the
+  /// first one that is not.
   bool parametersFinite(std::string *firstBad = nullptr) const;
+  /// This process's rank (0 without a communicator).
+  int rank() const { return comm_ ? comm_->rank() : 0; }
 
   /// Times every step of each following step() call.
   void setProfiling(bool on) { profiling_ = on; }
@@ -121,6 +126,10 @@ private:
   void checkInputs() const;
 
   std::function<void()> prepareCollective(const Collective &c);
+  /// Sets STATE/CONSTANT buffer `id` from the whole tensor (its block, if
+  /// sharded).
+  void fill(int32_t id, const void *whole);
+  bool localParametersFinite(std::string *firstBad) const;
 
   std::shared_ptr<const Executable> exe_;
   Communicator *comm_;

@@ -1,0 +1,69 @@
+// Blocks of sharded tensors (runtime/Shard.cpp) against index arithmetic
+// written out per case.
+#include "colo/Runtime/Shard.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+using namespace colo::runtime;
+
+namespace {
+Shard makeShard(Shape full, int dim, int64_t groups = 1, bool flat = false) {
+  Shard s;
+  for (int64_t d : full)
+    s.add_full_shape(d);
+  s.set_dim(dim);
+  s.set_groups(groups);
+  s.set_flat(flat);
+  return s;
+}
+
+std::vector<float> iota(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), 0.0f);
+  return v;
+}
+} // namespace
+
+TEST(RuntimeShard, ColumnsOfAMatrix) {
+  // [2, 4] split on dim 1 into 2: rank 1 holds columns 2 and 3.
+  Shard s = makeShard({2, 4}, 1);
+  EXPECT_EQ(shardShape(s, 2), (Shape{2, 2}));
+  std::vector<float> full = iota(8), local(4);
+  copyBlockOut(s, 1, 2, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{2, 3, 6, 7}));
+}
+
+TEST(RuntimeShard, GroupedColumnsTakeABlockOfEachGroup) {
+  // A fused QKV bias [12] = q|k|v of 4 each, 2 ranks: rank 1 holds q[2:4],
+  // k[2:4], v[2:4].
+  Shard s = makeShard({12}, 0, 3);
+  std::vector<float> full = iota(12), local(6);
+  copyBlockOut(s, 1, 2, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{2, 3, 6, 7, 10, 11}));
+}
+
+TEST(RuntimeShard, FlatBlocksArePaddedWithZeros) {
+  // 5 elements over 2 ranks: blocks of 3, the last padded.
+  Shard s = makeShard({5}, 0, 1, true);
+  EXPECT_EQ(shardShape(s, 2), (Shape{3}));
+  std::vector<float> full = iota(5), local(3, -1);
+  copyBlockOut(s, 1, 2, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{3, 4, 0}));
+}
+
+TEST(RuntimeShard, BlocksPutBackRebuildTheWhole) {
+  for (Shard s : {makeShard({4, 6}, 0), makeShard({4, 6}, 1, 3), makeShard({4, 6}, 0, 1, true),
+                  makeShard({2, 3, 4}, 2, 2)}) {
+    Shape full(s.full_shape().begin(), s.full_shape().end());
+    std::vector<float> whole = iota(numElements(full)), rebuilt(whole.size(), -1);
+    int64_t n = numElements(shardShape(s, 2));
+    for (int64_t index = 0; index < 2; ++index) {
+      std::vector<float> block(static_cast<size_t>(n));
+      copyBlockOut(s, index, 2, 4, whole.data(), block.data());
+      copyBlockIn(s, index, 2, 4, block.data(), rebuilt.data());
+    }
+    EXPECT_EQ(rebuilt, whole) << s.DebugString();
+  }
+}
