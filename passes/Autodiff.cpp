@@ -7,6 +7,9 @@
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -492,7 +495,27 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
             Value d = gb.mul(gb.mul(diff, g), 2.0 / n);
             return SmallVector<Value>{d, gb.neg(d)};
           })
+          // Tensor parallelism (Megatron-LM's conjugate pair f and g): the
+          // entry of a column-parallel region sums its input's partial
+          // gradients over the ranks; the sum that ends a row-parallel
+          // region passes the replicated gradient to every rank's part.
+          .Case([&](AllReduceGradOp a) -> Grads {
+            return SmallVector<Value>{shard::AllReduceOp::create(
+                b, gb.loc, g, a.getGrid(), a.getGridAxes(), shard::ReductionKind::Sum)};
+          })
+          .Case([&](shard::AllReduceOp r) -> Grads {
+            if (r.getReduction() != shard::ReductionKind::Sum)
+              return r.emitOpError()
+                     << "has no gradient rule for reduction "
+                     << shard::stringifyReductionKind(r.getReduction())
+                     << " (only sum, which ends a row-parallel region)";
+            return SmallVector<Value>{g};
+          })
           .Default([&](Operation *other) -> Grads {
+            if (isa<shard::ShardDialect>(other->getDialect()))
+              return other->emitOpError(
+                  "has no gradient rule (of the shard ops only all_reduce with "
+                  "reduction = sum, which colo-tensor-parallel adds, has one)");
             return other->emitOpError("has no gradient rule");
           });
   if (failed(grads))

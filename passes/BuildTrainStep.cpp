@@ -292,19 +292,22 @@ private:
     return MulOp::create(b, loc, base, SelectOp::create(b, loc, inWarmup, warm, cosine));
   }
 
-  /// A zero-initialized optimizer state of `param`'s type.
+  /// A zero-initialized optimizer state of `param`'s type, sharded like it
+  /// (tensor parallelism): each rank keeps the state of its block.
   Value state(GlobalOp param, StringRef name) {
     RankedTensorType type = param.getTensorType();
     GlobalOp global = createGlobal((param.getSymName() + "#" + name).str(), type,
                                    DenseElementsAttr::get(type, b.getZeroAttr(
                                                                     type.getElementType())));
+    if (Attribute shard = param->getAttr("colo.shard"))
+      global->setAttr("colo.shard", shard);
     states.push_back(global);
-    return GlobalLoadOp::create(b, loc, type, global.getSymName());
+    return GlobalLoadOp::create(b, loc, localType(global), global.getSymName());
   }
 
   void update(GlobalOp param, Value grad, Value lr, Value stepCount) {
     Location paramLoc = NameLoc::get(b.getStringAttr(param.getSymName() + "#update"));
-    Value p = GlobalLoadOp::create(b, paramLoc, param.getTensorType(), param.getSymName());
+    Value p = GlobalLoadOp::create(b, paramLoc, localType(param), param.getSymName());
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
     auto store = [&](StringRef name, Value v) {
       GlobalStoreOp::create(b, paramLoc, name, v);

@@ -21,15 +21,42 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
+/// Whether the step needs norms of whole parameters (gradient clipping, LAMB
+/// and LARS trust ratios), which colo-build-train-step computes per rank:
+/// under tensor parallelism a rank holds blocks of the sharded parameters.
+static bool needsWholeNorms(llvm::StringRef spacedOptions) {
+  llvm::SmallVector<llvm::StringRef> words;
+  spacedOptions.split(words, ' ', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef word : words) {
+    auto [key, value] = word.split('=');
+    double norm;
+    if ((key == "optimizer" && (value == "lamb" || value == "lars")) ||
+        (key == "max-grad-norm" && !value.getAsDouble(norm) && norm > 0))
+      return true;
+  }
+  return false;
+}
+
 mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
                                                  llvm::StringRef options,
                                                  const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
+  if (parallel.dp > 1 || parallel.tp > 1)
+    pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{parallel.dp, parallel.tp}));
   if (parallel.dp > 1)
     pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{parallel.dp}));
+  // The backward is derived from the sharded forward.
+  if (parallel.tp > 1)
+    pm.addPass(createColoTensorParallel(ColoTensorParallelOptions{parallel.tp}));
   // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
   std::string spaced = options.str();
   std::replace(spaced.begin(), spaced.end(), ',', ' ');
+  if (parallel.tp > 1 && needsWholeNorms(spaced)) {
+    errors << "max-grad-norm, lamb and lars are not implemented with tensor "
+              "parallelism yet (they need norms of whole parameters, of which "
+              "each tp rank holds a block)";
+    return mlir::failure();
+  }
   std::unique_ptr<mlir::Pass> pass = createColoBuildTrainStep();
   if (failed(pass->initializeOptions(spaced, [&](const llvm::Twine &msg) {
         errors << msg;
@@ -37,7 +64,10 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
       })))
     return mlir::failure();
   pm.addPass(std::move(pass));
-  if (parallel.dp > 1)
+  if (parallel.dp > 1 && parallel.zero > 0)
+    pm.addPass(createColoZero(
+        ColoZeroOptions{parallel.zero, parallel.dp, parallel.bucketMb}));
+  else if (parallel.dp > 1)
     pm.addPass(createColoDataParallel(
         ColoDataParallelOptions{parallel.dp, parallel.bucketMb}));
   pm.addPass(mlir::createCanonicalizerPass());

@@ -5,12 +5,12 @@
 // something else (a reduction over the batch, a reshape that interleaves
 // samples, a partial slice of the batch) is an error.
 #include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/DimensionMap.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace colo {
 #define GEN_PASS_DEF_COLOSPLITBATCH
@@ -21,15 +21,6 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
-/// Where an operand dimension goes in result 0: a result dimension (>= 0) or
-/// one of these. A value "carries the batch" in dimension d when its `parts`
-/// equal chunks along d are the values of the `parts` slices; an op keeps
-/// that property only if the carrying dimension maps to a result dimension.
-constexpr int64_t kReduced = -1; // summed, averaged, normalized, contracted
-constexpr int64_t kMixed = -2;   // combined across positions (windows, indices,
-                                 // heads, concatenation) or not split (weights)
-using DimMap = SmallVector<SmallVector<int64_t>>; // [operand][dim] -> dim
-
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 int64_t rankOf(Value v) { return tensorType(v).getRank(); }
 
@@ -37,163 +28,6 @@ RankedTensorType withDim(RankedTensorType t, int64_t dim, int64_t size) {
   SmallVector<int64_t> shape(t.getShape());
   shape[dim] = size;
   return t.clone(shape);
-}
-
-/// NumPy broadcasting: dimension i of a rank-r operand is result dimension
-/// rank - r + i.
-SmallVector<int64_t> rightAligned(Value v, int64_t rank) {
-  SmallVector<int64_t> m;
-  for (int64_t i = 0, r = rankOf(v); i < r; ++i)
-    m.push_back(rank - r + i);
-  return m;
-}
-
-SmallVector<int64_t> identity(Value v) { return rightAligned(v, rankOf(v)); }
-SmallVector<int64_t> all(Value v, int64_t what) {
-  return SmallVector<int64_t>(rankOf(v), what);
-}
-
-/// An axis attribute (I64Attr getters return uint64_t) counted from the end
-/// when negative; the verifiers have checked its range.
-int64_t normalize(uint64_t axis, int64_t rank) {
-  auto a = static_cast<int64_t>(axis);
-  return a < 0 ? a + rank : a;
-}
-
-/// Identity except that dimensions from `axis` on are normalized over.
-SmallVector<int64_t> normalizedFrom(Value v, int64_t axis) {
-  SmallVector<int64_t> m = identity(v);
-  for (int64_t i = normalize(axis, rankOf(v)); i < rankOf(v); ++i)
-    m[i] = kReduced;
-  return m;
-}
-
-/// The dimension maps of every colo op that can take a batch-carrying
-/// operand (all but reshape, handled apart); std::nullopt for the others:
-/// global_store (model state is not per slice) and the training-step ops
-/// (split @forward before colo-build-train-step).
-std::optional<DimMap> dimMap(Operation *op) {
-  using Result = std::optional<DimMap>;
-  auto broadcasting = [](Operation *op) -> Result {
-    int64_t rank = rankOf(op->getResult(0));
-    DimMap m;
-    for (Value v : op->getOperands())
-      m.push_back(rightAligned(v, rank));
-    return m;
-  };
-  auto softmax = [](auto op) -> Result {
-    SmallVector<int64_t> m = identity(op.getInput());
-    m[normalize(op.getAxis(), m.size())] = kReduced;
-    return DimMap{m};
-  };
-  auto norm = [](auto op) -> Result {
-    DimMap m{normalizedFrom(op.getInput(), op.getAxis())};
-    for (Value p : op->getOperands().drop_front())
-      m.push_back(all(p, kReduced));
-    return m;
-  };
-  auto reduce = [](auto op) -> Result {
-    SmallVector<int64_t> m;
-    int64_t out = 0;
-    for (int64_t i = 0; i < rankOf(op.getInput()); ++i) {
-      bool reduced = llvm::is_contained(op.getDims(), i);
-      m.push_back(reduced ? kReduced : out);
-      out += !reduced || op.getKeepDims();
-    }
-    return DimMap{m};
-  };
-  auto pool = [](Operation *op) -> Result {
-    return DimMap{{0, 1, kMixed, kMixed}};
-  };
-  auto loss = [](Operation *op) -> Result {
-    DimMap m;
-    for (Value v : op->getOperands())
-      m.push_back(all(v, kReduced));
-    return m;
-  };
-  return TypeSwitch<Operation *, Result>(op)
-      .Case<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, ErfOp,
-            SigmoidOp, ReluOp, SiluOp, CosOp, SinOp, GeluOp, ClampOp, AddOp,
-            SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, CompareOp,
-            SelectOp, ConvertOp, DropoutOp, BroadcastToOp>(broadcasting)
-      .Case<SoftmaxOp>(softmax)
-      .Case<LogSoftmaxOp>(softmax)
-      .Case<LayerNormOp>(norm)
-      .Case<RmsNormOp>(norm)
-      .Case<ReduceSumOp>(reduce)
-      .Case<ReduceMeanOp>(reduce)
-      .Case<ReduceMaxOp>(reduce)
-      .Case<MaxPool2dOp, AvgPool2dOp>(pool)
-      .Case<CrossEntropyOp, MseLossOp>(loss)
-      .Case([](MatmulOp op) -> Result {
-        // Batch dimensions broadcast among themselves; k is contracted.
-        int64_t rank = rankOf(op.getResult());
-        auto side = [&](Value v, bool lhs) {
-          SmallVector<int64_t> m = rightAligned(v, rank);
-          m[m.size() - (lhs ? 1 : 2)] = kReduced;
-          return m;
-        };
-        return DimMap{side(op.getLhs(), true), side(op.getRhs(), false)};
-      })
-      .Case([](Conv2dOp op) -> Result {
-        DimMap m{{0, kReduced, kMixed, kMixed}, all(op.getFilter(), kMixed)};
-        if (op.getBias())
-          m.push_back(all(op.getBias(), kMixed));
-        return m;
-      })
-      .Case([](AttentionOp op) -> Result {
-        // Only the leading dimension: heads are grouped, queries are masked
-        // causally by position and keys are summed over.
-        DimMap m(3, SmallVector<int64_t>{0, kMixed, kReduced, kReduced});
-        m[0][2] = kMixed;
-        m[2][3] = kMixed;
-        if (Value mask = op.getMask()) {
-          SmallVector<int64_t> mm = rightAligned(mask, 4);
-          for (int64_t &d : mm)
-            d = d == 0 ? 0 : d == 3 ? kReduced : kMixed;
-          m.push_back(mm);
-        }
-        return m;
-      })
-      .Case([](BatchNormOp op) -> Result {
-        // Training mode reduces over the batch: each slice normalizes with
-        // its own statistics (see the pass description).
-        SmallVector<int64_t> in = all(op.getInput(), kReduced);
-        in[0] = 0;
-        in[1] = kMixed;
-        DimMap m{in};
-        for (Value p : op->getOperands().drop_front())
-          m.push_back(all(p, kMixed));
-        return m;
-      })
-      .Case([](TransposeOp op) -> Result {
-        SmallVector<int64_t> m(op.getPermutation().size());
-        for (auto [i, p] : llvm::enumerate(op.getPermutation()))
-          m[p] = i;
-        return DimMap{m};
-      })
-      .Case([](SliceOp op) -> Result { return DimMap{identity(op.getInput())}; })
-      .Case([](ConcatOp op) -> Result {
-        DimMap m;
-        for (Value v : op.getInputs()) {
-          m.push_back(identity(v));
-          m.back()[normalize(op.getAxis(), rankOf(v))] = kMixed;
-        }
-        return m;
-      })
-      .Case([](GatherOp op) -> Result {
-        int64_t r = rankOf(op.getInput()), ri = rankOf(op.getIndices());
-        int64_t axis = normalize(op.getAxis(), r);
-        SmallVector<int64_t> in;
-        for (int64_t i = 0; i < r; ++i)
-          in.push_back(i < axis ? i : i == axis ? kMixed : i - 1 + ri);
-        SmallVector<int64_t> idx = rightAligned(op.getIndices(), axis + ri);
-        return DimMap{in, idx};
-      })
-      .Case([](EmbeddingOp op) -> Result {
-        return DimMap{all(op.getTable(), kMixed), identity(op.getIds())};
-      })
-      .Default([](Operation *) -> Result { return std::nullopt; });
 }
 
 /// Propagates the batch through the function in order. Ops are updated in
@@ -316,16 +150,12 @@ private:
   /// contiguous chunks of dimension e.
   LogicalResult visitReshape(ReshapeOp op, int64_t d) {
     RankedTensorType in = tensorType(op.getInput()), out = op.getType();
-    int64_t before = 1, outBefore = 1;
-    for (int64_t i = 0; i < d; ++i)
-      before *= in.getDimSize(i);
-    for (int64_t e = 0; e < out.getRank() && outBefore <= before; ++e) {
-      if (outBefore == before && out.getDimSize(e) % parts == 0) {
-        op.getResult().setType(withDim(out, e, out.getDimSize(e) / parts));
-        batchDim[op.getResult()] = e;
-        return success();
-      }
-      outBefore *= out.getDimSize(e);
+    for (int64_t e : reshapeAlignedDims(in.getShape(), d, out.getShape())) {
+      if (out.getDimSize(e) % parts != 0)
+        continue;
+      op.getResult().setType(withDim(out, e, out.getDimSize(e) / parts));
+      batchDim[op.getResult()] = e;
+      return success();
     }
     return op.emitError() << "reshape " << withDim(in, d, in.getDimSize(d) * parts)
                           << " -> " << out << " does not keep the batch (dimension "

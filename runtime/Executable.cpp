@@ -465,7 +465,7 @@ void Executable::validateSteps() {
       needDType("output", out, dtype);
       bool intSum = dtype == I64 && c.kind() == Collective::ALL_REDUCE &&
                     c.reduction() != Collective::AVERAGE;
-      if (dtype != F32 && dtype != F64 && !intSum)
+      if (dtype != F32 && dtype != F64 && !intSum && c.kind() != Collective::ALL_SLICE)
         fail(where + ": " + dtypeName(dtype) + " is not supported by this collective");
       int64_t n = elements_[in];
       switch (c.kind()) {

@@ -3,6 +3,7 @@
 #include "colo/Dialect/Colo/ColoOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -69,9 +70,9 @@ LogicalResult GlobalStoreOp::verifySymbolUses(SymbolTableCollection &symbolTable
   auto global = symbolTable.lookupNearestSymbolFrom<GlobalOp>(*this, getGlobalAttr());
   if (!global)
     return emitOpError() << "'" << getGlobal() << "' does not name a colo.global";
-  if (global.getType() != getValue().getType())
+  if (localType(global) != getValue().getType())
     return emitOpError() << "value type " << getValue().getType()
-                         << " does not match global type " << global.getType();
+                         << " does not match global type " << localType(global);
   return success();
 }
 
@@ -81,10 +82,51 @@ LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto global = symbolTable.lookupNearestSymbolFrom<GlobalOp>(*this, getParamAttr());
   if (!global || !global.getTrainable())
     return emitOpError() << "'" << getParam() << "' does not name a trainable colo.global";
-  if (global.getType() != getType())
+  if (localType(global) != getType())
     return emitOpError() << "gradient type " << getType()
-                         << " does not match parameter type " << global.getType();
+                         << " does not match parameter type " << localType(global);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor parallelism
+//===----------------------------------------------------------------------===//
+
+// The dialect does not depend on shard, so the grid is checked by name and
+// its `shape` attribute.
+LogicalResult AllReduceGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *grid = symbolTable.lookupNearestSymbolFrom(*this, getGridAttr());
+  auto shape = grid ? grid->getAttrOfType<DenseI64ArrayAttr>("shape") : nullptr;
+  if (!grid || grid->getName().getStringRef() != "shard.grid" || !shape)
+    return emitOpError() << "'" << getGrid() << "' does not name a shard.grid";
+  SmallVector<int16_t> seen;
+  for (int16_t axis : getGridAxes()) {
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
+      return emitOpError() << "grid axis " << axis << " out of range for a grid of rank "
+                           << shape.size();
+    if (llvm::is_contained(seen, axis))
+      return emitOpError() << "grid axis " << axis << " is repeated";
+    seen.push_back(axis);
+  }
+  return success();
+}
+
+namespace {
+/// Not a folder: the greedy driver that colo-build-train-step runs before
+/// differentiating (attention decomposition) folds, and would drop the op's
+/// gradient rule with it.
+struct DropAllReduceGrad : OpRewritePattern<AllReduceGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllReduceGradOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+} // namespace
+
+void AllReduceGradOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                  MLIRContext *context) {
+  results.add<DropAllReduceGrad>(context);
 }
 
 //===----------------------------------------------------------------------===//

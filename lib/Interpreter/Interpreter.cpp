@@ -811,6 +811,11 @@ LogicalResult Evaluator::run(Operation *op) {
         set(g.getResult(), get(g.getInput()));
         return success();
       })
+      // One rank's view: the op only changes the gradient.
+      .Case([&](AllReduceGradOp a) {
+        set(a.getResult(), get(a.getInput()));
+        return success();
+      })
       .Case([&](ReshapeOp r) {
         HostArray a = get(r.getInput());
         a.shape = shapeOf(r.getResult());

@@ -46,7 +46,7 @@ cl::opt<std::string> compileDumpIr(
 cl::opt<std::string> compilePlan(
     "plan",
     cl::desc("Spread the step over ranks: a plan file (colo plan -o) or inline, "
-             "e.g. dp=2 (docs/plan-format.md; data parallelism so far)"),
+             "e.g. dp=2,tp=2 (docs/plan-format.md)"),
     cl::value_desc("plan"), cl::sub(compileCmd), cl::sub(trainCommand()));
 cl::opt<double> compileBucketMb(
     "bucket-mb",
@@ -81,17 +81,18 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
     return reportError("invalid --plan: " + toString(plan.takeError())), failure();
   auto unsupported = [&](StringRef what) {
     reportError("--plan " + plan->str() + ": " + what +
-                " is not implemented yet (data parallelism, dp=N, is)");
+                " is not implemented yet (data and tensor parallelism, dp=N and "
+                "tp=N, are)");
     return failure();
   };
-  if (plan->tp > 1)
-    return unsupported("tensor parallelism (tp)");
   if (plan->pp > 1)
     return unsupported("pipeline parallelism (pp)");
   if (plan->sequenceParallel)
     return unsupported("sequence parallelism (sp)");
-  if (plan->zero > 0)
-    return unsupported("ZeRO");
+  if (plan->zero > 2)
+    return reportError("--plan " + plan->str() + ": ZeRO stage " + Twine(plan->zero) +
+                       " is not implemented yet (stages 1 and 2 are)"),
+           failure();
   if (plan->microBatches > 1)
     return unsupported("gradient accumulation (micro)");
   if (plan->recompute != colo::planner::Recompute::None)
@@ -99,6 +100,9 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
   if (plan->offload != colo::planner::Offload::None)
     return unsupported("offload");
   options.dp = plan->dp;
+  // colo-tensor-parallel reports sizes tp does not divide, on the op.
+  options.tp = plan->tp;
+  options.zero = plan->zero;
   return options;
 }
 

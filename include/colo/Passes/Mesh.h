@@ -27,6 +27,14 @@ mlir::FailureOr<MeshAxis> getOrCreateMeshAxis(mlir::ModuleOp module,
                                               llvm::StringRef name, int64_t size,
                                               mlir::Operation *user);
 
+/// The module's mesh with exactly `axes` (name, size), in order: created as
+/// `shard.grid @mesh` if the module has none, an error at `user` if it has
+/// another.
+mlir::FailureOr<mlir::shard::GridOp>
+createMesh(mlir::ModuleOp module,
+           llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> axes,
+           mlir::Operation *user);
+
 } // namespace colo
 
 #endif

@@ -23,14 +23,17 @@ void buildImportPipeline(mlir::OpPassManager &pm);
 /// plan passes apply.
 struct ParallelOptions {
   int64_t dp = 1;        ///< data-parallel ranks
+  int64_t tp = 1;        ///< tensor-parallel ranks (colo-tensor-parallel)
   double bucketMb = 25;  ///< gradient bytes per all-reduce
+  int64_t zero = 0;      ///< ZeRO stage (1, 2: colo-zero instead of colo-data-parallel)
 };
 
-/// The train-step pipeline: the batch split for data parallelism
-/// (colo-split-batch), colo-build-train-step with `options` (its pass options
-/// as `key=value` separated by commas or spaces), the plan passes
-/// (colo-data-parallel), canonicalize, CSE. Invalid options are described on
-/// `errors`.
+/// The train-step pipeline: the plan's mesh (colo-create-mesh), the batch
+/// split for data parallelism (colo-split-batch), tensor parallelism of the
+/// forward (colo-tensor-parallel), colo-build-train-step with `options` (its
+/// pass options as `key=value` separated by commas or spaces), the plan
+/// passes (colo-data-parallel, or colo-zero for ZeRO), canonicalize, CSE.
+/// Invalid options are described on `errors`.
 mlir::LogicalResult buildTrainStepPipeline(mlir::OpPassManager &pm,
                                            llvm::StringRef options,
                                            const ParallelOptions &parallel,

@@ -246,6 +246,92 @@ def ColoDataParallel : Pass<"colo-data-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
+  let summary = "Shards the optimizer state over the data-parallel mesh axis (ZeRO-1/2)";
+  let description = [{
+    ZeRO stages 1 and 2 (Rajbhandari et al., 2020); runs after
+    `colo-build-train-step`, on a step split by `colo-split-batch`, instead
+    of `colo-data-parallel`. Each parameter's gradient, flattened and padded
+    with zeros to `n'` elements (its size rounded up to a multiple of `dp`),
+    is averaged over the mesh's `dp` axis by a `shard.reduce_scatter`, so that
+    rank `r` receives only block `r` of it (`n' / dp` elements). The rank
+    takes the same block of the parameter locally (`shard.all_slice`) and
+    runs the optimizer update, which is elementwise, on the blocks: the
+    optimizer state globals (`<param>#exp_avg`, ...) hold only the rank's
+    block, a `dp`-th of their memory. A `shard.all_gather` of the updated
+    blocks gives every rank the whole new parameter, which is stored.
+    Together the two collectives send the bytes of one all-reduce.
+
+    Gradients are bucketed as in `colo-data-parallel` (at most `bucket-mb`
+    MiB of padded gradients per reduce-scatter, in the order the backward
+    computes them, placed right after the bucket's last gradient); the
+    updated blocks are gathered in buckets of the same size in update order.
+    In a bucket each gradient is viewed as `[dp, n' / dp]` and the bucket is
+    concatenated along the second dimension, so that row `r`, rank `r`'s
+    share, holds block `r` of every parameter. The returned loss is averaged
+    over `dp`. The `colo.gradient` markers, which mark whole gradients, are
+    removed: the updates read the blocks.
+
+    Stages 1 (optimizer state partitioning) and 2 (gradient partitioning as
+    well) produce the same program: with one microbatch per step each
+    gradient is reduce-scattered once, as soon as it is complete, so the
+    averaged gradient only ever exists as the rank's block (stage 2's
+    saving) and there is nothing more for stage 2 to partition. The
+    function records
+    `colo.zero = <stage>` and `colo.data_parallel = <dp>` (the compiler splits
+    the data by the latter).
+
+    Only `colo.adam_update` (Adam, AdamW) and `colo.sgd_update` can run on
+    blocks; LAMB and LARS need norms of whole parameters, and so does
+    gradient clipping: both are errors. `dp=1` changes nothing.
+
+    Before (`dp=2`):
+    ```mlir
+    colo.global @"b#exp_avg" : tensor<3xf32> = dense<0.0> : tensor<3xf32> {colo.optimizer_state}
+    %g = colo.gradient %db of @b : tensor<3xf32>
+    %p = colo.global_load @b : tensor<3xf32>
+    %m = colo.global_load @"b#exp_avg" : tensor<3xf32>
+    %np, %nm, %nv = colo.adam_update %p, %g, %m, %v, %lr, %step {...} : tensor<3xf32>
+    colo.global_store @b, %np : tensor<3xf32>
+    colo.global_store @"b#exp_avg", %nm : tensor<3xf32>
+    ```
+    After:
+    ```mlir
+    colo.global @"b#exp_avg" : tensor<2xf32> = dense<0.0> : tensor<2xf32> {colo.optimizer_state}
+    %z = colo.constant dense<0.0> : tensor<1xf32>
+    %fp = colo.concat %db, %z axis = 0 : tensor<3xf32>, tensor<1xf32>
+    %r = colo.reshape %fp : tensor<4xf32> -> tensor<2x2xf32>
+    %rs = shard.reduce_scatter %r on @mesh grid_axes = [0] reduction = average
+          scatter_axis = 0 : tensor<2x2xf32> -> tensor<1x2xf32>
+    %gs = colo.reshape %rs : tensor<1x2xf32> -> tensor<2xf32>
+    %p = colo.global_load @b : tensor<3xf32>
+    %m = colo.global_load @"b#exp_avg" : tensor<2xf32>
+    ... %p padded to %pp : tensor<4xf32> as %db was
+    %ps = shard.all_slice %pp on @mesh grid_axes = [0] slice_axis = 0
+          : tensor<4xf32> -> tensor<2xf32>
+    %np, %nm, %nv = colo.adam_update %ps, %gs, %m, %v, %lr, %step {...} : tensor<2xf32>
+    %n1 = colo.reshape %np : tensor<2xf32> -> tensor<1x2xf32>
+    %ag = shard.all_gather %n1 on @mesh grid_axes = [0] gather_axis = 0
+          : tensor<1x2xf32> -> tensor<2x2xf32>
+    %f = colo.reshape %ag : tensor<2x2xf32> -> tensor<4xf32>
+    %new = colo.slice %f start = [0] limit = [3] stride = [1] : tensor<4xf32>
+    colo.global_store @b, %new : tensor<3xf32>
+    colo.global_store @"b#exp_avg", %nm : tensor<2xf32>
+    ```
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", "1",
+           "ZeRO stage: 1 (optimizer state) or 2 (and gradients)">,
+    Option<"dp", "dp", "int64_t", "1", "Ranks on the data-parallel axis">,
+    Option<"bucketMb", "bucket-mb", "double", "25.0",
+           "Padded gradient bytes per reduce-scatter (and parameter bytes per "
+           "all-gather), in MiB">,
+    Option<"func", "func", "std::string", "\"train_step\"",
+           "The training step function">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def ColoSplitBatch : Pass<"colo-split-batch", "::mlir::ModuleOp"> {
   let summary = "Rewrites @forward to run on one of `parts` slices of the batch";
   let description = [{
@@ -311,6 +397,117 @@ def ColoSplitBatch : Pass<"colo-split-batch", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numOps", "num-ops", "Ops given local types">,
   ];
+}
+
+def ColoCreateMesh : Pass<"colo-create-mesh", "::mlir::ModuleOp"> {
+  let summary = "Creates the device mesh of a parallel plan";
+  let description = [{
+    Adds `shard.grid @mesh` with one axis per plan dimension of size > 1, in
+    Megatron-LM's order (data-parallel outer, tensor-parallel inner: the `tp`
+    ranks of one group are neighbours), named by `colo.axes`. The plan passes
+    find their axis by name, so the pipeline runs this first when a plan has
+    several dimensions. A module that already has a mesh must have exactly
+    these axes. Nothing is created when every size is 1.
+
+    With `dp=2 tp=4`:
+    ```mlir
+    shard.grid @mesh(shape = 2x4) {colo.axes = ["dp", "tp"]}
+    ```
+  }];
+  let options = [
+    Option<"dp", "dp", "int64_t", "1", "Ranks on the data-parallel axis">,
+    Option<"tp", "tp", "int64_t", "1", "Ranks on the tensor-parallel axis">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def ColoTensorParallel : Pass<"colo-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Megatron-style 1-D tensor parallelism of the transformer blocks";
+  let description = [{
+    Shards the matrix products of attention and MLP blocks over the mesh axis
+    `tp` (Shoeybi et al., 2019). Runs on `func` (`@forward`) after
+    `colo-split-batch` and before `colo-build-train-step`, which derives the
+    backward from the sharded forward.
+
+    Regions are found by propagation, not by matching a fixed sequence. A
+    matmul `x @ W` whose left operand is replicated and whose right operand is
+    a trainable global used nowhere else (`[in, out]`, or `[out, in]` through
+    a transpose as `nn.Linear` exports it) starts a candidate column-parallel
+    region: each rank computes a block of the output features. "The features
+    are sharded" then follows the values forward through elementwise ops and
+    activations (a bias or other trainable operand along the features is
+    sharded with them; values sharded alike may be combined, as in SwiGLU),
+    transposes, reshapes (splitting features into heads divides the heads;
+    merging them back, or merging the batch into the heads, keeps the
+    blocks), slices along other dimensions or along whole groups of a fused
+    projection, matmuls over sharded heads, and `colo.attention` over sharded
+    heads (with grouped key/value heads). It ends at matmuls whose weight contracts the sharded
+    dimension: these become row-parallel, each rank's partial product is
+    summed by a `shard.all_reduce` (`sum`), and what follows (the bias) is
+    replicated again. Each distinct input of the column-parallel matmuls is
+    wrapped in `colo.all_reduce_grad`, whose gradient sums the ranks' partial
+    gradients. Regions connected through shared values are one region. A
+    region that reaches anything else (a norm, softmax or reduction over the
+    sharded dimension, a concatenation along it, a contraction with a
+    non-weight, a result of the function, a store) is left replicated, so
+    the LM head, whose logits are returned, stays whole, like the embedding
+    and the norms.
+
+    Sharded globals keep their whole type and value and get
+    `colo.shard = {axis = "tp", dim = D, parts = tp}`; their loads have the
+    local type. A fused projection whose output is sliced into `k` equal
+    pieces (GPT-2's `c_attn`: q, k, v) is sharded with `groups = k`: each
+    rank holds block r of each piece, and the slices become slices of the
+    local tensor. Errors, on the op: a region whose sizes `tp` does not divide
+    (features, heads, key/value heads). The function records
+    `colo.tensor_parallel = tp`; `tp=1` changes nothing.
+
+    Before (`tp=2`):
+    ```mlir
+    colo.global trainable @w1 : tensor<64x256xf32> = ...
+    colo.global trainable @w2 : tensor<256x64xf32> = ...
+    func.func @forward(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
+      %w1 = colo.global_load @w1 : tensor<64x256xf32>
+      %w2 = colo.global_load @w2 : tensor<256x64xf32>
+      %h = colo.matmul %x, %w1 : tensor<32x64xf32>, tensor<64x256xf32>
+      %a = colo.gelu %h : tensor<32x256xf32>
+      %y = colo.matmul %a, %w2 : tensor<32x256xf32>, tensor<256x64xf32>
+      return %y : tensor<32x64xf32>
+    }
+    ```
+    After:
+    ```mlir
+    shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
+    colo.global trainable @w1 : tensor<64x256xf32> = ...
+        {colo.shard = {axis = "tp", dim = 1 : i64, parts = 2 : i64}}
+    colo.global trainable @w2 : tensor<256x64xf32> = ...
+        {colo.shard = {axis = "tp", dim = 0 : i64, parts = 2 : i64}}
+    func.func @forward(%x: tensor<32x64xf32>) -> tensor<32x64xf32>
+        attributes {colo.tensor_parallel = 2 : i64} {
+      %w1 = colo.global_load @w1 : tensor<64x128xf32>
+      %w2 = colo.global_load @w2 : tensor<128x64xf32>
+      %xr = colo.all_reduce_grad %x on @mesh grid_axes = [0] : tensor<32x64xf32>
+      %h = colo.matmul %xr, %w1 : tensor<32x64xf32>, tensor<64x128xf32>
+      %a = colo.gelu %h : tensor<32x128xf32>
+      %p = colo.matmul %a, %w2 : tensor<32x128xf32>, tensor<128x64xf32>
+      %y = shard.all_reduce %p on @mesh grid_axes = [0] reduction = sum
+           : tensor<32x64xf32> -> tensor<32x64xf32>
+      return %y : tensor<32x64xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", "1", "Ranks on the tensor-parallel mesh axis">,
+    Option<"func", "func", "std::string", "\"forward\"",
+           "Name of the function to shard">,
+  ];
+  let statistics = [
+    Statistic<"numColumn", "num-column", "Column-parallel matmuls">,
+    Statistic<"numRow", "num-row", "Row-parallel matmuls">,
+    Statistic<"numReplicated", "num-replicated",
+              "Candidate column-parallel matmuls left replicated">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
 def ColoLowerToLinalg : Pass<"colo-lower-to-linalg"> {

@@ -46,6 +46,37 @@ def Colo_GradientOp : Colo_CostedOp<"gradient",
 }
 
 //===----------------------------------------------------------------------===//
+// Tensor parallelism
+//===----------------------------------------------------------------------===//
+
+def Colo_AllReduceGradOp : Colo_CostedOp<"all_reduce_grad",
+    [Pure, SameOperandsAndResultType,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Identity whose gradient is summed over mesh axes";
+  let description = [{
+    The entry of a column-parallel region (`colo-tensor-parallel`): every
+    rank of `grid_axes` holds the whole input and computes its block of the
+    region's outputs from it, so the input's gradient is the sum of the
+    ranks' partial gradients. The forward value is the operand; the gradient
+    rule (`colo-build-train-step`) is a `shard.all_reduce` with
+    `reduction = sum` over the same axes (Megatron-LM's
+    `copy_to_tensor_model_parallel_region`). Once the step is differentiated
+    the op is an identity, and canonicalization removes it; the rewrites
+    `colo-build-train-step` applies before differentiating do not.
+    ```mlir
+    %x = colo.all_reduce_grad %h on @mesh grid_axes = [1] : tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins Colo_FloatTensor:$input, FlatSymbolRefAttr:$grid,
+                       DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Colo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes attr-dict `:` type($result)
+  }];
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//
 

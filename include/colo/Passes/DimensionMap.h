@@ -1,0 +1,52 @@
+//===- DimensionMap.h - Where each operand dimension goes -------*- C++ -*-===//
+//
+// The passes that split a tensor dimension over ranks (colo-split-batch for
+// the batch, colo-tensor-parallel for the features) follow the split through
+// a function by asking, op by op, which result dimension each operand
+// dimension becomes. A value stays split along d after an op only if d maps
+// to a result dimension; otherwise the op reduces or mixes along d.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COLO_PASSES_DIMENSIONMAP_H
+#define COLO_PASSES_DIMENSIONMAP_H
+
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace colo {
+
+/// A result dimension (>= 0) or one of these.
+constexpr int64_t kReduced = -1; // summed, averaged, normalized, contracted
+constexpr int64_t kMixed = -2;   // combined across positions (windows, indices,
+                                 // heads, concatenation) or not split (weights)
+
+/// [operand][operand dimension] -> result dimension of result 0.
+using DimMap = llvm::SmallVector<llvm::SmallVector<int64_t>>;
+
+/// The dimension maps of every colo op that maps dimensions (all but
+/// reshape, see reshapeAlignedDims); std::nullopt for the others (model state,
+/// training-step ops). `colo.attention` maps only its leading (batch)
+/// dimension: heads are grouped, queries masked by position, keys summed.
+std::optional<DimMap> dimMap(mlir::Operation *op);
+
+/// The dimensions of a reshape's result `out` that start where dimension
+/// `dim` of its input `in` starts: as many elements lie before them as before
+/// `dim`. If `dim` is cut into `parts` contiguous chunks and one of these
+/// dimensions has a size divisible by `parts`, the chunks are that
+/// dimension's chunks: the split survives the reshape.
+llvm::SmallVector<int64_t> reshapeAlignedDims(llvm::ArrayRef<int64_t> in,
+                                              int64_t dim,
+                                              llvm::ArrayRef<int64_t> out);
+
+/// An axis attribute (I64Attr getters return uint64_t) counted from the end
+/// when negative.
+inline int64_t normalizeAxis(uint64_t axis, int64_t rank) {
+  auto a = static_cast<int64_t>(axis);
+  return a < 0 ? a + rank : a;
+}
+
+} // namespace colo
+
+#endif

@@ -1,0 +1,590 @@
+// colo-tensor-parallel: Megatron-LM's 1-D tensor parallelism (Shoeybi et al.,
+// 2019) on @forward. A matmul of a replicated value with a trainable weight
+// starts a candidate region whose output features are sharded; the split is
+// followed forward, as colo-split-batch follows the batch, until matmuls that
+// contract it with a weight. A region that reaches anything else stays
+// replicated. The backward, derived afterwards by colo-build-train-step, gets
+// its collectives from the gradient rules of colo.all_reduce_grad and
+// shard.all_reduce.
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/DimensionMap.h"
+#include "colo/Passes/Mesh.h"
+#include "colo/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <numeric>
+
+namespace colo {
+#define GEN_PASS_DEF_COLOTENSORPARALLEL
+#include "colo/Passes/Passes.h.inc"
+} // namespace colo
+
+using namespace mlir;
+using namespace colo;
+
+namespace {
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+RankedTensorType withDim(RankedTensorType t, int64_t dim, int64_t size) {
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] = size;
+  return t.clone(shape);
+}
+
+/// How a value is divided among the ranks: along `dim`, viewed as `groups`
+/// equal groups of which every rank holds its block of each (GlobalShard's
+/// layout), as part of candidate region `region`.
+struct Split {
+  int64_t dim;
+  int64_t groups;
+  unsigned region;
+};
+
+/// A trainable global read by exactly one op, directly or through a [1, 0]
+/// transpose (nn.Linear's [out, in] weight as the exporters emit it).
+struct Weight {
+  GlobalOp global;
+  GlobalLoadOp load;
+  TransposeOp transpose; // null when read directly
+};
+
+/// A global to shard along dimension `dim` of what its reader sees (the
+/// transpose's result for a transposed weight).
+struct ShardedGlobal {
+  Weight weight;
+  int64_t dim;
+  int64_t groups;
+};
+
+/// A replicated operand whose blocks along `dim` are all equal (a splat, a
+/// broadcast), replaced by one block.
+struct LocalCopy {
+  OpOperand *use;
+  int64_t dim;
+};
+
+/// Finds the candidate regions of a function and checks them, without
+/// changing anything. Regions that share a value are merged (union-find); a
+/// region fails as a whole.
+class RegionFinder {
+public:
+  RegionFinder(func::FuncOp func, int64_t tp, const DenseSet<Operation *> &excluded,
+               const DenseMap<StringAttr, int64_t> &symbolUses)
+      : func(func), tp(tp), excluded(excluded), symbolUses(symbolUses) {}
+
+  void run() {
+    for (Operation &op : func.front())
+      visit(&op);
+  }
+
+  /// The column-parallel matmuls of regions that failed.
+  SmallVector<Operation *> failedEntries() {
+    SmallVector<Operation *> ops;
+    for (auto [r, entry] : llvm::enumerate(entries))
+      if (broken[find(r)])
+        ops.push_back(entry.first);
+    return ops;
+  }
+
+  /// The first size that tp does not divide, per region; reported only for
+  /// regions that are otherwise complete.
+  SmallVector<std::pair<Operation *, std::string>> sizeErrors() {
+    SmallVector<std::pair<Operation *, std::string>> errors;
+    DenseSet<unsigned> seen;
+    for (auto &[r, op, msg] : indivisible)
+      if (seen.insert(find(r)).second)
+        errors.push_back({op, msg});
+    return errors;
+  }
+
+  // Results (meaningful once no region failed).
+  SmallVector<std::pair<Operation *, ShardedGlobal>> entries; // by region
+  SmallVector<std::pair<MatmulOp, ShardedGlobal>> rowEnds;
+  SmallVector<ShardedGlobal> others; // biases and other elementwise weights
+  SmallVector<LocalCopy> copies;
+  DenseMap<Value, Split> split;
+
+private:
+  unsigned find(unsigned r) {
+    while (parent[r] != r)
+      r = parent[r] = parent[parent[r]];
+    return r;
+  }
+  unsigned join(unsigned a, unsigned b) {
+    a = find(a), b = find(b);
+    if (a != b) {
+      parent[b] = a;
+      broken[a] = broken[a] || broken[b];
+    }
+    return a;
+  }
+  void fail(unsigned r) { broken[find(r)] = true; }
+
+  void visit(Operation *op) {
+    SmallVector<std::pair<unsigned, Split>> carried;
+    for (OpOperand &use : op->getOpOperands())
+      if (auto it = split.find(use.get()); it != split.end())
+        carried.push_back({use.getOperandNumber(), it->second});
+    if (carried.empty()) {
+      if (auto matmul = dyn_cast<MatmulOp>(op))
+        startColumn(matmul);
+      return;
+    }
+    unsigned region = carried.front().second.region;
+    for (auto &[i, s] : carried)
+      region = join(region, s.region);
+    if (auto matmul = dyn_cast<MatmulOp>(op); matmul && endRow(matmul, carried))
+      return;
+    std::optional<Split> result = transfer(op, carried, region);
+    if (!result)
+      return fail(region);
+    split[op->getResult(0)] = *result;
+  }
+
+  /// A trainable global that only `v`'s one use reads, or nullopt.
+  std::optional<Weight> weightOf(Value v) {
+    Weight w{};
+    if (!v.hasOneUse())
+      return std::nullopt;
+    if ((w.transpose = v.getDefiningOp<TransposeOp>())) {
+      if (w.transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+          !w.transpose.getInput().hasOneUse())
+        return std::nullopt;
+      v = w.transpose.getInput();
+    }
+    w.load = v.getDefiningOp<GlobalLoadOp>();
+    if (!w.load)
+      return std::nullopt;
+    w.global = SymbolTable::lookupNearestSymbolFrom<GlobalOp>(w.load, w.load.getGlobalAttr());
+    if (!w.global || !w.global.getTrainable() || w.global->hasAttr("colo.shard") ||
+        symbolUses.lookup(w.global.getSymNameAttr()) != 1)
+      return std::nullopt;
+    return w;
+  }
+
+  /// `x @ W` with x replicated and W [in, out] (or [out, in] transposed):
+  /// a candidate region whose output features are sharded.
+  void startColumn(MatmulOp op) {
+    std::optional<Weight> w = weightOf(op.getRhs());
+    if (!w || tensorType(op.getRhs()).getRank() != 2 || excluded.contains(op))
+      return;
+    unsigned r = parent.size();
+    parent.push_back(r);
+    broken.push_back(false);
+    int64_t dim = tensorType(op.getResult()).getRank() - 1;
+    int64_t groups = inferGroups(op.getResult(), dim);
+    entries.push_back({op, ShardedGlobal{*w, 1, groups}});
+    split[op.getResult()] = Split{dim, groups, r};
+    checkDivisible(op, dim, groups, r, "the output features of a column-parallel matmul");
+  }
+
+  /// `x @ W` with x sharded along the contracted features and W a weight:
+  /// each rank's product is a partial sum of the result, which is replicated
+  /// once the sums are all-reduced.
+  bool endRow(MatmulOp op, ArrayRef<std::pair<unsigned, Split>> carried) {
+    if (carried.size() != 1 || carried.front().first != 0 ||
+        carried.front().second.dim != tensorType(op.getLhs()).getRank() - 1 ||
+        tensorType(op.getRhs()).getRank() != 2)
+      return false;
+    std::optional<Weight> w = weightOf(op.getRhs());
+    if (!w)
+      return false;
+    rowEnds.push_back({op, ShardedGlobal{*w, 0, carried.front().second.groups}});
+    return true;
+  }
+
+  /// The split of `op`'s result, or nullopt if the op cannot compute its
+  /// blocks from its operands' blocks.
+  std::optional<Split> transfer(Operation *op, ArrayRef<std::pair<unsigned, Split>> carried,
+                                unsigned region) {
+    if (op->getNumResults() != 1 || !isa<RankedTensorType>(op->getResult(0).getType()))
+      return std::nullopt;
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      return transferReshape(reshape, carried.front().second);
+    std::optional<DimMap> map = isa<AttentionOp>(op) ? attentionMap(cast<AttentionOp>(op))
+                                                     : dimMap(op);
+    if (!map)
+      return std::nullopt;
+    int64_t e = kMixed, groups = 0;
+    for (auto &[i, s] : carried) {
+      int64_t to = (*map)[i][s.dim];
+      if (to < 0 || (e != kMixed && (e != to || groups != s.groups)))
+        return std::nullopt;
+      e = to;
+      groups = s.groups;
+    }
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      std::optional<int64_t> g = slicedGroups(slice, carried.front().second);
+      if (!g)
+        return std::nullopt;
+      groups = *g;
+    }
+    // Replicated operands that meet the split at full size: a weight (a
+    // bias) is sharded with it, a splat or broadcast is cut, anything else
+    // would be needed whole.
+    for (OpOperand &use : op->getOpOperands()) {
+      if (split.count(use.get()))
+        continue;
+      const SmallVector<int64_t> &m = (*map)[use.getOperandNumber()];
+      auto *it = llvm::find(m, e);
+      if (it == m.end() || tensorType(use.get()).getDimSize(it - m.begin()) == 1)
+        continue;
+      int64_t dim = it - m.begin();
+      if (std::optional<Weight> w = weightOf(use.get()))
+        others.push_back(ShardedGlobal{*w, dim, groups});
+      else if (isCuttable(use.get(), dim))
+        copies.push_back(LocalCopy{&use, dim});
+      else
+        return std::nullopt;
+    }
+    checkDivisible(op, e, groups, region, "a value of a tensor-parallel region");
+    return Split{e, groups, region};
+  }
+
+  /// Attention on sharded heads: query, key and value all split along their
+  /// heads (dimension 1), which keeps grouped-query attention's pairing of
+  /// query and key/value heads since tp divides both counts.
+  std::optional<DimMap> attentionMap(AttentionOp op) {
+    DimMap m(3, SmallVector<int64_t>{kMixed, 1, kMixed, kMixed});
+    for (Value v : {op.getQuery(), op.getKey(), op.getValue()}) {
+      auto it = split.find(v);
+      if (it == split.end() || it->second.dim != 1 || it->second.groups != 1)
+        return std::nullopt;
+    }
+    if (Value mask = op.getMask()) {
+      SmallVector<int64_t> mm;
+      for (int64_t i = 0, r = tensorType(mask).getRank(); i < r; ++i)
+        mm.push_back(4 - r + i == 1 ? 1 : kMixed);
+      m.push_back(mm);
+    }
+    return m;
+  }
+
+  /// A reshape keeps the split if the result dimension e that contains the
+  /// start of the blocked dimension (`in` viewed as [..., groups, piece, ...])
+  /// is [a, rest] with `a` outer elements merged in and `rest` a multiple of
+  /// the piece (inner dimensions merged in) or a factor of it (heads split
+  /// off the features): each rank then holds block r of each of the `a`
+  /// groups of e. Heads merged with the batch, as the dynamo exporter's
+  /// attention does, become such groups, and are split off again.
+  std::optional<Split> transferReshape(ReshapeOp op, Split s) {
+    ArrayRef<int64_t> in = tensorType(op.getInput()).getShape(), out = op.getType().getShape();
+    int64_t outer = s.groups, piece = in[s.dim] / s.groups, before = 1;
+    for (int64_t i = 0; i < s.dim; ++i)
+      outer *= in[i];
+    for (auto [e, size] : llvm::enumerate(out)) {
+      if (before * size <= outer) {
+        before *= size;
+        continue;
+      }
+      int64_t a = outer / before;
+      if (outer % before || size % a || ((size / a) % piece && piece % (size / a)))
+        return std::nullopt;
+      checkDivisible(op, e, a, s.region,
+                     "the heads the sharded features are split into (tp must "
+                     "divide the number of heads and of key/value heads)");
+      return Split{static_cast<int64_t>(e), a, s.region};
+    }
+    return std::nullopt;
+  }
+
+  /// A slice along the split must take whole groups; the result holds as
+  /// many groups as it takes.
+  std::optional<int64_t> slicedGroups(SliceOp op, Split s) {
+    int64_t size = tensorType(op.getInput()).getDimSize(s.dim);
+    int64_t start = op.getStart()[s.dim], limit = op.getLimit()[s.dim];
+    if (start == 0 && limit == size && op.getStride()[s.dim] == 1)
+      return s.groups;
+    int64_t piece = size / s.groups;
+    if (op.getStride()[s.dim] != 1 || start % piece || limit % piece)
+      return std::nullopt;
+    return (limit - start) / piece;
+  }
+
+  /// The groups of a column-parallel output: the pieces that slices along it
+  /// cut it into (GPT-2's fused q|k|v), found ahead through elementwise ops
+  /// and reshapes that keep the dimension whole.
+  int64_t inferGroups(Value root, int64_t rootDim) {
+    int64_t size = tensorType(root).getDimSize(rootDim), piece = size;
+    SmallVector<std::pair<Value, int64_t>> work{{root, rootDim}};
+    DenseSet<Value> seen{root};
+    auto follow = [&](Value v, int64_t d) {
+      if (tensorType(v).getDimSize(d) == size && seen.insert(v).second)
+        work.push_back({v, d});
+    };
+    while (!work.empty()) {
+      auto [v, d] = work.pop_back_val();
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto slice = dyn_cast<SliceOp>(user)) {
+          if (slice.getStride()[d] != 1)
+            continue;
+          piece = std::gcd(piece, std::gcd(slice.getStart()[d], slice.getLimit()[d]));
+          if (slice.getStart()[d] == 0 && slice.getLimit()[d] == size)
+            follow(slice.getResult(), d);
+        } else if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+          for (int64_t e : reshapeAlignedDims(tensorType(v).getShape(), d,
+                                              reshape.getType().getShape()))
+            follow(reshape.getResult(), e);
+        } else if (user->getNumResults() == 1 && !isa<MatmulOp, AttentionOp>(user)) {
+          if (std::optional<DimMap> map = dimMap(user)) {
+            int64_t e = (*map)[use.getOperandNumber()][d];
+            if (e >= 0)
+              follow(user->getResult(0), e);
+          }
+        }
+      }
+    }
+    return size / piece;
+  }
+
+  /// Whether every block of `v` along `dim` is the same: a splat constant,
+  /// or a broadcast along `dim`.
+  static bool isCuttable(Value v, int64_t dim) {
+    if (auto c = v.getDefiningOp<ConstantOp>()) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      return dense && dense.isSplat();
+    }
+    if (auto bc = v.getDefiningOp<BroadcastToOp>()) {
+      int64_t from = dim - (tensorType(v).getRank() - tensorType(bc.getInput()).getRank());
+      return from < 0 || tensorType(bc.getInput()).getDimSize(from) == 1;
+    }
+    return false;
+  }
+
+  void checkDivisible(Operation *op, int64_t dim, int64_t groups, unsigned region,
+                      StringRef what) {
+    RankedTensorType t = tensorType(op->getResult(0));
+    int64_t size = t.getDimSize(dim);
+    if (size % (groups * tp) == 0)
+      return;
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    os << "colo-tensor-parallel: tp = " << tp << " does not divide dimension " << dim
+       << " (size " << size;
+    if (groups > 1)
+      os << ", in " << groups << " groups";
+    os << ") of " << t << ", the result of " << op->getName();
+    // The CLI prints the message alone: name the model's node.
+    if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+      os << " '" << name.getName().getValue() << "'";
+    os << ": " << what;
+    indivisible.push_back({region, op, msg});
+  }
+
+  func::FuncOp func;
+  int64_t tp;
+  const DenseSet<Operation *> &excluded;
+  const DenseMap<StringAttr, int64_t> &symbolUses;
+  SmallVector<unsigned> parent;
+  SmallVector<bool> broken;
+  SmallVector<std::tuple<unsigned, Operation *, std::string>> indivisible;
+};
+
+/// Rewrites the function for the regions `f` found (none of them failed).
+class Sharder {
+public:
+  Sharder(RegionFinder &f, MeshAxis axis, int64_t tp) : f(f), axis(axis), tp(tp) {}
+
+  LogicalResult run(func::FuncOp func) {
+    for (auto &[op, g] : f.entries)
+      shardGlobal(g);
+    for (auto &[op, g] : f.rowEnds)
+      shardGlobal(g);
+    for (ShardedGlobal &g : f.others)
+      shardGlobal(g);
+    DenseMap<Operation *, SmallVector<LocalCopy *>> copiesOf;
+    for (LocalCopy &c : f.copies)
+      copiesOf[c.use->getOwner()].push_back(&c);
+    for (Operation &op : func.front()) {
+      for (LocalCopy *c : copiesOf.lookup(&op))
+        c->use->set(localCopy(c->use->get(), c->dim));
+      if (failed(localize(&op)))
+        return failure();
+    }
+    for (Operation *op : replaced)
+      if (op->use_empty())
+        op->erase();
+    wrapInputs();
+    reduceOutputs();
+    return success();
+  }
+
+private:
+  void shardGlobal(ShardedGlobal g) {
+    GlobalOp global = g.weight.global;
+    Builder b(global.getContext());
+    // The dimension of the global itself, before any transpose.
+    int64_t dim = g.weight.transpose ? 1 - g.dim : g.dim;
+    SmallVector<NamedAttribute> attrs{b.getNamedAttr("axis", b.getStringAttr("tp")),
+                                      b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
+                                      b.getNamedAttr("parts", b.getI64IntegerAttr(tp))};
+    if (g.groups > 1)
+      attrs.push_back(b.getNamedAttr("groups", b.getI64IntegerAttr(g.groups)));
+    global->setAttr("colo.shard", b.getDictionaryAttr(attrs));
+    RankedTensorType local = localType(global);
+    g.weight.load.getResult().setType(local);
+    if (TransposeOp t = g.weight.transpose)
+      t.getResult().setType(RankedTensorType::get({local.getDimSize(1), local.getDimSize(0)},
+                                                  local.getElementType()));
+  }
+
+  /// Gives a sharded result its block's type; operands already have theirs.
+  LogicalResult localize(Operation *op) {
+    if (auto slice = dyn_cast<SliceOp>(op))
+      if (auto it = f.split.find(slice.getInput()); it != f.split.end()) {
+        int64_t d = it->second.dim;
+        SmallVector<int64_t> start(slice.getStart()), limit(slice.getLimit());
+        start[d] /= tp;
+        limit[d] /= tp;
+        slice.setStart(start);
+        slice.setLimit(limit);
+      }
+    if (op->getNumResults() != 1)
+      return success();
+    auto it = f.split.find(op->getResult(0));
+    if (it == f.split.end())
+      return success();
+    RankedTensorType whole = tensorType(op->getResult(0));
+    RankedTensorType local =
+        withDim(whole, it->second.dim, whole.getDimSize(it->second.dim) / tp);
+    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+      SmallVector<Type> inferred;
+      if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                        op->getAttrDictionary(),
+                                        op->getPropertiesStorage(), op->getRegions(),
+                                        inferred)) ||
+          inferred.empty() || inferred.front() != local)
+        return op->emitError() << "colo-tensor-parallel: local result type " << local
+                               << " disagrees with the op's type inference";
+    }
+    op->getResult(0).setType(local);
+    return success();
+  }
+
+  /// The block of a splat or broadcast that all ranks share.
+  Value localCopy(Value v, int64_t dim) {
+    auto key = std::make_pair(v, dim);
+    if (Value copy = copies.lookup(key))
+      return copy;
+    RankedTensorType t = tensorType(v);
+    RankedTensorType local = withDim(t, dim, t.getDimSize(dim) / tp);
+    OpBuilder b(v.getContext());
+    b.setInsertionPointAfterValue(v);
+    Value copy;
+    if (auto c = v.getDefiningOp<ConstantOp>())
+      copy = ConstantOp::create(b, c.getLoc(),
+                                cast<DenseElementsAttr>(c.getValue()).resizeSplat(local));
+    else
+      copy = BroadcastToOp::create(b, v.getLoc(), local,
+                                   v.getDefiningOp<BroadcastToOp>().getInput());
+    replaced.insert(v.getDefiningOp());
+    return copies[key] = copy;
+  }
+
+  /// One colo.all_reduce_grad per distinct input of the column-parallel
+  /// matmuls: regions reading the same value sum their gradients at once.
+  void wrapInputs() {
+    llvm::MapVector<Value, SmallVector<MatmulOp>> readers;
+    for (auto &[op, g] : f.entries) {
+      auto matmul = cast<MatmulOp>(op);
+      readers[matmul.getLhs()].push_back(matmul);
+    }
+    for (auto &[input, matmuls] : readers) {
+      OpBuilder b(input.getContext());
+      b.setInsertionPointAfterValue(input);
+      Value wrapped = AllReduceGradOp::create(b, input.getLoc(), input.getType(), input,
+                                              axis.grid.getSymName(),
+                                              ArrayRef<int16_t>{axis.axis});
+      for (MatmulOp m : matmuls)
+        m.getLhsMutable().assign(wrapped);
+    }
+  }
+
+  void reduceOutputs() {
+    for (auto &[matmul, g] : f.rowEnds) {
+      OpBuilder b(matmul);
+      b.setInsertionPointAfter(matmul);
+      auto sum = shard::AllReduceOp::create(b, matmul.getLoc(), matmul.getResult(),
+                                            axis.grid.getSymName(), {axis.axis},
+                                            shard::ReductionKind::Sum);
+      matmul.getResult().replaceAllUsesExcept(sum.getResult(), sum);
+    }
+  }
+
+  RegionFinder &f;
+  MeshAxis axis;
+  int64_t tp;
+  DenseMap<std::pair<Value, int64_t>, Value> copies;
+  llvm::SetVector<Operation *> replaced;
+};
+
+struct ColoTensorParallel : colo::impl::ColoTensorParallelBase<ColoTensorParallel> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (tp < 1) {
+      module.emitError() << "colo-tensor-parallel needs tp >= 1, got "
+                         << static_cast<int64_t>(tp);
+      return signalPassFailure();
+    }
+    auto f = module.lookupSymbol<func::FuncOp>(func);
+    if (!f || f.isExternal()) {
+      module.emitError() << "no func.func @" << func.getValue() << " to shard";
+      return signalPassFailure();
+    }
+    if (tp == 1)
+      return;
+    if (!f.getBody().hasOneBlock()) {
+      f.emitError("colo-tensor-parallel expects a single-block function");
+      return signalPassFailure();
+    }
+    if (f->hasAttr("colo.tensor_parallel")) {
+      f.emitError("colo-tensor-parallel: the function is already tensor-parallel");
+      return signalPassFailure();
+    }
+    DenseMap<StringAttr, int64_t> symbolUses;
+    if (auto uses = SymbolTable::getSymbolUses(&module.getBodyRegion()))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        ++symbolUses[use.getSymbolRef().getRootReference()];
+
+    // A failed region's matmuls are replicated, which changes what is
+    // replicated downstream: find the regions again until none fails.
+    DenseSet<Operation *> excluded;
+    std::optional<RegionFinder> finder;
+    while (true) {
+      finder.emplace(f, tp, excluded, symbolUses);
+      finder->run();
+      SmallVector<Operation *> dropped = finder->failedEntries();
+      if (dropped.empty())
+        break;
+      excluded.insert(dropped.begin(), dropped.end());
+    }
+    numReplicated = excluded.size();
+    SmallVector<std::pair<Operation *, std::string>> errors = finder->sizeErrors();
+    for (auto &[op, msg] : errors)
+      op->emitError() << msg;
+    if (!errors.empty())
+      return signalPassFailure();
+    if (finder->entries.empty()) {
+      f.emitWarning() << "colo-tensor-parallel found no region to shard: every rank "
+                         "computes the whole function";
+      return;
+    }
+
+    FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "tp", tp, f);
+    if (failed(axis) || failed(Sharder(*finder, *axis, tp).run(f)))
+      return signalPassFailure();
+    numColumn = finder->entries.size();
+    numRow = finder->rowEnds.size();
+    f->setAttr("colo.tensor_parallel",
+               IntegerAttr::get(IntegerType::get(&getContext(), 64), tp));
+  }
+};
+} // namespace

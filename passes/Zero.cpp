@@ -1,0 +1,333 @@
+// colo-zero: ZeRO stages 1 and 2 (Rajbhandari et al., 2020) on a training
+// step. Instead of all-reducing every gradient (colo-data-parallel), each
+// rank of the dp axis receives the average of one block of it
+// (reduce-scatter), updates that block of the parameter with its block of the
+// optimizer state, which is all it keeps, and the updated blocks are gathered
+// back into the whole parameter (all-gather). The communicated bytes are
+// those of an all-reduce; the optimizer state takes 1/dp of the memory.
+#include "colo/Passes/Passes.h"
+
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/Mesh.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace colo {
+#define GEN_PASS_DEF_COLOZERO
+#include "colo/Passes/Passes.h.inc"
+} // namespace colo
+
+using namespace mlir;
+using namespace colo;
+
+namespace {
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// One parameter's update, sharded. Its gradient and parameter are
+/// flattened and zero-padded to `padded` elements (a multiple of dp), cut
+/// into dp blocks of `block` elements; rank r owns block r.
+struct Sharded {
+  GradientOp grad;
+  Operation *update;                 // colo.adam_update or colo.sgd_update
+  SmallVector<GlobalLoadOp> states;  // loads of its optimizer state globals
+  SmallVector<GlobalStoreOp> stores; // stores of the new parameter
+  RankedTensorType type;             // the parameter's
+  int64_t padded, block;
+
+  RankedTensorType shardType() const {
+    return RankedTensorType::get({block}, type.getElementType());
+  }
+  int64_t paddedBytes() const {
+    return padded * ((type.getElementTypeBitWidth() + 7) / 8);
+  }
+};
+
+Value reshape(OpBuilder &b, Location loc, RankedTensorType type, Value v) {
+  if (v.getType() == type)
+    return v;
+  return ReshapeOp::create(b, loc, type, v);
+}
+
+/// `v` flattened to [padded], zeros appended where it has fewer elements.
+Value flattenPadded(OpBuilder &b, Location loc, Value v, int64_t padded) {
+  RankedTensorType t = tensorType(v);
+  int64_t n = t.getNumElements();
+  Value flat = reshape(b, loc, t.clone({n}), v);
+  if (n == padded)
+    return flat;
+  auto padType = t.clone({padded - n});
+  Value zeros = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(padType, b.getZeroAttr(t.getElementType())));
+  return ConcatOp::create(b, loc, ValueRange{flat, zeros}, b.getI64IntegerAttr(0));
+}
+
+Value concatOrSingle(OpBuilder &b, Location loc, ArrayRef<Value> parts, int64_t axis) {
+  if (parts.size() == 1)
+    return parts.front();
+  return ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(axis));
+}
+
+/// Columns [offset, offset + width) of a [rows, *] tensor.
+Value columns(OpBuilder &b, Location loc, Value v, int64_t offset, int64_t width) {
+  int64_t rows = tensorType(v).getDimSize(0);
+  if (tensorType(v).getDimSize(1) == width)
+    return v;
+  return SliceOp::create(b, loc, v, ArrayRef<int64_t>{0, offset},
+                         ArrayRef<int64_t>{rows, offset + width},
+                         ArrayRef<int64_t>{1, 1});
+}
+
+/// Averages one bucket's gradients with one reduce-scatter. Each padded
+/// gradient is viewed as [dp, block] and the bucket joined along the
+/// columns, so that row r, which rank r receives, holds block r of every
+/// parameter: [g0 block r, g1 block r, ...]. The updates read the blocks and
+/// the markers, which mark whole gradients, go.
+void reduceScatterBucket(ArrayRef<Sharded *> bucket, MeshAxis dp, OpBuilder b) {
+  Location loc = bucket.front()->grad.getLoc();
+  Type element = bucket.front()->type.getElementType();
+  SmallVector<Value> rows;
+  int64_t width = 0;
+  for (Sharded *s : bucket) {
+    Value flat = flattenPadded(b, loc, s->grad.getInput(), s->padded);
+    rows.push_back(ReshapeOp::create(
+        b, loc, RankedTensorType::get({dp.size, s->block}, element), flat));
+    width += s->block;
+  }
+  Value mine = shard::ReduceScatterOp::create(
+      b, loc, RankedTensorType::get({1, width}, element), dp.grid.getSymName(), {dp.axis},
+      concatOrSingle(b, loc, rows, 1), shard::ReductionKind::Average, APInt(64, 0));
+  int64_t offset = 0;
+  SmallVector<Value> blocks;
+  for (Sharded *s : bucket) {
+    Value part = columns(b, loc, mine, offset, s->block);
+    offset += s->block;
+    blocks.push_back(ReshapeOp::create(b, loc, s->shardType(), part));
+  }
+  // Only now: a marker may be the op `b` inserts before, which must stay.
+  for (auto [s, block] : llvm::zip(bucket, blocks)) {
+    s->grad.replaceAllUsesWith(block);
+    s->grad.erase();
+    s->grad = nullptr;
+  }
+}
+
+/// The update is elementwise, so it runs unchanged on the rank's block of
+/// the parameter (taken locally with all_slice), of the gradient and of the
+/// optimizer state, whose globals now hold only that block.
+void shardUpdate(Sharded &s, MeshAxis dp, SymbolTable &symbols) {
+  OpBuilder b(s.update);
+  Location loc = s.update->getLoc();
+  RankedTensorType shardType = s.shardType();
+  Value flat = flattenPadded(b, loc, s.update->getOperand(0), s.padded);
+  s.update->setOperand(0, shard::AllSliceOp::create(b, loc, shardType, flat,
+                                                    dp.grid.getSymName(), {dp.axis}, 0));
+  for (GlobalLoadOp load : s.states) {
+    auto global = symbols.lookup<GlobalOp>(load.getGlobal());
+    auto zero = cast<DenseElementsAttr>(*global.getInitialValue());
+    global.setType(shardType);
+    global.setInitialValueAttr(zero.resizeSplat(shardType));
+    load.getResult().setType(shardType);
+  }
+  for (Value result : s.update->getResults())
+    result.setType(shardType);
+}
+
+/// Gathers one bucket's updated blocks into whole parameters with one
+/// all-gather (the same interleaved layout) and moves their stores after it.
+void allGatherBucket(ArrayRef<Sharded *> bucket, MeshAxis dp, OpBuilder b) {
+  Location loc = bucket.front()->update->getLoc();
+  Type element = bucket.front()->type.getElementType();
+  SmallVector<Value> rows;
+  int64_t width = 0;
+  for (Sharded *s : bucket) {
+    rows.push_back(ReshapeOp::create(
+        b, loc, RankedTensorType::get({1, s->block}, element), s->update->getResult(0)));
+    width += s->block;
+  }
+  Value all = shard::AllGatherOp::create(
+      b, loc, RankedTensorType::get({dp.size, width}, element), dp.grid.getSymName(),
+      {dp.axis}, concatOrSingle(b, loc, rows, 1), APInt(64, 0));
+  int64_t offset = 0;
+  SmallVector<Value> params;
+  for (Sharded *s : bucket) {
+    Value part = columns(b, loc, all, offset, s->block);
+    offset += s->block;
+    Value flat = ReshapeOp::create(b, loc, s->type.clone({s->padded}), part);
+    int64_t n = s->type.getNumElements();
+    if (n != s->padded)
+      flat = SliceOp::create(b, loc, flat, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n},
+                             ArrayRef<int64_t>{1});
+    params.push_back(reshape(b, loc, s->type, flat));
+  }
+  // Only now: a store may be the op `b` inserts before, which must stay.
+  for (auto [s, param] : llvm::zip(bucket, params))
+    for (GlobalStoreOp store : s->stores) {
+      store.getValueMutable().assign(param);
+      store->moveAfter(param.getDefiningOp());
+    }
+}
+
+/// Splits `params`, in order, into runs of one element type and at most
+/// `limit` padded bytes (a larger parameter is a bucket of its own).
+SmallVector<SmallVector<Sharded *>> buckets(ArrayRef<Sharded *> params, int64_t limit) {
+  SmallVector<SmallVector<Sharded *>> result;
+  int64_t bytes = 0;
+  for (Sharded *s : params) {
+    if (result.empty() || bytes + s->paddedBytes() > limit ||
+        s->type.getElementType() != result.back().front()->type.getElementType()) {
+      result.emplace_back();
+      bytes = 0;
+    }
+    result.back().push_back(s);
+    bytes += s->paddedBytes();
+  }
+  return result;
+}
+
+struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
+  using Base::Base;
+
+  /// The update that reads marker `g`, checked to be one that ZeRO can run on
+  /// shards; fills `s`.
+  LogicalResult analyze(GradientOp g, Sharded &s, SymbolTable &symbols) {
+    StringRef param = g.getParam();
+    SmallPtrSet<Operation *, 2> users(llvm::from_range, g->getUsers());
+    Operation *update = users.size() == 1 ? *users.begin() : nullptr;
+    if (isa_and_nonnull<LambUpdateOp, LarsUpdateOp>(update))
+      return update->emitError()
+             << "colo-zero: optimizer " << (isa<LambUpdateOp>(update) ? "lamb" : "lars")
+             << " (of @" << param
+             << ") needs norms of the whole parameter; ZeRO supports adam, adamw and sgd";
+    if (!isa_and_nonnull<AdamUpdateOp, SgdUpdateOp>(update) ||
+        update->getOperand(1) != g.getResult())
+      return g.emitError() << "ZeRO with gradient clipping is not supported yet: the "
+                              "gradient of @"
+                           << param << " is used by more than its optimizer update";
+    s.grad = g;
+    s.update = update;
+    s.type = g.getType();
+    s.padded = llvm::alignTo(s.type.getNumElements(), dp);
+    s.block = s.padded / dp;
+    SmallVector<Value> states;
+    if (auto adam = dyn_cast<AdamUpdateOp>(update))
+      states = {adam.getExpAvg(), adam.getExpAvgSq()};
+    else if (Value buf = cast<SgdUpdateOp>(update).getMomentumBuffer();
+             buf != g.getResult())
+      states = {buf}; // without momentum, SGD's buffer operand is the gradient
+    for (Value state : states) {
+      auto load = state.getDefiningOp<GlobalLoadOp>();
+      auto global = load ? symbols.lookup<GlobalOp>(load.getGlobal()) : nullptr;
+      auto init =
+          global ? dyn_cast_if_present<DenseElementsAttr>(global.getInitialValueAttr())
+                 : nullptr;
+      // The state's new initial value is its splat at the block's size.
+      if (!init || !init.isSplat() || !load->hasOneUse() ||
+          !global->hasAttr("colo.optimizer_state"))
+        return update->emitError()
+               << "colo-zero: the optimizer state of @" << param
+               << " must be loaded once from a colo.optimizer_state global with "
+                  "a splat initial value";
+      s.states.push_back(load);
+    }
+    for (Operation *user : update->getResult(0).getUsers()) {
+      auto store = dyn_cast<GlobalStoreOp>(user);
+      if (!store)
+        return user->emitError()
+               << "colo-zero: the new value of @" << param << " may only be stored";
+      s.stores.push_back(store);
+    }
+    if (s.stores.empty())
+      return update->emitError()
+             << "colo-zero: the new value of @" << param << " is not stored";
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(func);
+    if (!step) {
+      module.emitError() << "colo-zero: no function @" << func
+                         << " (run colo-build-train-step first)";
+      return signalPassFailure();
+    }
+    if (stage == 3) {
+      step.emitError("colo-zero: ZeRO stage 3 is not implemented yet");
+      return signalPassFailure();
+    }
+    if (stage != 1 && stage != 2) {
+      step.emitError() << "colo-zero: stage must be 1 or 2, got "
+                       << static_cast<int64_t>(stage);
+      return signalPassFailure();
+    }
+    if (dp < 1) {
+      step.emitError() << "colo-zero: dp must be at least 1, got "
+                       << static_cast<int64_t>(dp);
+      return signalPassFailure();
+    }
+    if (dp == 1)
+      return;
+    FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "dp", dp, step);
+    if (failed(axis))
+      return signalPassFailure();
+
+    SmallVector<GradientOp> markers(step.getOps<GradientOp>());
+    if (markers.empty()) {
+      step.emitError("colo-zero: no colo.gradient ops in the step");
+      return signalPassFailure();
+    }
+    SymbolTable symbols(module);
+    SmallVector<Sharded> params(markers.size());
+    for (auto [g, s] : llvm::zip(markers, params))
+      if (failed(analyze(g, s, symbols)))
+        return signalPassFailure();
+
+    // Gradients are reduce-scattered in buckets in the order the backward
+    // computes them, each as soon as its last gradient exists (as
+    // colo-data-parallel's all-reduces), and parameters gathered in buckets
+    // in the order they are updated.
+    Block &body = step.front();
+    DenseMap<Operation *, int64_t> position;
+    for (auto [i, op] : llvm::enumerate(body))
+      position[&op] = i;
+    auto computedAt = [&](Sharded *s) -> Operation * { // null: an argument
+      Operation *def = s->grad.getInput().getDefiningOp();
+      return def ? body.findAncestorOpInBlock(*def) : nullptr;
+    };
+    auto index = [&](Operation *op) { return op ? position.lookup(op) : -1; };
+    auto sortBy = [&](SmallVector<Sharded *> &order, auto at) {
+      llvm::stable_sort(
+          order, [&](Sharded *a, Sharded *b) { return index(at(a)) < index(at(b)); });
+    };
+    SmallVector<Sharded *> order =
+        llvm::map_to_vector(params, [](Sharded &s) { return &s; });
+    int64_t limit = static_cast<int64_t>(bucketMb * (1 << 20));
+    sortBy(order, computedAt);
+    for (ArrayRef<Sharded *> bucket : buckets(order, limit)) {
+      Operation *after = computedAt(bucket.back());
+      reduceScatterBucket(
+          bucket, *axis,
+          OpBuilder(&body, after ? std::next(after->getIterator()) : body.begin()));
+    }
+    for (Sharded &s : params)
+      shardUpdate(s, *axis, symbols);
+    sortBy(order, [](Sharded *s) { return s->update; });
+    for (ArrayRef<Sharded *> bucket : buckets(order, limit))
+      allGatherBucket(bucket, *axis,
+                      OpBuilder(&body, std::next(bucket.back()->update->getIterator())));
+
+    // The loss each rank reports is the mean over the whole batch.
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    OpBuilder b(ret);
+    for (OpOperand &result : ret->getOpOperands())
+      if (tensorType(result.get()).getRank() == 0 &&
+          isa<FloatType>(tensorType(result.get()).getElementType()))
+        result.set(shard::AllReduceOp::create(b, ret.getLoc(), result.get(),
+                                              axis->grid.getSymName(), {axis->axis},
+                                              shard::ReductionKind::Average));
+    step->setAttr("colo.zero", b.getI64IntegerAttr(stage));
+    step->setAttr("colo.data_parallel", b.getI64IntegerAttr(dp));
+  }
+};
+} // namespace

@@ -1,0 +1,26 @@
+// RUN: colo-opt %s -split-input-file -verify-diagnostics --colo-build-train-step="loss=output"
+
+// Only the sum that ends a row-parallel region has a gradient rule among the
+// collectives; the others come from the plan passes that run after
+// differentiation.
+shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
+colo.global trainable @w : tensor<4xf32>
+func.func @forward() -> tensor<f32> {
+  %w = colo.global_load @w : tensor<4xf32>
+  // expected-error @below {{has no gradient rule for reduction average (only sum, which ends a row-parallel region)}}
+  %r = shard.all_reduce %w on @mesh grid_axes = [0] reduction = average : tensor<4xf32> -> tensor<4xf32>
+  %s = colo.reduce_sum %r dims = [0] : tensor<4xf32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
+colo.global trainable @w : tensor<4xf32>
+func.func @forward() -> tensor<f32> {
+  %w = colo.global_load @w : tensor<4xf32>
+  // expected-error @below {{has no gradient rule (of the shard ops only all_reduce with reduction = sum, which colo-tensor-parallel adds, has one)}}
+  %g = shard.all_gather %w on @mesh grid_axes = [0] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
+  %s = colo.reduce_sum %g dims = [0] : tensor<8xf32>
+  return %s : tensor<f32>
+}

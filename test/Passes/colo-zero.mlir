@@ -1,0 +1,164 @@
+// RUN: colo-opt %s --split-input-file --colo-zero="dp=2" | FileCheck %s
+// RUN: colo-opt %s --split-input-file --colo-zero="dp=2 stage=2 bucket-mb=0.00001" | FileCheck %s --check-prefix=SMALL
+
+// Adam on two parameters, W (12 elements) and b (3, padded to 4): one
+// bucket, reduce-scattered right after the last gradient is computed. Each
+// gradient is viewed as [2, n'/2] and the two joined along the columns, so
+// rank r receives block r of both; the rank's blocks of the parameters are
+// taken locally, the state globals shrink to the blocks, and the updated
+// blocks are gathered back with one all-gather.
+// CHECK-DAG: shard.grid @mesh(shape = 2) {colo.axes = ["dp"]}
+// CHECK-DAG: colo.global @"w#exp_avg" : tensor<6xf32> = dense<0.000000e+00> : tensor<6xf32> {colo.optimizer_state}
+// CHECK-DAG: colo.global @"w#exp_avg_sq" : tensor<6xf32> = dense<0.000000e+00> : tensor<6xf32> {colo.optimizer_state}
+// CHECK-DAG: colo.global @"b#exp_avg" : tensor<2xf32> = dense<0.000000e+00> : tensor<2xf32> {colo.optimizer_state}
+// CHECK-DAG: colo.global @"b#exp_avg_sq" : tensor<2xf32> = dense<0.000000e+00> : tensor<2xf32> {colo.optimizer_state}
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: attributes {colo.data_parallel = 2 : i64, colo.zero = 1 : i64}
+// CHECK: %[[LOSS:.*]] = colo.reduce_mean
+// CHECK: %[[DB:.*]] = colo.mul %{{.*}} : tensor<3xf32>
+// CHECK: %[[DW:.*]] = colo.mul %{{.*}} : tensor<4x3xf32>
+// CHECK-NEXT: %[[ZB:.*]] = colo.constant dense<0.000000e+00> : tensor<1xf32>
+// CHECK-NEXT: %[[PB:.*]] = colo.concat %[[DB]], %[[ZB]] axis = 0 : tensor<3xf32>, tensor<1xf32>
+// CHECK-NEXT: %[[RB:.*]] = colo.reshape %[[PB]] : tensor<4xf32> -> tensor<2x2xf32>
+// CHECK-NEXT: %[[FW:.*]] = colo.reshape %[[DW]] : tensor<4x3xf32> -> tensor<12xf32>
+// CHECK-NEXT: %[[RW:.*]] = colo.reshape %[[FW]] : tensor<12xf32> -> tensor<2x6xf32>
+// CHECK-NEXT: %[[J:.*]] = colo.concat %[[RB]], %[[RW]] axis = 1 : tensor<2x2xf32>, tensor<2x6xf32>
+// CHECK-NEXT: %[[RS:.*]] = shard.reduce_scatter %[[J]] on @mesh grid_axes = [0] reduction = average scatter_axis = 0 : tensor<2x8xf32> -> tensor<1x8xf32>
+// CHECK-NEXT: %[[SB:.*]] = colo.slice %[[RS]] start = [0, 0] limit = [1, 2] stride = [1, 1]
+// CHECK-NEXT: %[[GB:.*]] = colo.reshape %[[SB]] : tensor<1x2xf32> -> tensor<2xf32>
+// CHECK-NEXT: %[[SW:.*]] = colo.slice %[[RS]] start = [0, 2] limit = [1, 8] stride = [1, 1]
+// CHECK-NEXT: %[[GW:.*]] = colo.reshape %[[SW]] : tensor<1x6xf32> -> tensor<6xf32>
+// CHECK-NOT: colo.gradient
+// CHECK: %[[W:.*]] = colo.global_load @w : tensor<4x3xf32>
+// CHECK: %[[MW:.*]] = colo.global_load @"w#exp_avg" : tensor<6xf32>
+// CHECK: %[[VW:.*]] = colo.global_load @"w#exp_avg_sq" : tensor<6xf32>
+// CHECK: %[[FLATW:.*]] = colo.reshape %[[W]] : tensor<4x3xf32> -> tensor<12xf32>
+// CHECK: %[[WS:.*]] = shard.all_slice %[[FLATW]] on @mesh grid_axes = [0] slice_axis = 0 : tensor<12xf32> -> tensor<6xf32>
+// CHECK: %[[NW:.*]], %[[NMW:.*]], %[[NVW:.*]] = colo.adam_update %[[WS]], %[[GW]], %[[MW]], %[[VW]], %{{.*}}, %{{.*}} {{.*}} : tensor<6xf32>
+// CHECK: colo.global_store @"w#exp_avg", %[[NMW]] : tensor<6xf32>
+// CHECK: colo.global_store @"w#exp_avg_sq", %[[NVW]] : tensor<6xf32>
+// CHECK: %[[B:.*]] = colo.global_load @b : tensor<3xf32>
+// CHECK: %[[ZP:.*]] = colo.constant dense<0.000000e+00> : tensor<1xf32>
+// CHECK: %[[PADB:.*]] = colo.concat %[[B]], %[[ZP]] axis = 0
+// CHECK: %[[BS:.*]] = shard.all_slice %[[PADB]] on @mesh grid_axes = [0] slice_axis = 0 : tensor<4xf32> -> tensor<2xf32>
+// CHECK: %[[NB:.*]], %[[NMB:.*]], %[[NVB:.*]] = colo.adam_update %[[BS]], %[[GB]], {{.*}} : tensor<2xf32>
+// CHECK-NEXT: %[[NW1:.*]] = colo.reshape %[[NW]] : tensor<6xf32> -> tensor<1x6xf32>
+// CHECK-NEXT: %[[NB1:.*]] = colo.reshape %[[NB]] : tensor<2xf32> -> tensor<1x2xf32>
+// CHECK-NEXT: %[[NJ:.*]] = colo.concat %[[NW1]], %[[NB1]] axis = 1 : tensor<1x6xf32>, tensor<1x2xf32>
+// CHECK-NEXT: %[[AG:.*]] = shard.all_gather %[[NJ]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<1x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[AW:.*]] = colo.slice %[[AG]] start = [0, 0] limit = [2, 6] stride = [1, 1]
+// CHECK-NEXT: %[[AWF:.*]] = colo.reshape %[[AW]] : tensor<2x6xf32> -> tensor<12xf32>
+// CHECK-NEXT: %[[NEWW:.*]] = colo.reshape %[[AWF]] : tensor<12xf32> -> tensor<4x3xf32>
+// CHECK-NEXT: colo.global_store @w, %[[NEWW]] : tensor<4x3xf32>
+// CHECK-NEXT: %[[AB:.*]] = colo.slice %[[AG]] start = [0, 6] limit = [2, 8] stride = [1, 1]
+// CHECK-NEXT: %[[ABF:.*]] = colo.reshape %[[AB]] : tensor<2x2xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[NEWB:.*]] = colo.slice %[[ABF]] start = [0] limit = [3] stride = [1]
+// CHECK-NEXT: colo.global_store @b, %[[NEWB]] : tensor<3xf32>
+// CHECK-NEXT: colo.global_store @"b#exp_avg", %[[NMB]] : tensor<2xf32>
+// CHECK-NEXT: colo.global_store @"b#exp_avg_sq", %[[NVB]] : tensor<2xf32>
+// CHECK-NEXT: %[[MEAN:.*]] = shard.all_reduce %[[LOSS]] on @mesh grid_axes = [0] reduction = average : tensor<f32> -> tensor<f32>
+// CHECK-NEXT: return %[[MEAN]]
+
+// With buckets smaller than a gradient, one reduce-scatter and one
+// all-gather per parameter, and no concatenations of buckets.
+// SMALL-LABEL: func.func @train_step
+// SMALL-SAME: colo.zero = 2 : i64
+// SMALL: shard.reduce_scatter %{{.*}} : tensor<2x2xf32> -> tensor<1x2xf32>
+// SMALL: shard.reduce_scatter %{{.*}} : tensor<2x6xf32> -> tensor<1x6xf32>
+// SMALL-NOT: axis = 1
+// SMALL: colo.adam_update {{.*}} : tensor<6xf32>
+// SMALL: shard.all_gather %{{.*}} : tensor<1x6xf32> -> tensor<2x6xf32>
+// SMALL: colo.adam_update {{.*}} : tensor<2xf32>
+// SMALL: shard.all_gather %{{.*}} : tensor<1x2xf32> -> tensor<2x2xf32>
+colo.global trainable @w : tensor<4x3xf32> = dense<1.0> : tensor<4x3xf32>
+colo.global trainable @b : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+colo.global @"w#exp_avg" : tensor<4x3xf32> = dense<0.0> : tensor<4x3xf32> {colo.optimizer_state}
+colo.global @"w#exp_avg_sq" : tensor<4x3xf32> = dense<0.0> : tensor<4x3xf32> {colo.optimizer_state}
+colo.global @"b#exp_avg" : tensor<3xf32> = dense<0.0> : tensor<3xf32> {colo.optimizer_state}
+colo.global @"b#exp_avg_sq" : tensor<3xf32> = dense<0.0> : tensor<3xf32> {colo.optimizer_state}
+func.func @train_step(%x: tensor<4x3xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<f32> {
+  %loss = colo.reduce_mean %x dims = [0, 1] : tensor<4x3xf32>
+  %y = colo.reduce_sum %x dims = [0] : tensor<4x3xf32>
+  %db = colo.mul %y, %y : tensor<3xf32>, tensor<3xf32>
+  %dw = colo.mul %x, %x : tensor<4x3xf32>, tensor<4x3xf32>
+  %gb = colo.gradient %db of @b : tensor<3xf32>
+  %gw = colo.gradient %dw of @w : tensor<4x3xf32>
+  %w = colo.global_load @w : tensor<4x3xf32>
+  %mw = colo.global_load @"w#exp_avg" : tensor<4x3xf32>
+  %vw = colo.global_load @"w#exp_avg_sq" : tensor<4x3xf32>
+  %nw, %nmw, %nvw = colo.adam_update %w, %gw, %mw, %vw, %lr, %step
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
+       weight_decay = 0.01 : f64, decoupled} : tensor<4x3xf32>
+  colo.global_store @w, %nw : tensor<4x3xf32>
+  colo.global_store @"w#exp_avg", %nmw : tensor<4x3xf32>
+  colo.global_store @"w#exp_avg_sq", %nvw : tensor<4x3xf32>
+  %b = colo.global_load @b : tensor<3xf32>
+  %mb = colo.global_load @"b#exp_avg" : tensor<3xf32>
+  %vb = colo.global_load @"b#exp_avg_sq" : tensor<3xf32>
+  %nb, %nmb, %nvb = colo.adam_update %b, %gb, %mb, %vb, %lr, %step
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
+       weight_decay = 0.01 : f64, decoupled} : tensor<3xf32>
+  colo.global_store @b, %nb : tensor<3xf32>
+  colo.global_store @"b#exp_avg", %nmb : tensor<3xf32>
+  colo.global_store @"b#exp_avg_sq", %nvb : tensor<3xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// SGD with momentum: the momentum buffer is sharded. A 5-element parameter
+// is padded to 6 on 2 ranks.
+// CHECK-DAG: colo.global @"v#momentum_buffer" : tensor<3xf32> = dense<0.000000e+00> : tensor<3xf32> {colo.optimizer_state}
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[DV:.*]] = colo.exp %{{.*}} : tensor<5xf32>
+// CHECK-NEXT: %[[Z:.*]] = colo.constant dense<0.000000e+00> : tensor<1xf32>
+// CHECK-NEXT: %[[P:.*]] = colo.concat %[[DV]], %[[Z]] axis = 0 : tensor<5xf32>, tensor<1xf32>
+// CHECK-NEXT: %[[R:.*]] = colo.reshape %[[P]] : tensor<6xf32> -> tensor<2x3xf32>
+// CHECK-NEXT: %[[RS:.*]] = shard.reduce_scatter %[[R]] on @mesh grid_axes = [0] reduction = average scatter_axis = 0 : tensor<2x3xf32> -> tensor<1x3xf32>
+// CHECK-NEXT: %[[G:.*]] = colo.reshape %[[RS]] : tensor<1x3xf32> -> tensor<3xf32>
+// CHECK: %[[BUF:.*]] = colo.global_load @"v#momentum_buffer" : tensor<3xf32>
+// CHECK: %[[VS:.*]] = shard.all_slice %{{.*}} on @mesh grid_axes = [0] slice_axis = 0 : tensor<6xf32> -> tensor<3xf32>
+// CHECK: %[[NV:.*]], %[[NBUF:.*]] = colo.sgd_update %[[VS]], %[[G]], %[[BUF]], {{.*}} : tensor<3xf32>
+// CHECK-NEXT: %[[NV1:.*]] = colo.reshape %[[NV]] : tensor<3xf32> -> tensor<1x3xf32>
+// CHECK-NEXT: %[[AG:.*]] = shard.all_gather %[[NV1]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<1x3xf32> -> tensor<2x3xf32>
+// CHECK-NEXT: %[[F:.*]] = colo.reshape %[[AG]] : tensor<2x3xf32> -> tensor<6xf32>
+// CHECK-NEXT: %[[NEW:.*]] = colo.slice %[[F]] start = [0] limit = [5] stride = [1]
+// CHECK-NEXT: colo.global_store @v, %[[NEW]] : tensor<5xf32>
+// CHECK-NEXT: colo.global_store @"v#momentum_buffer", %[[NBUF]] : tensor<3xf32>
+colo.global trainable @v : tensor<5xf32> = dense<1.0> : tensor<5xf32>
+colo.global @"v#momentum_buffer" : tensor<5xf32> = dense<0.0> : tensor<5xf32> {colo.optimizer_state}
+func.func @train_step(%x: tensor<5xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<f32> {
+  %loss = colo.reduce_mean %x dims = [0] : tensor<5xf32>
+  %dv = colo.exp %x : tensor<5xf32>
+  %g = colo.gradient %dv of @v : tensor<5xf32>
+  %v = colo.global_load @v : tensor<5xf32>
+  %buf = colo.global_load @"v#momentum_buffer" : tensor<5xf32>
+  %nv, %nbuf = colo.sgd_update %v, %g, %buf, %lr, %step
+      {momentum = 0.9 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64} : tensor<5xf32>
+  colo.global_store @v, %nv : tensor<5xf32>
+  colo.global_store @"v#momentum_buffer", %nbuf : tensor<5xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// SGD without momentum has no state: its buffer operand is the gradient,
+// which becomes the rank's block in both places. 7 elements on 2 ranks: 8.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[RS:.*]] = shard.reduce_scatter %{{.*}} : tensor<2x4xf32> -> tensor<1x4xf32>
+// CHECK-NEXT: %[[G:.*]] = colo.reshape %[[RS]] : tensor<1x4xf32> -> tensor<4xf32>
+// CHECK: %[[US:.*]] = shard.all_slice %{{.*}} : tensor<8xf32> -> tensor<4xf32>
+// CHECK: %[[NU:.*]], %{{.*}} = colo.sgd_update %[[US]], %[[G]], %[[G]], {{.*}} : tensor<4xf32>
+// CHECK: shard.all_gather %{{.*}} : tensor<1x4xf32> -> tensor<2x4xf32>
+// CHECK: colo.global_store @u, %{{.*}} : tensor<7xf32>
+colo.global trainable @u : tensor<7xf32> = dense<1.0> : tensor<7xf32>
+func.func @train_step(%x: tensor<7xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<f32> {
+  %loss = colo.reduce_mean %x dims = [0] : tensor<7xf32>
+  %du = colo.exp %x : tensor<7xf32>
+  %g = colo.gradient %du of @u : tensor<7xf32>
+  %u = colo.global_load @u : tensor<7xf32>
+  %nu, %nbuf = colo.sgd_update %u, %g, %g, %lr, %step
+      {momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64} : tensor<7xf32>
+  colo.global_store @u, %nu : tensor<7xf32>
+  return %loss : tensor<f32>
+}

@@ -1,0 +1,203 @@
+"""Parallel plans against the single-rank step: transformers GPT-2 and Llama (4
+layers) trained 5 steps under a plan on CPU ranks (mpirun) must give the
+per-step losses and final weights of the same model trained by one rank, within
+1e-5 (losses relative, weights relative to each tensor's largest magnitude);
+the bytes the ranks send must equal the plan's analytic volume; and a rank that
+dies or hangs must end the run with an error within the configured time.
+
+A plan sums gradients in another order than one rank (per rank, then across
+ranks). With SGD that moves weights by rounding only, and 1e-5 holds. Adam
+divides each gradient by its own running magnitude, so an element whose
+gradient cancels to rounding level (GPT-2's key biases get exactly zero) moves
+by up to lr either way whatever the order: no float32 run can follow another
+closer than PyTorch float32 follows float64 on the same training. For AdamW the
+weights bound is therefore max(1e-5, 2x the largest distance of a PyTorch
+float32 tensor from float64); the worst tensor and PyTorch's distance for that
+same tensor are printed (the per-tensor distances of two different roundings
+vary: Llama's last down_proj is 2.6e-5 from one rank at dp=2 where PyTorch's
+happens to be 7e-6)."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+import torch
+from safetensors.numpy import load_file
+
+import models
+from conftest import BIN, run_colo
+
+RTOL = 1e-5
+STEPS = 5
+BATCH, SEQ = 4, 16
+LR = 1e-3
+TRAIN = {"adamw": f"loss=lm,optimizer=adamw,lr={LR}",
+         "sgd": f"loss=lm,optimizer=sgd,lr={10 * LR},momentum=0.9"}
+
+
+def tiny(name):
+    import transformers as tf
+
+    torch.manual_seed(models.SEED)
+    if name == "gpt2":
+        cfg = tf.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=256, n_positions=32,
+                            use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
+                            attn_pdrop=0.0)
+        return models.LogitsOnly(tf.GPT2LMHeadModel(cfg))
+    cfg = tf.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                         max_position_embeddings=32, use_cache=False)
+    return models.LogitsOnly(tf.LlamaForCausalLM(cfg))
+
+
+def torch_distance(model, data):
+    """Per tensor: how far PyTorch float32 AdamW ends from float64 (relative to
+    the tensor's largest magnitude) on this training."""
+    import copy
+
+    def run(m, dtype):
+        m = copy.deepcopy(m).to(dtype)
+        opt = torch.optim.AdamW(m.parameters(), lr=LR, weight_decay=0.01)
+        for i in range(STEPS):
+            ids = data[i * BATCH:(i + 1) * BATCH]
+            logits = m(ids)
+            loss = torch.nn.functional.cross_entropy(
+                logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return {k: v.detach().double().numpy() for k, v in m.state_dict().items()}
+
+    f32, f64 = run(model, torch.float32), run(model, torch.float64)
+    return {k: float(np.abs(f32[k] - f64[k]).max() / max(np.abs(f64[k]).max(), 1e-12))
+            for k in f64}
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """Per model and optimizer: the ONNX export, the data, the single-rank run
+    and (AdamW) PyTorch's float32 distance per tensor."""
+    cache = {}
+
+    def get(name, opt="adamw"):
+        if name not in cache:
+            tmp = tmp_path_factory.mktemp(name)
+            model = tiny(name).train()
+            path = tmp / "model.onnx"
+            ids = torch.randint(0, 256, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+            models.export(model, (ids,), path, "torchscript", input_names=["input_ids"])
+            data = torch.randint(0, 256, (STEPS * BATCH, SEQ),
+                                 generator=torch.Generator().manual_seed(2))
+            np.savez(tmp / "data.npz", input_ids=data.numpy())
+            params = sum(p.numel() for p in model.parameters())
+            cache[name] = (tmp, path, params, torch_distance(model, data))
+        if (name, opt) not in cache:
+            tmp, path = cache[name][:2]
+            cache[name, opt] = train(tmp, path, "", opt, tmp / f"single-{opt}")
+        return cache[name] + (cache[name, opt],)
+
+    return get
+
+
+def train(tmp, path, plan, opt, exe):
+    """Compiles and runs 5 steps; (losses, weights, the communication line)."""
+    args = ["compile", path, "-o", exe, "--train", TRAIN[opt]]
+    if plan:
+        args += ["--plan", plan]
+    run_colo(*args)
+    out = run_colo("run", exe, "--steps", STEPS, "--data", tmp / "data.npz", "--threads", 1,
+                   "-o", exe / "w.safetensors").stdout
+    losses = [float(x) for x in re.findall(r"^step \d+/\d+\s+loss (\S+)", out, re.M)]
+    comm = re.search(r"^communication: (\d+) bytes sent per step by rank 0, (\d+) by all",
+                     out, re.M)
+    return losses, load_file(exe / "w.safetensors"), comm and (int(comm[1]), int(comm[2]))
+
+
+def ring_all_reduce_bytes(ranks, elements):
+    """Bytes all members of a ring all-reduce send together: 2 (p-1) n * 4."""
+    return 2 * (ranks - 1) * elements * 4
+
+
+# plan -> the bytes all ranks send per step, from the parameter count P.
+# dp=2: the averaged gradients (P floats) and the loss, one ring all-reduce each.
+PLANS = {
+    "dp=2": lambda P: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
+    "dp=4": lambda P: ring_all_reduce_bytes(4, P) + ring_all_reduce_bytes(4, 1),
+}
+CASES = [(m, p, "adamw") for m in ("gpt2", "llama") for p in PLANS] + \
+    [("gpt2", "dp=2", "sgd")]
+
+
+@pytest.mark.parametrize("name,plan,opt", CASES, ids=["-".join(c) for c in CASES])
+def test_plan_matches_single_rank(name, plan, opt, baseline):
+    tmp, path, params, floor, (want, want_w, _) = baseline(name, opt)
+    exe = tmp / f"{plan.replace(',', '_')}-{opt}"
+    losses, weights, comm = train(tmp, path, plan, opt, exe)
+    loss_err = float(np.max(np.abs(np.array(losses) - want) / np.abs(want)))
+    assert set(weights) == set(want_w)
+    worst = (0.0, 0.0, "")
+    for k, w in want_w.items():
+        err = float(np.abs(weights[k] - w).max() / max(np.abs(w).max(), 1e-12))
+        bound = max(RTOL, 2 * max(floor.values())) if opt == "adamw" else RTOL
+        assert err <= bound, f"{k}: {err:.2e} > {bound:.2e}"
+        worst = max(worst, (err, floor[k], k))
+    print(f"\n{name} {plan} {opt}: losses {loss_err:.1e}; worst weight {worst[2]} "
+          f"{worst[0]:.1e} (PyTorch f32 vs f64: {worst[1]:.1e}); sent per step {comm}")
+    assert len(losses) == STEPS and loss_err <= RTOL, (losses, want)
+    assert comm is not None and comm[1] == PLANS[plan](params), (comm, params)
+
+
+def start_ranks(exe, tmp, *extra):
+    return subprocess.Popen(
+        [str(BIN / "colo"), "run", str(exe), "--steps", "100000", "--data", "synthetic",
+         "--threads", "1", "-o", str(tmp / "w.safetensors"), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def rank_pids(parent):
+    """The colo processes mpirun started (children of its process tree)."""
+    out = subprocess.run(["ps", "-o", "pid=,ppid=,comm=", "-e"], capture_output=True,
+                         text=True).stdout
+    rows = [line.split() for line in out.splitlines()]
+    tree, found = {parent}, []
+    for _ in range(4):
+        for pid, ppid, comm in rows:
+            if int(ppid) in tree:
+                tree.add(int(pid))
+                if comm == "colo":
+                    found.append(int(pid))
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("fault", ["kill", "stop"])
+def test_a_lost_rank_ends_the_run(fault, baseline, tmp_path):
+    """SIGKILL (the rank dies) or SIGSTOP (it hangs) one of 2 ranks mid-run: the
+    run must end non-zero within the communication timeout plus slack."""
+    tmp, path = baseline("gpt2")[:2]
+    exe = tmp / "dp=2-adamw"
+    if not (exe / "program.pb").exists():
+        run_colo("compile", path, "-o", exe, "--train", TRAIN["adamw"], "--plan", "dp=2")
+    proc = start_ranks(exe, tmp_path, "--comm-timeout", "5")
+    try:
+        ranks = []
+        deadline = time.time() + 60
+        while len(ranks) < 2 and time.time() < deadline:
+            time.sleep(0.5)
+            ranks = rank_pids(proc.pid)
+        assert len(ranks) == 2, "the ranks did not start"
+        time.sleep(1.0)  # mid-run
+        os.kill(ranks[-1], signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
+        start = time.time()
+        _, err = proc.communicate(timeout=60)
+        elapsed = time.time() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    print(f"\n{fault}: the run ended with {proc.returncode} after {elapsed:.1f} s")
+    assert proc.returncode != 0
+    assert elapsed < 30
+    if fault == "stop":
+        assert "timed out" in err, err
