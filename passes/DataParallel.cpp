@@ -8,7 +8,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace colo {
 #define GEN_PASS_DEF_COLODATAPARALLEL
@@ -59,38 +58,6 @@ void allReduceBucket(MutableArrayRef<GradientOp> bucket, MeshAxis dp,
   }
 }
 
-/// Keyed dropout draws its mask from (key, element index), and every rank's
-/// slice of the batch starts at index 0: without this each rank would drop
-/// the same positions of its samples. Rank i's keys get i * 2^40 added (the
-/// keys of one run stay below 2^40 for seeds under 2^12), taken from a
-/// constant [0, dp) by shard.all_slice, so the program stays the same on
-/// every rank.
-void decorrelateDropout(func::FuncOp step, MeshAxis dp) {
-  llvm::SetVector<Value> keys;
-  step.walk([&](DropoutOp d) {
-    if (d.getKey())
-      keys.insert(d.getKey());
-  });
-  if (keys.empty())
-    return;
-  OpBuilder b = OpBuilder::atBlockBegin(&step.front());
-  Location loc = step.getLoc();
-  auto i64 = b.getIntegerType(64);
-  SmallVector<int64_t> offsets;
-  for (int64_t r = 0; r < dp.size; ++r)
-    offsets.push_back(r << 40);
-  auto all = RankedTensorType::get({dp.size}, i64);
-  Value table = ConstantOp::create(b, loc, DenseElementsAttr::get(all, ArrayRef(offsets)));
-  Value mine = shard::AllSliceOp::create(b, loc, RankedTensorType::get({1}, i64), table,
-                                         dp.grid.getSymName(), {dp.axis}, 0);
-  Value offset = ReshapeOp::create(b, loc, RankedTensorType::get({}, i64), mine);
-  for (Value key : keys) {
-    b.setInsertionPointAfterValue(key);
-    auto shifted = AddOp::create(b, loc, key, offset);
-    key.replaceAllUsesExcept(shifted, shifted);
-  }
-}
-
 struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
   using Base::Base;
 
@@ -103,7 +70,7 @@ struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
       return signalPassFailure();
     }
     if (dp < 1) {
-      step.emitError() << "colo-data-parallel: dp must be at least 1, got " << dp;
+      step.emitError() << "colo-data-parallel: dp must be at least 1, got " << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
     if (dp == 1)

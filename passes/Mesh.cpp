@@ -3,7 +3,10 @@
 #include "colo/Passes/Mesh.h"
 #include "colo/Passes/Passes.h"
 
+#include "colo/Dialect/Colo/ColoOps.h"
+
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 
 namespace colo {
@@ -68,6 +71,32 @@ colo::createMesh(ModuleOp module, ArrayRef<std::pair<StringRef, int64_t>> axes,
   return grid;
 }
 
+void colo::decorrelateDropout(func::FuncOp step, MeshAxis dp) {
+  llvm::SetVector<Value> keys;
+  step.walk([&](DropoutOp d) {
+    if (d.getKey())
+      keys.insert(d.getKey());
+  });
+  if (keys.empty())
+    return;
+  OpBuilder b = OpBuilder::atBlockBegin(&step.front());
+  Location loc = step.getLoc();
+  auto i64 = b.getIntegerType(64);
+  SmallVector<int64_t> offsets;
+  for (int64_t r = 0; r < dp.size; ++r)
+    offsets.push_back(r << 40);
+  auto all = RankedTensorType::get({dp.size}, i64);
+  Value table = ConstantOp::create(b, loc, DenseElementsAttr::get(all, ArrayRef(offsets)));
+  Value mine = shard::AllSliceOp::create(b, loc, RankedTensorType::get({1}, i64), table,
+                                         dp.grid.getSymName(), {dp.axis}, 0);
+  Value offset = ReshapeOp::create(b, loc, RankedTensorType::get({}, i64), mine);
+  for (Value key : keys) {
+    b.setInsertionPointAfterValue(key);
+    auto shifted = AddOp::create(b, loc, key, offset);
+    key.replaceAllUsesExcept(shifted, shifted);
+  }
+}
+
 namespace {
 struct ColoCreateMesh : colo::impl::ColoCreateMeshBase<ColoCreateMesh> {
   using Base::Base;
@@ -76,7 +105,7 @@ struct ColoCreateMesh : colo::impl::ColoCreateMeshBase<ColoCreateMesh> {
     ModuleOp module = getOperation();
     if (dp < 1 || tp < 1) {
       module.emitError() << "colo-create-mesh: axis sizes must be at least 1, got dp = "
-                         << dp << ", tp = " << tp;
+                         << static_cast<int64_t>(dp) << ", tp = " << static_cast<int64_t>(tp);
       return signalPassFailure();
     }
     // Megatron-LM's order: consecutive ranks share a tensor-parallel group.

@@ -326,6 +326,7 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
         result.set(shard::AllReduceOp::create(b, ret.getLoc(), result.get(),
                                               axis->grid.getSymName(), {axis->axis},
                                               shard::ReductionKind::Average));
+    decorrelateDropout(step, *axis);
     step->setAttr("colo.zero", b.getI64IntegerAttr(stage));
     step->setAttr("colo.data_parallel", b.getI64IntegerAttr(dp));
   }

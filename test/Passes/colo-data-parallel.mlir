@@ -1,6 +1,7 @@
 // RUN: colo-opt %s --split-input-file --colo-split-batch="parts=2" --colo-build-train-step="optimizer=sgd" --colo-data-parallel="dp=2" | FileCheck %s
 // RUN: colo-opt %s --split-input-file --colo-split-batch="parts=2" --colo-build-train-step="optimizer=sgd" --colo-data-parallel="dp=2 bucket-mb=0.0001" | FileCheck %s --check-prefix=SMALL
 // RUN: colo-opt %s --split-input-file --colo-build-train-step="optimizer=sgd" --colo-data-parallel="dp=1" | FileCheck %s --check-prefix=ONE
+// RUN: colo-opt %s --split-input-file --colo-split-batch="parts=2" --colo-build-train-step="optimizer=sgd" --colo-zero="stage=1 dp=2" | FileCheck %s --check-prefix=ZERO
 
 // Two linear layers on half of a batch of 8: one bucket averages both
 // parameters' gradients after the first of them (the last layer's, which the
@@ -54,6 +55,8 @@ func.func @forward(%x: tensor<8x4xf32>) -> tensor<8x3xf32> {
 // CHECK: %[[KEY:.*]] = colo.add %{{.*}}, %[[OFFSET]]
 // CHECK: colo.dropout %{{.*}} key %[[KEY]]
 // CHECK: colo.dropout %{{.*}} key %[[KEY]]
+// ZERO: colo.constant dense<[0, 1099511627776]> : tensor<2xi64>
+// ZERO: shard.all_slice
 colo.global trainable @w : tensor<4x3xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0 : f64>
 func.func @forward(%x: tensor<8x4xf32>) -> tensor<8x3xf32> {
   %w = colo.global_load @w : tensor<4x3xf32>

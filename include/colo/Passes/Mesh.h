@@ -9,6 +9,7 @@
 #ifndef COLO_PASSES_MESH_H
 #define COLO_PASSES_MESH_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -34,6 +35,14 @@ mlir::FailureOr<mlir::shard::GridOp>
 createMesh(mlir::ModuleOp module,
            llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> axes,
            mlir::Operation *user);
+
+/// Keyed dropout draws its mask from (key, element index), and every
+/// data-parallel rank's slice of the batch starts at index 0: without this
+/// each rank would drop the same positions of its samples. Rank i's keys get
+/// i * 2^40 added (a run's keys stay below 2^40 for seeds under 2^12), taken
+/// from a constant [0, dp) by shard.all_slice, so the program stays the
+/// same on every rank.
+void decorrelateDropout(mlir::func::FuncOp step, MeshAxis dp);
 
 } // namespace colo
 
