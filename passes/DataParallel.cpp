@@ -114,17 +114,7 @@ struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
     }
     flush();
 
-    // The loss each rank reports is the mean over the whole batch.
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    OpBuilder b(ret);
-    for (OpOperand &result : ret->getOpOperands())
-      if (tensorType(result.get()).getRank() == 0 &&
-          isa<FloatType>(tensorType(result.get()).getElementType()))
-        result.set(shard::AllReduceOp::create(b, ret.getLoc(), result.get(),
-                                              axis->grid.getSymName(), {axis->axis},
-                                              shard::ReductionKind::Average));
-    decorrelateDropout(step, *axis);
-    step->setAttr("colo.data_parallel", b.getI64IntegerAttr(dp));
+    finishDataParallel(step, *axis);
   }
 };
 } // namespace

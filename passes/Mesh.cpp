@@ -15,6 +15,7 @@ namespace colo {
 } // namespace colo
 
 using namespace mlir;
+using namespace colo;
 
 FailureOr<colo::MeshAxis> colo::getOrCreateMeshAxis(ModuleOp module, StringRef name,
                                                     int64_t size, Operation *user) {
@@ -71,7 +72,13 @@ colo::createMesh(ModuleOp module, ArrayRef<std::pair<StringRef, int64_t>> axes,
   return grid;
 }
 
-void colo::decorrelateDropout(func::FuncOp step, MeshAxis dp) {
+/// Keyed dropout draws its mask from (key, element index), and every
+/// data-parallel rank's slice of the batch starts at index 0: without this
+/// each rank would drop the same positions of its samples. Rank i's keys get
+/// i * 2^40 added (a run's keys stay below 2^40 for seeds under 2^12), taken
+/// from a constant [0, dp) by shard.all_slice, so the program stays the
+/// same on every rank.
+static void decorrelateDropout(func::FuncOp step, MeshAxis dp) {
   llvm::SetVector<Value> keys;
   step.walk([&](DropoutOp d) {
     if (d.getKey())
@@ -95,6 +102,20 @@ void colo::decorrelateDropout(func::FuncOp step, MeshAxis dp) {
     auto shifted = AddOp::create(b, loc, key, offset);
     key.replaceAllUsesExcept(shifted, shifted);
   }
+}
+
+void colo::finishDataParallel(func::FuncOp step, MeshAxis dp) {
+  auto ret = cast<func::ReturnOp>(step.front().getTerminator());
+  OpBuilder b(ret);
+  for (OpOperand &result : ret->getOpOperands()) {
+    auto type = cast<RankedTensorType>(result.get().getType());
+    if (type.getRank() == 0 && isa<FloatType>(type.getElementType()))
+      result.set(shard::AllReduceOp::create(b, ret.getLoc(), result.get(),
+                                            dp.grid.getSymName(), {dp.axis},
+                                            shard::ReductionKind::Average));
+  }
+  decorrelateDropout(step, dp);
+  step->setAttr("colo.data_parallel", b.getI64IntegerAttr(dp.size));
 }
 
 namespace {

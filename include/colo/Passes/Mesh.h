@@ -36,13 +36,11 @@ createMesh(mlir::ModuleOp module,
            llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> axes,
            mlir::Operation *user);
 
-/// Keyed dropout draws its mask from (key, element index), and every
-/// data-parallel rank's slice of the batch starts at index 0: without this
-/// each rank would drop the same positions of its samples. Rank i's keys get
-/// i * 2^40 added (a run's keys stay below 2^40 for seeds under 2^12), taken
-/// from a constant [0, dp) by shard.all_slice, so the program stays the
-/// same on every rank.
-void decorrelateDropout(mlir::func::FuncOp step, MeshAxis dp);
+/// What every data-parallel step ends with: the returned loss averaged over
+/// the `dp` axis (each rank reports the mean over the whole batch), dropout
+/// keys offset per rank, and `colo.data_parallel = dp` on the step (the
+/// compiler splits the data by it).
+void finishDataParallel(mlir::func::FuncOp step, MeshAxis dp);
 
 } // namespace colo
 
