@@ -18,7 +18,6 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
-RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 int64_t byteSize(RankedTensorType t) {
   return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
