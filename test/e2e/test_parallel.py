@@ -222,3 +222,30 @@ def test_a_lost_rank_ends_the_run(fault, baseline, tmp_path):
     assert elapsed < 30
     if fault == "stop":
         assert "timed out" in err, err
+
+
+@pytest.mark.parametrize("plan,words", [
+    ("dp=3", ["batch", "3"]),
+    ("tp=3", ["tp", "3"]),
+    ("pp=2", ["pipeline", "not implemented"]),
+    ("dp=2,zero=3", ["ZeRO stage 3"]),
+    ("dp=2,tp=2,sp", ["sequence", "not implemented"]),
+    ("dp=two", ["dp"]),
+])
+def test_invalid_plans_are_rejected(plan, words, baseline, tmp_path):
+    tmp, path = baseline("gpt2")[:2]
+    proc = run_colo("compile", path, "-o", tmp_path / "exe", "--train", TRAIN["adamw"],
+                    "--plan", plan, check=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("colo: error:") and all(w in lines[0] for w in words), lines
+    assert not (tmp_path / "exe" / "program.pb").exists()
+
+
+def test_the_rank_count_must_match_the_plan(baseline):
+    tmp, path = baseline("gpt2")[:2]
+    exe = tmp / "dp=2-adamw"
+    if not (exe / "program.pb").exists():
+        run_colo("compile", path, "-o", exe, "--train", TRAIN["adamw"], "--plan", "dp=2")
+    proc = run_colo("run", exe, "--np", 3, "--data", "synthetic", check=False)
+    assert proc.returncode == 1 and "compiled for 2 ranks, not 3" in proc.stderr, proc.stderr
