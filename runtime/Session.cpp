@@ -179,7 +179,7 @@ void Session::prepare() {
 
 std::function<void()> Session::prepareCollective(const Collective &c) {
   std::vector<int> axes(c.mesh_axes().begin(), c.mesh_axes().end());
-  Group group = exe_->group(comm_ ? comm_->rank() : 0, axes);
+  Group group = exe_->group(rank(), axes);
   void *in = pointers_[c.input()], *out = pointers_[c.output()];
   DType dtype = exe_->buffer(c.input()).dtype();
   int64_t n = exe_->numElements(c.input()), size = int64_t(group.size());
@@ -188,8 +188,7 @@ std::function<void()> Session::prepareCollective(const Collective &c) {
                 : c.reduction() == Collective::AVERAGE ? ReduceOp::Average
                                                        : ReduceOp::Max;
   Communicator *comm = comm_;
-  int64_t index = std::find(group.begin(), group.end(), comm ? comm->rank() : 0) -
-                  group.begin();
+  int64_t index = std::find(group.begin(), group.end(), rank()) - group.begin();
   switch (c.kind()) {
   case Collective::ALL_REDUCE:
     return [=] {
