@@ -1,10 +1,13 @@
-// colo-zero: ZeRO stages 1 and 2 (Rajbhandari et al., 2020) on a training
+// colo-zero: ZeRO stages 1, 2 and 3 (Rajbhandari et al., 2020) on a training
 // step. Instead of all-reducing every gradient (colo-data-parallel), each
 // rank of the dp axis receives the average of one block of it
 // (reduce-scatter), updates that block of the parameter with its block of the
 // optimizer state, which is all it keeps, and the updated blocks are gathered
 // back into the whole parameter (all-gather). The communicated bytes are
 // those of an all-reduce; the optimizer state takes 1/dp of the memory.
+// Stage 3 keeps only the block of the parameter too: it is all-gathered
+// before its uses in the forward and again before those in the backward, and
+// the updated block is stored as it is (1.5 times the bytes of an all-reduce).
 #include "colo/Passes/Passes.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
@@ -12,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace colo {
@@ -30,6 +34,7 @@ RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()
 /// into dp blocks of `block` elements; rank r owns block r.
 struct Sharded {
   GradientOp grad;
+  StringRef param;                   // the parameter global's name
   Operation *update;                 // colo.adam_update or colo.sgd_update
   SmallVector<GlobalLoadOp> states;  // loads of its optimizer state globals
   SmallVector<GlobalStoreOp> stores; // stores of the new parameter
@@ -116,13 +121,17 @@ void reduceScatterBucket(ArrayRef<Sharded *> bucket, MeshAxis dp, OpBuilder b) {
 /// The update is elementwise, so it runs unchanged on the rank's block of
 /// the parameter (taken locally with all_slice), of the gradient and of the
 /// optimizer state, whose globals now hold only that block.
-void shardUpdate(Sharded &s, MeshAxis dp, SymbolTable &symbols) {
+/// With `paramSharded` (stage 3) the parameter operand already is the
+/// rank's block (its load's type is changed by shardParameter).
+void shardUpdate(Sharded &s, MeshAxis dp, SymbolTable &symbols, bool paramSharded) {
   OpBuilder b(s.update);
   Location loc = s.update->getLoc();
   RankedTensorType shardType = s.shardType();
-  Value flat = flattenPadded(b, loc, s.update->getOperand(0), s.padded);
-  s.update->setOperand(0, shard::AllSliceOp::create(b, loc, shardType, flat,
-                                                    dp.grid.getSymName(), {dp.axis}, 0));
+  if (!paramSharded) {
+    Value flat = flattenPadded(b, loc, s.update->getOperand(0), s.padded);
+    s.update->setOperand(0, shard::AllSliceOp::create(b, loc, shardType, flat,
+                                                      dp.grid.getSymName(), {dp.axis}, 0));
+  }
   for (GlobalLoadOp load : s.states) {
     auto global = symbols.lookup<GlobalOp>(load.getGlobal());
     auto zero = cast<DenseElementsAttr>(*global.getInitialValue());
@@ -169,6 +178,150 @@ void allGatherBucket(ArrayRef<Sharded *> bucket, MeshAxis dp, OpBuilder b) {
     }
 }
 
+/// Stage 3: the whole parameter from the rank's flat block `block`: one
+/// all-gather of the padded flat parameter, the padding cut, reshaped.
+/// `phase` ("forward", "backward") is kept on the all-gather as
+/// `colo.zero_gather`, which also keeps CSE from merging the two gathers of
+/// a parameter (that would keep the whole parameter alive from the forward
+/// to the backward, which is what stage 3 avoids).
+Value gatherParameter(OpBuilder &b, Location loc, const Sharded &s, Value block,
+                      MeshAxis dp, StringRef phase) {
+  auto all = shard::AllGatherOp::create(b, loc, s.type.clone({s.padded}),
+                                        dp.grid.getSymName(), {dp.axis}, block,
+                                        APInt(64, 0));
+  all->setAttr("colo.zero_gather", b.getStringAttr(phase));
+  Value flat = all;
+  int64_t n = s.type.getNumElements();
+  if (n != s.padded)
+    flat = SliceOp::create(b, loc, flat, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n},
+                           ArrayRef<int64_t>{1});
+  return reshape(b, loc, s.type, flat);
+}
+
+/// Stage 3: the parameter global keeps only the rank's flat block
+/// (`colo.shard = {axis = "dp", parts = dp, flat}`), so every load of it
+/// yields the block. The update reads the block as it is. In @train_step the
+/// uses up to the loss (the forward) read one all-gather placed before the
+/// first of them; the uses after it (the backward) read a second one placed
+/// before the first of those, so the whole parameter does not live from the
+/// forward to the backward. That includes views of it: a reshape, transpose
+/// or convert of the parameter computed in the forward and read by the
+/// backward (a matmul's transposed weight) is computed again from the second
+/// gather. A parameter the backward does not read (a bias, an embedding
+/// table) is gathered once. Loads in other functions (@forward) are gathered
+/// right after the load. A use in the optimizer part other than the
+/// parameter's own update is an error.
+LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp module,
+                             func::FuncOp step, Operation *lossOp,
+                             Operation *firstUpdate) {
+  StringRef param = global.getSymName();
+  Block &body = step.front();
+  auto isBackward = [&](Operation *at) { return !lossOp || lossOp->isBeforeInBlock(at); };
+  auto checkNotOptimizer = [&](Operation *user, Operation *at) -> LogicalResult {
+    if (isa<AdamUpdateOp, SgdUpdateOp, LambUpdateOp, LarsUpdateOp, GlobalStoreOp>(at) ||
+        (firstUpdate && !at->isBeforeInBlock(firstUpdate)))
+      return user->emitError()
+             << "colo-zero: stage 3 keeps only a block of @" << param
+             << " on each rank, but the optimizer part of the step reads its whole "
+                "value here (only the forward and the backward may)";
+    return success();
+  };
+  auto earliest = [](Operation *&first, Operation *at) {
+    if (!first || at->isBeforeInBlock(first))
+      first = at;
+  };
+
+  SmallVector<GlobalLoadOp> loads;
+  module.walk([&](GlobalLoadOp load) {
+    if (load.getGlobal() == param)
+      loads.push_back(load);
+  });
+  for (GlobalLoadOp load : loads) {
+    Location loc = load.getLoc();
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : load->getUses())
+      if (use.getOwner() != s.update || use.getOperandNumber() != 0)
+        uses.push_back(&use);
+    load.getResult().setType(s.shardType());
+    if (uses.empty())
+      continue;
+    if (load->getBlock() != &body) {
+      OpBuilder b(load->getContext());
+      b.setInsertionPointAfter(load);
+      Value whole = gatherParameter(b, loc, s, load.getResult(), dp, "forward");
+      for (OpOperand *use : uses)
+        use->set(whole);
+      continue;
+    }
+
+    // Direct uses, by part.
+    SmallVector<OpOperand *> forward, backward;
+    Operation *firstForward = nullptr, *firstBackward = nullptr;
+    for (OpOperand *use : uses) {
+      Operation *at = body.findAncestorOpInBlock(*use->getOwner());
+      if (failed(checkNotOptimizer(use->getOwner(), at)))
+        return failure();
+      bool b = isBackward(at);
+      (b ? backward : forward).push_back(use);
+      earliest(b ? firstBackward : firstForward, at);
+    }
+    Value whole;
+    if (firstForward) {
+      OpBuilder b(firstForward);
+      whole = gatherParameter(b, loc, s, load.getResult(), dp, "forward");
+      for (OpOperand *use : forward)
+        use->set(whole);
+    }
+
+    // Forward views of the whole parameter, and their uses in the backward.
+    SmallVector<Operation *> views;
+    SmallVector<OpOperand *> viewUses;
+    SmallVector<Value> work;
+    if (whole)
+      work.push_back(whole);
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        Operation *at = body.findAncestorOpInBlock(*user);
+        if (!isBackward(at)) {
+          if (user->getBlock() == &body && user->getNumOperands() == 1 &&
+              isa<ReshapeOp, TransposeOp, ConvertOp>(user) && !llvm::is_contained(views, user)) {
+            views.push_back(user);
+            work.push_back(user->getResult(0));
+          }
+          continue;
+        }
+        if (failed(checkNotOptimizer(user, at)))
+          return failure();
+        viewUses.push_back(&use);
+        earliest(firstBackward, at);
+      }
+    }
+    if (!firstBackward)
+      continue;
+    OpBuilder b(firstBackward);
+    Value again = gatherParameter(b, loc, s, load.getResult(), dp, "backward");
+    for (OpOperand *use : backward)
+      use->set(again);
+    if (viewUses.empty())
+      continue;
+    IRMapping map;
+    map.map(whole, again);
+    llvm::sort(views, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+    for (Operation *view : views)
+      b.clone(*view, map);
+    for (OpOperand *use : viewUses)
+      use->set(map.lookup(use->get()));
+  }
+  Builder b(module.getContext());
+  global->setAttr("colo.shard",
+                  b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr("dp")),
+                                       b.getNamedAttr("parts", b.getI64IntegerAttr(dp.size)),
+                                       b.getNamedAttr("flat", b.getUnitAttr())}));
+  return success();
+}
+
 /// Splits `params`, in order, into runs of one element type and at most
 /// `limit` padded bytes (a larger parameter is a bucket of its own).
 SmallVector<SmallVector<Sharded *>> buckets(ArrayRef<Sharded *> params, int64_t limit) {
@@ -206,6 +359,7 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
                               "gradient of @"
                            << param << " is used by more than its optimizer update";
     s.grad = g;
+    s.param = param;
     s.update = update;
     s.type = g.getType();
     s.padded = llvm::alignTo(s.type.getNumElements(), dp);
@@ -241,6 +395,16 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
     if (s.stores.empty())
       return update->emitError()
              << "colo-zero: the new value of @" << param << " is not stored";
+    if (stage == 3) {
+      auto load = update->getOperand(0).getDefiningOp<GlobalLoadOp>();
+      if (!load || load.getGlobal() != param)
+        return update->emitError() << "colo-zero: stage 3 needs the update of @" << param
+                                   << " to read the parameter from its global";
+      if (symbols.lookup<GlobalOp>(param)->hasAttr("colo.shard"))
+        return update->emitError()
+               << "colo-zero: stage 3 with a parameter that is already sharded (@"
+               << param << ", tensor parallelism) is not supported";
+    }
     return success();
   }
 
@@ -252,12 +416,8 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
                          << " (run colo-build-train-step first)";
       return signalPassFailure();
     }
-    if (stage == 3) {
-      step.emitError("colo-zero: ZeRO stage 3 is not implemented yet");
-      return signalPassFailure();
-    }
-    if (stage != 1 && stage != 2) {
-      step.emitError() << "colo-zero: stage must be 1 or 2, got "
+    if (stage < 1 || stage > 3) {
+      step.emitError() << "colo-zero: stage must be 1, 2 or 3, got "
                        << static_cast<int64_t>(stage);
       return signalPassFailure();
     }
@@ -311,11 +471,30 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
           OpBuilder(&body, after ? std::next(after->getIterator()) : body.begin()));
     }
     for (Sharded &s : params)
-      shardUpdate(s, *axis, symbols);
-    sortBy(order, [](Sharded *s) { return s->update; });
-    for (ArrayRef<Sharded *> bucket : buckets(order, limit))
-      allGatherBucket(bucket, *axis,
-                      OpBuilder(&body, std::next(bucket.back()->update->getIterator())));
+      shardUpdate(s, *axis, symbols, stage == 3);
+    if (stage == 3) {
+      // The forward ends with the loss (the returned value); the backward
+      // follows it, the optimizer updates follow the backward.
+      auto ret = cast<func::ReturnOp>(body.getTerminator());
+      Operation *lossOp = nullptr;
+      if (ret.getNumOperands() && ret.getOperand(0).getDefiningOp())
+        lossOp = body.findAncestorOpInBlock(*ret.getOperand(0).getDefiningOp());
+      Operation *firstUpdate = nullptr;
+      for (Sharded &s : params) {
+        Operation *at = body.findAncestorOpInBlock(*s.update);
+        if (!firstUpdate || at->isBeforeInBlock(firstUpdate))
+          firstUpdate = at;
+      }
+      for (Sharded &s : params)
+        if (failed(shardParameter(s, *axis, symbols.lookup<GlobalOp>(s.param), module, step,
+                                  lossOp, firstUpdate)))
+          return signalPassFailure();
+    } else {
+      sortBy(order, [](Sharded *s) { return s->update; });
+      for (ArrayRef<Sharded *> bucket : buckets(order, limit))
+        allGatherBucket(bucket, *axis,
+                        OpBuilder(&body, std::next(bucket.back()->update->getIterator())));
+    }
 
     finishDataParallel(step, *axis);
     step->setAttr("colo.zero", Builder(step.getContext()).getI64IntegerAttr(stage));

@@ -3,8 +3,8 @@
 // RUN: not colo-opt %s --split-input-file --colo-zero="dp=2 stage=0" 2>&1 | FileCheck %s --check-prefix=STAGE0
 // RUN: not colo-opt %s --split-input-file --colo-zero="dp=0" 2>&1 | FileCheck %s --check-prefix=DP
 
-// STAGE3: error: colo-zero: ZeRO stage 3 is not implemented yet
-// STAGE0: error: colo-zero: stage must be 1 or 2, got 0
+// STAGE3: error: colo-zero: stage 3 keeps only a block of @w on each rank, but the optimizer part of the step reads its whole value here (only the forward and the backward may)
+// STAGE0: error: colo-zero: stage must be 1, 2 or 3, got 0
 // DP: error: colo-zero: dp must be at least 1, got 0
 
 // LAMB's trust ratio needs the norms of the whole parameter.
@@ -66,6 +66,26 @@ func.func @train_step(%x: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -
   %nw, %nb = colo.sgd_update %w, %clipped, %clipped, %lr, %step
       {momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64} : tensor<4xf32>
   colo.global_store @w, %nw : tensor<4xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Stage 3 keeps only the rank's block of a parameter: a step that reads the
+// whole parameter after the backward (here a statistic of it) cannot. Stages 1
+// and 2 can.
+colo.global trainable @w : tensor<4xf32> = dense<1.0> : tensor<4xf32>
+colo.global @"w.sq" : tensor<4xf32> = dense<0.0> : tensor<4xf32>
+func.func @train_step(%x: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<f32> {
+  %loss = colo.reduce_mean %x dims = [0] : tensor<4xf32>
+  %dw = colo.exp %x : tensor<4xf32>
+  %g = colo.gradient %dw of @w : tensor<4xf32>
+  %w = colo.global_load @w : tensor<4xf32>
+  %nw, %nb = colo.sgd_update %w, %g, %g, %lr, %step
+      {momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64} : tensor<4xf32>
+  colo.global_store @w, %nw : tensor<4xf32>
+  %sq = colo.mul %w, %w : tensor<4xf32>, tensor<4xf32>
+  colo.global_store @"w.sq", %sq : tensor<4xf32>
   return %loss : tensor<f32>
 }
 

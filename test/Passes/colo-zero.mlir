@@ -1,5 +1,6 @@
 // RUN: colo-opt %s --split-input-file --colo-zero="dp=2" | FileCheck %s
 // RUN: colo-opt %s --split-input-file --colo-zero="dp=2 stage=2 bucket-mb=0.00001" | FileCheck %s --check-prefix=SMALL
+// RUN: colo-opt %s --split-input-file --colo-zero="dp=2 stage=3" | FileCheck %s --check-prefix=Z3
 
 // Adam on two parameters, W (12 elements) and b (3, padded to 4): one
 // bucket, reduce-scattered right after the last gradient is computed. Each
@@ -160,5 +161,91 @@ func.func @train_step(%x: tensor<7xf32>, %lr: tensor<f32>, %step: tensor<i64>) -
   %nu, %nbuf = colo.sgd_update %u, %g, %g, %lr, %step
       {momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64} : tensor<7xf32>
   colo.global_store @u, %nu : tensor<7xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Stage 3: the parameters are sharded flat too, so each load yields the
+// rank's block. @proj (12 elements, 6 per rank) is read by the forward, the
+// forward's transpose of it is read again by the backward, and the backward
+// reads it directly too: one all-gather before the first forward use, a
+// second one (and the transpose computed again from it) before the first
+// backward use. @bias (3, padded to 4) is read by the forward only: gathered
+// once, the padding cut. Gradients are reduce-scattered as in stage 2; the
+// updates run on the loaded blocks (no all_slice) and store their new blocks
+// (no all-gather after the update).
+// Z3-LABEL: colo.global trainable @proj : tensor<3x4xf32> = {{.*}} {colo.shard = {axis = "dp", flat, parts = 2 : i64}}
+// Z3-NEXT: colo.global trainable @bias : tensor<3xf32> = {{.*}} {colo.shard = {axis = "dp", flat, parts = 2 : i64}}
+// Z3: colo.global @"proj#exp_avg" : tensor<6xf32>
+// Z3: func.func @train_step
+// Z3-SAME: colo.zero = 3 : i64
+// Z3-NEXT: %[[P:.*]] = colo.global_load @proj : tensor<6xf32>
+// Z3-NEXT: %[[B:.*]] = colo.global_load @bias : tensor<2xf32>
+// Z3-NEXT: %[[AGF:.*]] = shard.all_gather %[[P]] on @mesh grid_axes = [0] gather_axis = 0 {colo.zero_gather = "forward"} : tensor<6xf32> -> tensor<12xf32>
+// Z3-NEXT: %[[PF:.*]] = colo.reshape %[[AGF]] : tensor<12xf32> -> tensor<3x4xf32>
+// Z3-NEXT: %[[PT:.*]] = colo.transpose %[[PF]] permutation = [1, 0]
+// Z3-NEXT: %[[XW:.*]] = colo.matmul %{{.*}}, %[[PT]]
+// Z3-NEXT: %[[AGB:.*]] = shard.all_gather %[[B]] on @mesh grid_axes = [0] gather_axis = 0 {colo.zero_gather = "forward"} : tensor<2xf32> -> tensor<4xf32>
+// Z3-NEXT: %[[BF:.*]] = colo.slice %[[AGB]] start = [0] limit = [3] stride = [1] : tensor<4xf32>
+// Z3-NEXT: %[[Y:.*]] = colo.add %[[XW]], %[[BF]]
+// Z3-NEXT: %[[LOSS:.*]] = colo.reduce_mean %[[Y]]
+// Z3-NEXT: %[[DY:.*]] = colo.exp %[[Y]]
+// Z3-NEXT: %[[AGP2:.*]] = shard.all_gather %[[P]] on @mesh grid_axes = [0] gather_axis = 0 {colo.zero_gather = "backward"} : tensor<6xf32> -> tensor<12xf32>
+// Z3-NEXT: %[[PB:.*]] = colo.reshape %[[AGP2]] : tensor<12xf32> -> tensor<3x4xf32>
+// Z3-NEXT: %[[PBT:.*]] = colo.transpose %[[PB]] permutation = [1, 0]
+// Z3-NEXT: %[[DX:.*]] = colo.matmul %[[DY]], %[[PB]]
+// Z3-NEXT: colo.matmul %[[DX]], %[[PBT]]
+// Z3-NOT: all_gather
+// Z3: shard.reduce_scatter %{{.*}} on @mesh grid_axes = [0] reduction = average scatter_axis = 0 : tensor<2x8xf32> -> tensor<1x8xf32>
+// Z3-NOT: all_slice
+// Z3: %[[PU:.*]] = colo.global_load @proj : tensor<6xf32>
+// Z3: %[[NP:.*]], %[[NMP:.*]], %{{.*}} = colo.adam_update %[[PU]], %{{.*}} : tensor<6xf32>
+// Z3-NEXT: colo.global_store @proj, %[[NP]] : tensor<6xf32>
+// Z3-NEXT: colo.global_store @"proj#exp_avg", %[[NMP]] : tensor<6xf32>
+// Z3: %[[BU:.*]] = colo.global_load @bias : tensor<2xf32>
+// Z3: %[[NB:.*]], %{{.*}}, %{{.*}} = colo.adam_update %[[BU]], %{{.*}} : tensor<2xf32>
+// Z3-NEXT: colo.global_store @bias, %[[NB]] : tensor<2xf32>
+// Z3-NOT: all_gather
+// Z3: shard.all_reduce %[[LOSS]] on @mesh grid_axes = [0] reduction = average : tensor<f32> -> tensor<f32>
+colo.global trainable @proj : tensor<3x4xf32> = dense<1.0> : tensor<3x4xf32>
+colo.global trainable @bias : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+colo.global @"proj#exp_avg" : tensor<3x4xf32> = dense<0.0> : tensor<3x4xf32> {colo.optimizer_state}
+colo.global @"proj#exp_avg_sq" : tensor<3x4xf32> = dense<0.0> : tensor<3x4xf32> {colo.optimizer_state}
+colo.global @"bias#exp_avg" : tensor<3xf32> = dense<0.0> : tensor<3xf32> {colo.optimizer_state}
+colo.global @"bias#exp_avg_sq" : tensor<3xf32> = dense<0.0> : tensor<3xf32> {colo.optimizer_state}
+func.func @train_step(%x: tensor<2x4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<f32> {
+  %w0 = colo.global_load @proj : tensor<3x4xf32>
+  %b0 = colo.global_load @bias : tensor<3xf32>
+  %wt = colo.transpose %w0 permutation = [1, 0] : tensor<3x4xf32>
+  %xw = colo.matmul %x, %wt : tensor<2x4xf32>, tensor<4x3xf32>
+  %y = colo.add %xw, %b0 : tensor<2x3xf32>, tensor<3xf32>
+  %loss = colo.reduce_mean %y dims = [0, 1] : tensor<2x3xf32>
+  %dy = colo.exp %y : tensor<2x3xf32>
+  %dx = colo.matmul %dy, %w0 : tensor<2x3xf32>, tensor<3x4xf32>
+  %u = colo.matmul %dx, %wt : tensor<2x4xf32>, tensor<4x3xf32>
+  %dyt = colo.transpose %u permutation = [1, 0] : tensor<2x3xf32>
+  %dw = colo.matmul %dyt, %x : tensor<3x2xf32>, tensor<2x4xf32>
+  %db = colo.reduce_sum %dy dims = [0] : tensor<2x3xf32>
+  %gw = colo.gradient %dw of @proj : tensor<3x4xf32>
+  %gb = colo.gradient %db of @bias : tensor<3xf32>
+  %w = colo.global_load @proj : tensor<3x4xf32>
+  %mw = colo.global_load @"proj#exp_avg" : tensor<3x4xf32>
+  %vw = colo.global_load @"proj#exp_avg_sq" : tensor<3x4xf32>
+  %nw, %nmw, %nvw = colo.adam_update %w, %gw, %mw, %vw, %lr, %step
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
+       weight_decay = 0.01 : f64, decoupled} : tensor<3x4xf32>
+  colo.global_store @proj, %nw : tensor<3x4xf32>
+  colo.global_store @"proj#exp_avg", %nmw : tensor<3x4xf32>
+  colo.global_store @"proj#exp_avg_sq", %nvw : tensor<3x4xf32>
+  %b = colo.global_load @bias : tensor<3xf32>
+  %mb = colo.global_load @"bias#exp_avg" : tensor<3xf32>
+  %vb = colo.global_load @"bias#exp_avg_sq" : tensor<3xf32>
+  %nb, %nmb, %nvb = colo.adam_update %b, %gb, %mb, %vb, %lr, %step
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
+       weight_decay = 0.01 : f64, decoupled} : tensor<3xf32>
+  colo.global_store @bias, %nb : tensor<3xf32>
+  colo.global_store @"bias#exp_avg", %nmb : tensor<3xf32>
+  colo.global_store @"bias#exp_avg_sq", %nvb : tensor<3xf32>
   return %loss : tensor<f32>
 }

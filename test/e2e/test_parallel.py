@@ -130,23 +130,31 @@ def megatron(tp, batch=BATCH):
     return LAYERS * 4 * ring_all_reduce_bytes(tp, batch * SEQ * HIDDEN)
 
 
-# plan -> the bytes all ranks send per step, from the parameter count P (None:
-# printed, not checked: a composite plan's volume depends on which parameters
-# tp shards).
+# plan -> the bytes all ranks send per step, from the parameter count P and the
+# single-rank weights W (None: printed, not checked: a composite plan's volume
+# depends on which parameters tp shards).
 # dp: the averaged gradients (P floats) and the loss, one ring all-reduce each.
 # ZeRO-1/2: reduce-scatter plus all-gather of the (here unpadded) gradients and
 # parameters, the same volume as dp (the ZeRO paper's 2 Psi), and the loss.
+# ZeRO-3: the reduce-scatter, an all-gather of every parameter before the
+# forward and another before the backward of those the backward reads: all but
+# the biases and the lookup-only embeddings (GPT-2's wte, tied to the LM head,
+# is read), (p-1) n floats each: at most the paper's 3 Psi (1.5x dp).
 PLANS = {
-    "dp=2": lambda P: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
-    "dp=4": lambda P: ring_all_reduce_bytes(4, P) + ring_all_reduce_bytes(4, 1),
-    "dp=2,zero=1": lambda P: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
-    "dp=2,zero=2": lambda P: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
-    "tp=2": lambda P: megatron(2),
-    "tp=4": lambda P: megatron(4),
+    "dp=2": lambda P, W: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
+    "dp=4": lambda P, W: ring_all_reduce_bytes(4, P) + ring_all_reduce_bytes(4, 1),
+    "dp=2,zero=1": lambda P, W: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
+    "dp=2,zero=2": lambda P, W: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
+    "dp=2,zero=3": lambda P, W: (2 - 1) * 4 * (3 * P - sum(
+        w.size for k, w in W.items() if k.endswith("bias") or "wpe" in k or "embed_tokens" in k)
+    ) + ring_all_reduce_bytes(2, 1),
+    "tp=2": lambda P, W: megatron(2),
+    "tp=4": lambda P, W: megatron(4),
     "dp=2,tp=2": None,
 }
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
-    [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=2", "tp=2", "dp=2,tp=2")] + \
+    [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=2", "dp=2,zero=3", "tp=2",
+                                          "dp=2,tp=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd")]
 
 
@@ -168,7 +176,7 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
     assert len(losses) == STEPS and loss_err <= RTOL, (losses, want)
     assert comm is not None
     if PLANS[plan]:
-        assert comm[1] == PLANS[plan](params), (comm, params)
+        assert comm[1] == PLANS[plan](params, want_w), (comm, params)
 
 
 def start_ranks(exe, tmp, *extra):
@@ -228,7 +236,8 @@ def test_a_lost_rank_ends_the_run(fault, baseline, tmp_path):
     ("dp=3", ["batch", "3"]),
     ("tp=3", ["tp", "3"]),
     ("pp=2", ["pipeline", "not implemented"]),
-    ("dp=2,zero=3", ["ZeRO stage 3"]),
+    ("dp=2,zero=4", ["ZeRO stage", "4"]),
+    ("dp=2,tp=2,zero=3", ["ZeRO stage 3", "tensor parallelism", "not implemented"]),
     ("dp=2,tp=2,sp", ["sequence", "not implemented"]),
     ("dp=two", ["dp"]),
 ])

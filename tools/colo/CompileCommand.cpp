@@ -89,10 +89,12 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
     return unsupported("pipeline parallelism (pp)");
   if (plan->sequenceParallel)
     return unsupported("sequence parallelism (sp)");
-  if (plan->zero > 2)
+  if (plan->zero > 3)
     return reportError("--plan " + plan->str() + ": ZeRO stage " + Twine(plan->zero) +
-                       " is not implemented yet (stages 1 and 2 are)"),
+                       " is not implemented (stages 1, 2 and 3 are)"),
            failure();
+  if (plan->zero == 3 && plan->tp > 1)
+    return unsupported("ZeRO stage 3 with tensor parallelism");
   if (plan->microBatches > 1)
     return unsupported("gradient accumulation (micro)");
   if (plan->recompute != colo::planner::Recompute::None)

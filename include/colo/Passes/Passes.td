@@ -247,9 +247,10 @@ def ColoDataParallel : Pass<"colo-data-parallel", "::mlir::ModuleOp"> {
 }
 
 def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
-  let summary = "Shards the optimizer state over the data-parallel mesh axis (ZeRO-1/2)";
+  let summary = "Shards the optimizer state, gradients and parameters over the "
+                "data-parallel mesh axis (ZeRO-1/2/3)";
   let description = [{
-    ZeRO stages 1 and 2 (Rajbhandari et al., 2020); runs after
+    ZeRO stages 1, 2 and 3 (Rajbhandari et al., 2020); runs after
     `colo-build-train-step`, on a step split by `colo-split-batch`, instead
     of `colo-data-parallel`. Each parameter's gradient, flattened and padded
     with zeros to `n'` elements (its size rounded up to a multiple of `dp`),
@@ -280,6 +281,29 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
     function records
     `colo.zero = <stage>` and `colo.data_parallel = <dp>` (the compiler splits
     the data by the latter).
+
+    Stage 3 (parameter partitioning as well) makes every trainable parameter
+    global `colo.shard = {axis = "dp", parts = dp, flat}`: each rank keeps a
+    zero-padded contiguous block of `n' / dp` elements, which is what every
+    `colo.global_load` of it yields. In the step, one `shard.all_gather`
+    (`gather_axis = 0`, `[n'/dp] -> [n']`, then the padding cut and the
+    parameter's shape restored) is placed before the first use in the forward
+    (up to the loss, the returned value) and serves the forward's uses; a
+    second one before the first use in the backward serves the backward's, so
+    the whole parameter need not live from the forward to the backward.
+    Reshapes, transposes and converts of the parameter that the forward
+    computes and the backward reads are computed again from the second
+    gather. A parameter that the backward does not read (a bias, an embedding
+    table) is gathered once. The all-gathers carry `colo.zero_gather =
+    "forward"` or `"backward"` (which also keeps CSE from merging them).
+    Gradients are reduce-scattered as in stage 2; the update runs on the
+    loaded block (no `shard.all_slice`) and its new block is stored straight
+    back (no all-gather after the update). Per step that is 2 all-gathers and
+    a reduce-scatter of `n'` per parameter: 1.5 times the data-parallel
+    volume. A read of the parameter in the optimizer part, other than by its
+    update, is an error; so is a parameter already sharded by tensor
+    parallelism. Other functions of the module (`@forward`) gather each load
+    of the parameter right after it.
 
     Only `colo.adam_update` (Adam, AdamW) and `colo.sgd_update` can run on
     blocks; LAMB and LARS need norms of whole parameters, and so does
@@ -321,7 +345,8 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"stage", "stage", "int64_t", "1",
-           "ZeRO stage: 1 (optimizer state) or 2 (and gradients)">,
+           "ZeRO stage: 1 (optimizer state), 2 (and gradients) or 3 (and "
+           "parameters)">,
     Option<"dp", "dp", "int64_t", "1", "Ranks on the data-parallel axis">,
     Option<"bucketMb", "bucket-mb", "double", "25.0",
            "Padded gradient bytes per reduce-scatter (and parameter bytes per "
