@@ -69,7 +69,8 @@ struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
       return signalPassFailure();
     }
     if (dp < 1) {
-      step.emitError() << "colo-data-parallel: dp must be at least 1, got " << static_cast<int64_t>(dp);
+      step.emitError() << "colo-data-parallel: dp must be at least 1, got "
+                       << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
     if (dp == 1)
