@@ -11,6 +11,13 @@ namespace colo::runtime {
 
 Communicator::~Communicator() = default;
 
+Group Communicator::world() const {
+  Group all(static_cast<size_t>(size()));
+  for (int r = 0; r < size(); ++r)
+    all[size_t(r)] = r;
+  return all;
+}
+
 int64_t ringBytesSent(const std::string &collective, int64_t bytes,
                       int groupSize) {
   std::string name;

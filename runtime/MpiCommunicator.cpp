@@ -562,13 +562,6 @@ private:
                   std::to_string(userTags_) + ")");
   }
 
-  Group world() const {
-    Group all(size_);
-    for (int r = 0; r < size_; ++r)
-      all[r] = r;
-    return all;
-  }
-
   /// Members of a group call its collectives in the same order, so they draw
   /// the same sequence number; the group's hash keeps groups with common
   /// members apart.

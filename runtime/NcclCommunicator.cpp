@@ -78,10 +78,7 @@ public:
     checkCuda(cudaStreamCreate(&stream_), "cudaStreamCreate", "nccl");
     // Every rank calls this, so the world's communicator is made now and a
     // broken setup shows at startup rather than in the first step.
-    Group world(size());
-    for (int r = 0; r < size(); ++r)
-      world[r] = r;
-    commFor(world, rank(), "nccl");
+    commFor(world(), rank(), "nccl");
   }
 
   ~NcclCommunicator() override {
@@ -305,10 +302,7 @@ private:
       throw Error(what + ": rank " + std::to_string(rank()) +
                   " cannot talk to rank " + std::to_string(peer) +
                   " with tag " + std::to_string(tag));
-    Group world(size());
-    for (int r = 0; r < size(); ++r)
-      world[r] = r;
-    return commFor(world, rank(), what);
+    return commFor(world(), rank(), what);
   }
 
   /// Polls until NCCL has enqueued the work (non-blocking communicators

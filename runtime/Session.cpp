@@ -460,10 +460,7 @@ bool Session::parametersFinite(std::string *firstBad) const {
     return finite;
   // Every rank must take the same branch after a bad step.
   int64_t bad = finite ? 0 : 1;
-  std::vector<int> world(size_t(comm_->size()));
-  for (int r = 0; r < comm_->size(); ++r)
-    world[size_t(r)] = r;
-  comm_->allReduce(&bad, 1, I64, ReduceOp::Max, world);
+  comm_->allReduce(&bad, 1, I64, ReduceOp::Max, comm_->world());
   if (bad && finite && firstBad)
     *firstBad = "(a parameter block on another rank)";
   return bad == 0;

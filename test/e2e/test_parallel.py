@@ -28,29 +28,22 @@ import torch
 from safetensors.numpy import load_file
 
 import models
+import train_ref
 from conftest import BIN, run_colo
 
 RTOL = 1e-5
 STEPS = 5
 BATCH, SEQ = 4, 16
+LAYERS, HIDDEN = 4, 64
 LR = 1e-3
 TRAIN = {"adamw": f"loss=lm,optimizer=adamw,lr={LR}",
          "sgd": f"loss=lm,optimizer=sgd,lr={10 * LR},momentum=0.9"}
 
 
 def tiny(name):
-    import transformers as tf
-
+    """train_ref's GPT-2 or Llama with LAYERS layers."""
     torch.manual_seed(models.SEED)
-    if name == "gpt2":
-        cfg = tf.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=256, n_positions=32,
-                            use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
-                            attn_pdrop=0.0)
-        return models.LogitsOnly(tf.GPT2LMHeadModel(cfg))
-    cfg = tf.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-                         num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
-                         max_position_embeddings=32, use_cache=False)
-    return models.LogitsOnly(tf.LlamaForCausalLM(cfg))
+    return train_ref._hf(name, LAYERS)
 
 
 def torch_distance(model, data):
@@ -120,8 +113,6 @@ def ring_all_reduce_bytes(ranks, elements):
     """Bytes all members of a ring all-reduce send together: 2 (p-1) n * 4."""
     return 2 * (ranks - 1) * elements * 4
 
-
-LAYERS, HIDDEN = 4, 64
 
 
 def megatron(tp, batch=BATCH):

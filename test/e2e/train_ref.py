@@ -25,15 +25,15 @@ class Classifier(torch.nn.Module):
         return self.head(self.encoder(x).mean(dim=1))
 
 
-def _hf(name):
+def _hf(name, layers=2):
     import transformers as tf
 
     if name == "gpt2":
-        cfg = tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=256, n_positions=32,
+        cfg = tf.GPT2Config(n_layer=layers, n_embd=64, n_head=4, vocab_size=256, n_positions=32,
                             use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
                             attn_pdrop=0.0)
         return models.LogitsOnly(tf.GPT2LMHeadModel(cfg))
-    cfg = tf.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+    cfg = tf.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
                          num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
                          max_position_embeddings=32, use_cache=False)
     return models.LogitsOnly(tf.LlamaForCausalLM(cfg))

@@ -352,10 +352,7 @@ int run(const std::string &dir) {
   if (comm && runSteps > 0) {
     // What the program's collectives sent (not the run's own bookkeeping).
     int64_t all = stepBytes;
-    std::vector<int> world(size_t(comm->size()));
-    for (int r = 0; r < comm->size(); ++r)
-      world[size_t(r)] = r;
-    comm->allReduce(&all, 1, rt::I64, rt::ReduceOp::Sum, world);
+    comm->allReduce(&all, 1, rt::I64, rt::ReduceOp::Sum, comm->world());
     out << formatv("communication: {0} bytes sent per step by rank 0, {1} by all ranks\n",
                    stepBytes / runSteps, all / runSteps);
   }

@@ -50,6 +50,8 @@ public:
   virtual int size() const = 0;
   /// "mpi" or "nccl".
   virtual std::string backend() const = 0;
+  /// Every rank, in rank order.
+  Group world() const;
 
   /// In place: every member ends with the reduction of all members' `data`.
   /// Average divides the sum by the group size. F32, F64 (and I64 for Sum/Max).
