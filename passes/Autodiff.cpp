@@ -256,6 +256,18 @@ SmallVector<int64_t> inversePermutation(ArrayRef<int64_t> perm) {
   return inv;
 }
 
+/// Whether every rank reads the gathered value only through
+/// colo.all_reduce_grad over the same axes: the entry of a tensor-parallel
+/// region from a sequence-parallel one, whose gradient is the sum of the
+/// ranks' partial gradients, scattered back (Megatron's reduce-scatter).
+bool gatherSumsGradients(shard::AllGatherOp gather) {
+  return !gather->use_empty() && llvm::all_of(gather->getUsers(), [&](Operation *user) {
+    auto entry = dyn_cast<AllReduceGradOp>(user);
+    return entry && entry.getGrid() == gather.getGrid() &&
+           entry.getGridAxes() == gather.getGridAxes();
+  });
+}
+
 bool isFloatTensor(Value v) {
   return isa<FloatType>(tensorType(v).getElementType());
 }
@@ -500,6 +512,11 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
           // gradients over the ranks; the sum that ends a row-parallel
           // region passes the replicated gradient to every rank's part.
           .Case([&](AllReduceGradOp a) -> Grads {
+            // After a summing gather the partial gradients stay partial: the
+            // gather's rule reduce-scatters them.
+            if (auto gather = a.getInput().getDefiningOp<shard::AllGatherOp>();
+                gather && gatherSumsGradients(gather))
+              return SmallVector<Value>{g};
             return SmallVector<Value>{shard::AllReduceOp::create(
                 b, gb.loc, g, a.getGrid(), a.getGridAxes(), shard::ReductionKind::Sum)};
           })
@@ -511,11 +528,42 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
                      << " (only sum, which ends a row-parallel region)";
             return SmallVector<Value>{g};
           })
+          // Sequence parallelism (Korthikanti et al.): a replicated value's
+          // gradient is whole on every rank, a split value's is the rank's
+          // block. Slicing and summed scattering thus gather the gradient;
+          // a gather takes the rank's block of it, or, when the ranks read
+          // the gathered value only through colo.all_reduce_grad (each
+          // computes part of the gradient), sums the parts and scatters them.
+          .Case([&](shard::AllSliceOp s) -> Grads {
+            return SmallVector<Value>{shard::AllGatherOp::create(
+                b, gb.loc, x.getType(), s.getGrid(), s.getGridAxes(), g,
+                s.getSliceAxis())};
+          })
+          .Case([&](shard::ReduceScatterOp r) -> Grads {
+            if (r.getReduction() != shard::ReductionKind::Sum)
+              return r.emitOpError()
+                     << "has no gradient rule for reduction "
+                     << shard::stringifyReductionKind(r.getReduction())
+                     << " (only sum, which ends a sequence-parallel row-parallel region)";
+            return SmallVector<Value>{shard::AllGatherOp::create(
+                b, gb.loc, x.getType(), r.getGrid(), r.getGridAxes(), g,
+                r.getScatterAxis())};
+          })
+          .Case([&](shard::AllGatherOp a) -> Grads {
+            if (gatherSumsGradients(a))
+              return SmallVector<Value>{shard::ReduceScatterOp::create(
+                  b, gb.loc, x.getType(), a.getGrid(), a.getGridAxes(), g,
+                  shard::ReductionKind::Sum, a.getGatherAxis())};
+            return SmallVector<Value>{shard::AllSliceOp::create(
+                b, gb.loc, x.getType(), g, a.getGrid(), a.getGridAxes(),
+                a.getGatherAxis().getSExtValue())};
+          })
           .Default([&](Operation *other) -> Grads {
             if (isa<shard::ShardDialect>(other->getDialect()))
               return other->emitOpError(
-                  "has no gradient rule (of the shard ops only all_reduce with "
-                  "reduction = sum, which colo-tensor-parallel adds, has one)");
+                  "has no gradient rule (of the shard ops only all_reduce and "
+                  "reduce_scatter with reduction = sum, all_gather and "
+                  "all_slice have one)");
             return other->emitOpError("has no gradient rule");
           });
   if (failed(grads))

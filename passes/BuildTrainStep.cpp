@@ -3,6 +3,7 @@
 // optimizer updates written back to the globals).
 #include "colo/Passes/Autodiff.h"
 #include "colo/Passes/Passes.h"
+#include "colo/Passes/Pipeline.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
@@ -29,7 +30,14 @@ class TrainStepBuilder {
 public:
   TrainStepBuilder(ModuleOp module, func::FuncOp step, const ColoBuildTrainStepOptions &o)
       : module(module), step(step), o(o), b(step.front().getTerminator()),
-        loc(step.getLoc()) {}
+        loc(step.getLoc()) {
+    // Pipeline stages (colo-pipeline-stages) carry over to the loss and the
+    // gradient ops; the parameter updates belong to no stage.
+    if (auto stages = step->getAttrOfType<IntegerAttr>(kNumStagesAttr)) {
+      lastStage = stages.getInt() - 1;
+      b.setListener(&labeler);
+    }
+  }
 
   LogicalResult build(int64_t &numParams) {
     auto ret = cast<func::ReturnOp>(step.front().getTerminator());
@@ -37,7 +45,9 @@ public:
       return step.emitError("@forward returns nothing to train on");
     Value stepCount = incrementStepCounter();
     keyDropouts(stepCount);
+    labeler.stage = lastStage;
     FailureOr<Value> loss = buildLoss(ret.getOperand(0));
+    labeler.stage.reset();
     if (failed(loss))
       return failure();
     storeRunningStatistics();
@@ -165,6 +175,7 @@ private:
       Value &slot = grads[v];
       slot = slot ? AddOp::create(b, g.getLoc(), slot, g).getResult() : g;
     };
+    labeler.stage = lastStage;
     grads[loss] = scalar(tensorType(loss).getElementType(), 1.0);
     for (Operation *op : llvm::reverse(forward)) {
       if (isa<GlobalLoadOp>(op) ||
@@ -175,14 +186,21 @@ private:
         resultGrads.push_back(grads.lookup(r));
       if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
         continue;
+      if (lastStage)
+        labeler.stage = getStage(op);
       FailureOr<SmallVector<Value>> operandGrads =
           buildOperandGradients(b, op, resultGrads);
       if (failed(operandGrads))
         return failure();
       for (auto [operand, g] : llvm::zip(op->getOperands(), *operandGrads))
-        if (g && active.contains(operand))
+        if (g && active.contains(operand)) {
+          // A sum of gradients belongs to the stage that uses it.
+          if (lastStage && operand.getDefiningOp())
+            labeler.stage = getStage(operand.getDefiningOp());
           accumulate(operand, g);
+        }
     }
+    labeler.stage.reset();
 
     llvm::MapVector<GlobalOp, Value> paramGrads;
     for (Operation *op : forward)
@@ -360,6 +378,8 @@ private:
   OpBuilder b;
   Location loc;
   SmallVector<GlobalOp> states;
+  StageLabeler labeler;
+  std::optional<int64_t> lastStage;
 };
 
 struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainStep> {
@@ -429,6 +449,8 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
     populateDecomposeAttentionPatterns(patterns);
     if (failed(applyPatternsGreedily(step, std::move(patterns))))
       return signalPassFailure();
+    if (step->hasAttr(kNumStagesAttr))
+      inferMissingStages(step.front());
 
     int64_t params = 0;
     ColoBuildTrainStepOptions opts = options();

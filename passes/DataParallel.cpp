@@ -52,7 +52,7 @@ void allReduceBucket(MutableArrayRef<GradientOp> bucket, MeshAxis dp,
                              ArrayRef<int64_t>{1});
     offset += t.getNumElements();
     g.getInputMutable().assign(ReshapeOp::create(b, loc, t, part));
-    g->moveAfter(b.getInsertionBlock(), b.getInsertionPoint());
+    g->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
     b.setInsertionPointAfter(g);
   }
 }

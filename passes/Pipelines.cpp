@@ -41,13 +41,24 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
                                                  llvm::StringRef options,
                                                  const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
-  if (parallel.dp > 1 || parallel.tp > 1)
-    pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{parallel.dp, parallel.tp}));
-  if (parallel.dp > 1)
-    pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{parallel.dp}));
+  if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1)
+    pm.addPass(createColoCreateMesh(
+        ColoCreateMeshOptions{parallel.dp, parallel.tp, parallel.pp}));
+  if (parallel.dp * parallel.micro > 1)
+    pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{parallel.dp * parallel.micro}));
   // The backward is derived from the sharded forward.
   if (parallel.tp > 1)
     pm.addPass(createColoTensorParallel(ColoTensorParallelOptions{parallel.tp}));
+  if (parallel.sequenceParallel && parallel.tp < 2) {
+    errors << "sequence parallelism needs tensor parallelism (tp > 1)";
+    return mlir::failure();
+  }
+  if (parallel.sequenceParallel)
+    pm.addPass(createColoSequenceParallel(ColoSequenceParallelOptions{parallel.tp}));
+  bool pipelined = parallel.pp > 1 || parallel.micro > 1;
+  if (pipelined)
+    pm.addPass(createColoPipelineStages(
+        ColoPipelineStagesOptions{parallel.pp * parallel.virtualStages}));
   // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
   std::string spaced = options.str();
   std::replace(spaced.begin(), spaced.end(), ',', ' ');
@@ -64,12 +75,20 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
       })))
     return mlir::failure();
   pm.addPass(std::move(pass));
-  if (parallel.dp > 1 && parallel.zero > 0)
-    pm.addPass(createColoZero(
-        ColoZeroOptions{parallel.zero, parallel.dp, parallel.bucketMb}));
-  else if (parallel.dp > 1)
-    pm.addPass(createColoDataParallel(
-        ColoDataParallelOptions{parallel.dp, parallel.bucketMb}));
+  if (pipelined)
+    pm.addPass(createColoPipeline(ColoPipelineOptions{
+        parallel.pp, parallel.virtualStages, parallel.micro, parallel.schedule}));
+  // Data parallelism and ZeRO apply to each pipeline rank's function.
+  for (int64_t r = 0; r < parallel.pp; ++r) {
+    std::string func =
+        parallel.pp > 1 ? "train_step_stage" + std::to_string(r) : "train_step";
+    if (parallel.dp > 1 && parallel.zero > 0)
+      pm.addPass(createColoZero(
+          ColoZeroOptions{parallel.zero, parallel.dp, parallel.bucketMb, func}));
+    else if (parallel.dp > 1)
+      pm.addPass(createColoDataParallel(
+          ColoDataParallelOptions{parallel.dp, parallel.bucketMb, func}));
+  }
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   return mlir::success();

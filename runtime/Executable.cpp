@@ -34,7 +34,7 @@ bool hasStorageOfItsOwn(const Buffer &b) {
 }
 } // namespace
 
-std::shared_ptr<const Executable> Executable::load(const std::string &dir) {
+std::shared_ptr<const Executable> Executable::load(const std::string &dir, int rank) {
   if (!isDirectory(dir)) {
     if (isRegularFile(dir))
       throw Error("'" + dir + "' is not an executable directory (a file was given)");
@@ -47,12 +47,30 @@ std::shared_ptr<const Executable> Executable::load(const std::string &dir) {
   Program program;
   if (!program.ParseFromString(bytes))
     throw Error(path + ": not a valid colo.runtime.Program (protobuf parse failed)");
-  return create(std::move(program), dir);
+  return create(std::move(program), dir, rank);
 }
 
 std::shared_ptr<const Executable> Executable::create(Program program,
-                                                     const std::string &dir) {
+                                                     const std::string &dir, int rank) {
   std::shared_ptr<Executable> exe(new Executable());
+  if (program.stages_size() > 0) {
+    // A pipeline: this rank runs the stage of its coordinate on the axis.
+    const Mesh &mesh = program.mesh();
+    int axis = program.has_pipeline_axis() ? program.pipeline_axis() : -1;
+    if (axis < 0 || axis >= mesh.shape_size() || mesh.shape(axis) != program.stages_size())
+      throw Error(joinPath(dir, "program.pb") + ": " + std::to_string(program.stages_size()) +
+                  " pipeline stages need a pipeline_axis of the mesh with that size");
+    int64_t coord = rank;
+    for (int i = mesh.shape_size() - 1; i > axis; --i)
+      coord /= mesh.shape(i);
+    coord %= mesh.shape(axis);
+    Program stage = program.stages(int(coord));
+    *stage.mutable_mesh() = mesh;
+    exe->pipelineStage_ = coord;
+    exe->pipelineStages_ = program.stages_size();
+    exe->pipelineAxis_ = axis;
+    program = std::move(stage);
+  }
   exe->program_ = std::move(program);
   exe->dir_ = dir;
   exe->programPath_ = joinPath(dir, "program.pb");
@@ -451,6 +469,24 @@ void Executable::validateSteps() {
     }
     case Step::kCollective: {
       const Collective &c = step.collective();
+      if (c.kind() == Collective::SEND || c.kind() == Collective::RECV) {
+        int64_t members = 1;
+        for (int axis : c.mesh_axes()) {
+          if (axis < 0 || axis >= program_.mesh().shape_size())
+            fail(where + ": mesh axis " + std::to_string(axis) + " is not an axis of the mesh");
+          members *= program_.mesh().shape(axis);
+        }
+        if (c.peer() < 0 || c.peer() >= members)
+          fail(where + ": peer " + std::to_string(c.peer()) + " is not a member of a group of " +
+               std::to_string(members));
+        if (c.tag() < 0 || c.tag() >= (1 << 15))
+          fail(where + ": tag " + std::to_string(c.tag()) + " is outside [0, 32768)");
+        if (c.kind() == Collective::SEND)
+          operand("input", c.input());
+        else
+          notConstant("output", operand("output", c.output()));
+        break;
+      }
       int32_t in = operand("input", c.input()), out = operand("output", c.output());
       int64_t parts = 1;
       std::set<int> axes;

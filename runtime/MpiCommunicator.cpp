@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <thread>
 #include <type_traits>
@@ -281,6 +282,21 @@ public:
     Pending pending;
     postSend(pending, data, bytes, peer, tag, call.what);
     wait(pending, call.what);
+  }
+
+  void sendAsync(const void *data, int64_t bytes, int peer, int tag) override {
+    Call call(*this, "send");
+    checkPointToPoint(data, bytes, peer, tag, call.what);
+    auto &copy = asyncSends_.emplace_back();
+    copy.first.assign(static_cast<const char *>(data), static_cast<const char *>(data) + bytes);
+    postSend(copy.second, copy.first.data(), bytes, peer, tag, call.what);
+  }
+
+  void waitSends() override {
+    Call call(*this, "send");
+    for (auto &[bytes, pending] : asyncSends_)
+      wait(pending, call.what);
+    asyncSends_.clear();
   }
 
   void recv(void *data, int64_t bytes, int peer, int tag) override {
@@ -577,6 +593,8 @@ private:
   int64_t userTags_ = 0, collectiveTags_ = 0;
   std::map<Group, uint64_t> seq_;
   std::vector<char> scratchA_, scratchB_;
+  // sendAsync's copies and their requests; a deque keeps both in place.
+  std::deque<std::pair<std::vector<char>, Pending>> asyncSends_;
 };
 
 } // namespace

@@ -217,6 +217,14 @@ public:
     complete(comm, call.what);
   }
 
+  /// Completes before it returns: NCCL orders a rank's point-to-point calls
+  /// on its stream, so pipelines on NCCL rely on their schedules pairing
+  /// sends with receives (untested: no GPU in CI).
+  void sendAsync(const void *data, int64_t bytes, int peer, int tag) override {
+    send(data, bytes, peer, tag);
+  }
+  void waitSends() override {}
+
   void recv(void *data, int64_t bytes, int peer, int tag) override {
     Call call(*this, "recv");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);

@@ -180,6 +180,21 @@ void Session::prepare() {
 std::function<void()> Session::prepareCollective(const Collective &c) {
   std::vector<int> axes(c.mesh_axes().begin(), c.mesh_axes().end());
   Group group = exe_->group(rank(), axes);
+  Communicator *comm = comm_;
+  if (c.kind() == Collective::SEND || c.kind() == Collective::RECV) {
+    if (!comm)
+      throw Error("a point-to-point step needs a communicator (run with its ranks)");
+    int peer = group[size_t(c.peer())], tag = c.tag();
+    if (c.kind() == Collective::SEND) {
+      sends_ = true;
+      const void *in = pointers_[c.input()];
+      int64_t bytes = exe_->byteSize(c.input());
+      return [=] { comm->sendAsync(in, bytes, peer, tag); };
+    }
+    void *out = pointers_[c.output()];
+    int64_t bytes = exe_->byteSize(c.output());
+    return [=] { comm->recv(out, bytes, peer, tag); };
+  }
   void *in = pointers_[c.input()], *out = pointers_[c.output()];
   DType dtype = exe_->buffer(c.input()).dtype();
   int64_t n = exe_->numElements(c.input()), size = int64_t(group.size());
@@ -187,7 +202,6 @@ std::function<void()> Session::prepareCollective(const Collective &c) {
   ReduceOp op = c.reduction() == Collective::SUM       ? ReduceOp::Sum
                 : c.reduction() == Collective::AVERAGE ? ReduceOp::Average
                                                        : ReduceOp::Max;
-  Communicator *comm = comm_;
   int64_t index = std::find(group.begin(), group.end(), rank()) - group.begin();
   switch (c.kind()) {
   case Collective::ALL_REDUCE:
@@ -283,6 +297,8 @@ void Session::step() {
   if (!profiling_) {
     for (Prepared &p : prepared_)
       p.run();
+    if (sends_)
+      comm_->waitSends();
     ++steps_;
     return;
   }
@@ -297,6 +313,8 @@ void Session::step() {
     if (events_.size() < kMaxEvents)
       events_.push_back({int32_t(i), steps_, micros(t0 - start_), micros(t1 - t0)});
   }
+  if (sends_)
+    comm_->waitSends();
   events_.push_back({-1, steps_, micros(iterationStart - start_),
                      micros(clock::now() - iterationStart)});
   ++steps_;
@@ -327,46 +345,68 @@ int64_t Session::stepCounter() const {
 }
 
 void Session::saveWeights(const std::string &path) const {
-  // Sharded parameters are sent to rank 0 as (buffer id, block index, bytes)
-  // records and put together there; replicated ones are rank 0's own.
-  std::vector<char> mine;
-  auto put = [&](const void *p, size_t n) {
-    mine.insert(mine.end(), static_cast<const char *>(p), static_cast<const char *>(p) + n);
-  };
-  for (const auto &[id, torchName] : exe_->parameters())
-    if (exe_->buffer(id).has_shard()) {
-      int64_t index = exe_->shardBlock(id, rank()).first, bytes = exe_->byteSize(id);
-      put(&id, sizeof id), put(&index, sizeof index), put(pointers_[id], size_t(bytes));
-    }
+  // Every rank sends rank 0 the blocks it holds of sharded weights, and the
+  // first replica of each pipeline stage its whole ones; rank 0 puts them
+  // together and writes each weight once, by its PyTorch name.
+  WeightBlocks mine;
+  MeshPosition at = exe_->position(rank());
+  bool firstReplica = true;
+  for (size_t axis = 0; axis < at.coords.size(); ++axis)
+    if (int(axis) != exe_->pipelineAxis() && at.coords[axis] != 0)
+      firstReplica = false;
+  for (const auto &[id, torchName] : exe_->parameters()) {
+    const Buffer &b = exe_->buffer(id);
+    if (!b.has_shard() && !firstReplica)
+      continue;
+    WeightBlock *block = mine.add_blocks();
+    block->set_name(torchName);
+    block->set_dtype(b.dtype());
+    for (int64_t d : exe_->fullShape(id))
+      block->add_full_shape(d);
+    auto [index, parts] = b.has_shard() ? exe_->shardBlock(id, rank()) : std::pair<int64_t, int64_t>(0, 1);
+    if (b.has_shard())
+      *block->mutable_shard() = b.shard();
+    block->set_index(index);
+    block->set_parts(parts);
+    block->set_data(pointers_[id], size_t(exe_->byteSize(id)));
+  }
+  std::string bytes = mine.SerializeAsString();
   std::vector<std::vector<char>> blobs;
   if (comm_ && comm_->size() > 1)
-    blobs = comm_->gatherBytes(mine);
+    blobs = comm_->gatherBytes(std::vector<char>(bytes.begin(), bytes.end()));
   else
-    blobs.push_back(std::move(mine));
+    blobs.emplace_back(bytes.begin(), bytes.end());
   if (rank() != 0)
     return;
 
-  std::map<int32_t, std::vector<char>> whole;
-  for (const auto &[id, torchName] : exe_->parameters())
-    if (exe_->buffer(id).has_shard())
-      whole[id].resize(size_t(numElements(exe_->fullShape(id)) *
-                              dtypeSize(exe_->buffer(id).dtype())));
-  for (const std::vector<char> &blob : blobs)
-    for (size_t at = 0; at < blob.size();) {
-      int32_t id;
-      int64_t index;
-      std::memcpy(&id, &blob[at], sizeof id);
-      std::memcpy(&index, &blob[at + sizeof id], sizeof index);
-      at += sizeof id + sizeof index;
-      int64_t parts = exe_->shardBlock(id, 0).second;
-      copyBlockIn(exe_->buffer(id).shard(), index, parts, dtypeSize(exe_->buffer(id).dtype()),
-                  &blob[at], whole[id].data());
-      at += size_t(exe_->byteSize(id));
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<const WeightBlock *, std::vector<char>>> whole;
+  std::vector<WeightBlocks> received(blobs.size());
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    if (!received[i].ParseFromArray(blobs[i].data(), int(blobs[i].size())))
+      throw Error("saveWeights: rank " + std::to_string(i) + " sent unreadable weights");
+    for (const WeightBlock &block : received[i].blocks()) {
+      auto [it, first] = whole.try_emplace(block.name());
+      Shape shape(block.full_shape().begin(), block.full_shape().end());
+      size_t size = size_t(numElements(shape) * dtypeSize(block.dtype()));
+      if (first) {
+        order.push_back(block.name());
+        it->second = {&block, std::vector<char>(size)};
+      }
+      if (!block.has_shard())
+        std::memcpy(it->second.second.data(), block.data().data(), size);
+      else
+        copyBlockIn(block.shard(), block.index(), block.parts(), dtypeSize(block.dtype()),
+                    block.data().data(), it->second.second.data());
     }
+  }
   std::vector<TensorView> tensors;
-  for (const auto &[id, torchName] : exe_->parameters())
-    tensors.push_back({torchName, exe_->buffer(id).dtype(), exe_->fullShape(id),
-                       exe_->buffer(id).has_shard() ? whole[id].data() : pointers_[id]});
+  for (const std::string &name : order) {
+    const auto &[block, data] = whole[name];
+    tensors.push_back({name, block->dtype(),
+                       Shape(block->full_shape().begin(), block->full_shape().end()),
+                       data.data()});
+  }
   writeSafetensors(path, tensors, {{"format", "pt"}});
 }
 

@@ -6,6 +6,7 @@
 
 #include "colo/Codegen/KernelCompiler.h"
 #include "colo/Passes/Passes.h"
+#include "colo/Runtime/Verify.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -52,10 +53,46 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
       failed(dump("1-train-step.mlir", module)))
     return failure();
 
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  FailureOr<ExecutablePlan> plan = buildExecutablePlan(step);
-  if (failed(plan) || failed(dump("2-kernels.mlir", *plan->kernels)))
+  // One program, or one per pipeline stage (MPMD) sharing a kernels library.
+  SmallVector<func::FuncOp> steps;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("colo.pipeline_stage"))
+      steps.push_back(f);
+  llvm::sort(steps, [](func::FuncOp a, func::FuncOp b) {
+    return a->getAttrOfType<IntegerAttr>("colo.pipeline_stage").getInt() <
+           b->getAttrOfType<IntegerAttr>("colo.pipeline_stage").getInt();
+  });
+  if (steps.empty())
+    steps.push_back(module.lookupSymbol<func::FuncOp>("train_step"));
+  std::vector<ExecutablePlan> plans;
+  for (auto [i, step] : llvm::enumerate(steps)) {
+    FailureOr<ExecutablePlan> plan =
+        buildExecutablePlan(step, steps.size() > 1 ? "s" + std::to_string(i) + "_" : "");
+    if (failed(plan))
+      return failure();
+    plans.push_back(std::move(*plan));
+  }
+  runtime::Program program;
+  if (plans.size() == 1) {
+    program = std::move(plans.front().program);
+  } else {
+    *program.mutable_mesh() = plans.front().program.mesh();
+    const auto &axes = program.mesh().axes();
+    program.set_pipeline_axis(int(llvm::find(axes, "pp") - axes.begin()));
+    for (ExecutablePlan &plan : plans) {
+      *program.add_stages() = std::move(plan.program);
+      Block *into = plans.front().kernels->getBody();
+      if (&plan != &plans.front())
+        for (Operation &op : llvm::make_early_inc_range(*plan.kernels->getBody()))
+          op.moveBefore(into, into->end());
+    }
+  }
+  ModuleOp kernels = *plans.front().kernels;
+  if (failed(dump("2-kernels.mlir", kernels)))
     return failure();
+  if (std::string problem = runtime::verifyCommunication(program); !problem.empty())
+    return module.emitError() << "the per-rank programs do not communicate correctly: "
+                              << problem;
 
   if (std::error_code ec = llvm::sys::fs::create_directories(exeDir))
     return module.emitError() << "cannot create '" << exeDir << "': " << ec.message();
@@ -66,15 +103,15 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   };
   {
     std::ofstream os(in("program.pb"), std::ios::binary);
-    if (!plan->program.SerializeToOstream(&os) || !os.flush())
+    if (!program.SerializeToOstream(&os) || !os.flush())
       return module.emitError() << "cannot write '" << in("program.pb") << "'";
   }
   if (options.dumpIrDir.size()) {
     std::ofstream os(in("program.txt"));
-    os << plan->program.DebugString();
+    os << program.DebugString();
   }
   KernelCompileOptions kernelOptions;
-  if (failed(compileKernels(*plan->kernels, in("kernels.so"), kernelOptions)))
+  if (failed(compileKernels(kernels, in("kernels.so"), kernelOptions)))
     return failure();
-  return writeInitialState(*plan, module, in("state.safetensors"));
+  return writeInitialState(program, module, in("state.safetensors"));
 }

@@ -62,7 +62,7 @@ bool feedsOnlyGemms(TransposeOp t) {
 
 bool isCollective(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-             shard::AllToAllOp, shard::AllSliceOp>(op);
+             shard::AllToAllOp, shard::AllSliceOp, shard::SendOp, shard::RecvOp>(op);
 }
 
 bool isLibraryOp(Operation *op) {
@@ -91,8 +91,9 @@ std::string locName(Location loc) {
 
 class PlanBuilder {
 public:
-  explicit PlanBuilder(func::FuncOp func)
-      : func(func), symbols(func->getParentOfType<ModuleOp>()) {
+  PlanBuilder(func::FuncOp func, StringRef symbolPrefix)
+      : func(func), symbols(func->getParentOfType<ModuleOp>()),
+        symbolPrefix(symbolPrefix.str()) {
     plan.kernels = ModuleOp::create(UnknownLoc::get(func.getContext()));
     int i = 0;
     for (Operation &op : func.front())
@@ -285,10 +286,14 @@ private:
         return failure();
       s->add_mesh_axes(*axis);
     }
-    if (global == "colo.step")
+    // Pipeline ranks' own copies of a global keep the model's name.
+    StringRef modelName = global;
+    if (auto name = g->getAttrOfType<StringAttr>("colo.param_name"))
+      modelName = name.getValue();
+    if (modelName == "colo.step")
       plan.program.set_step_counter(*id);
     if (!g->hasAttr("colo.optimizer_state"))
-      (*plan.program.mutable_param_names())[global.str()] = global.str();
+      (*plan.program.mutable_param_names())[global.str()] = modelName.str();
     stateOf[global] = *id;
     return *id;
   }
@@ -409,7 +414,42 @@ private:
     return success();
   }
 
+  /// A pipeline message: the peer is an index on the op's one grid axis.
+  LogicalResult visitPointToPoint(Operation *op, ArrayRef<int16_t> axes,
+                                  ArrayRef<int64_t> peer) {
+    auto tag = op->getAttrOfType<IntegerAttr>("colo.tag");
+    if (!tag || axes.size() != 1 || peer.size() != 1)
+      return op->emitError("the runtime sends between members of one grid axis, "
+                           "with a colo.tag");
+    rt::Step *step = addStep(op);
+    rt::Collective *c = step->mutable_collective();
+    c->add_mesh_axes(axes[0]);
+    c->set_peer(peer[0]);
+    c->set_tag(static_cast<int32_t>(tag.getInt()));
+    if (auto send = dyn_cast<shard::SendOp>(op)) {
+      FailureOr<int> in = materialize(send.getInput());
+      if (failed(in))
+        return failure();
+      c->set_kind(rt::Collective::SEND);
+      c->set_input(*in);
+      c->set_output(-1);
+      bufferOf[send.getResult()] = *in;
+      return success();
+    }
+    FailureOr<int> out = result(op);
+    if (failed(out))
+      return failure();
+    c->set_kind(rt::Collective::RECV);
+    c->set_input(-1);
+    c->set_output(*out);
+    return success();
+  }
+
   LogicalResult visitCollective(Operation *op) {
+    if (auto send = dyn_cast<shard::SendOp>(op))
+      return visitPointToPoint(op, send.getGridAxes(), send.getDestination());
+    if (auto recv = dyn_cast<shard::RecvOp>(op))
+      return visitPointToPoint(op, recv.getGridAxes(), recv.getSource().value_or(ArrayRef<int64_t>{}));
     FailureOr<int> in = materialize(op->getOperand(0));
     FailureOr<int> out = result(op);
     if (failed(in) || failed(out))
@@ -581,7 +621,7 @@ private:
         return failure();
       args.push_back(*id);
     }
-    std::string symbol = "k" + std::to_string(kernelCount++) + "_" +
+    std::string symbol = symbolPrefix + "k" + std::to_string(kernelCount++) + "_" +
                          ops.front()->getName().stripDialect().str();
     OpBuilder kb = OpBuilder::atBlockEnd(plan.kernels->getBody());
     SmallVector<Type> inTypes, outTypes;
@@ -628,9 +668,11 @@ private:
   llvm::StringMap<int> stateOf;
   llvm::SetVector<Operation *> group;
   int kernelCount = 0;
+  std::string symbolPrefix;
 };
 } // namespace
 
-FailureOr<ExecutablePlan> colo::buildExecutablePlan(func::FuncOp func) {
-  return PlanBuilder(func).build();
+FailureOr<ExecutablePlan> colo::buildExecutablePlan(func::FuncOp func,
+                                                    StringRef symbolPrefix) {
+  return PlanBuilder(func, symbolPrefix).build();
 }

@@ -22,7 +22,10 @@ struct ExecutablePlan {
 /// Splits `func` into library steps (GEMM, convolution, pooling), kernel calls
 /// (every other op, grouped between library steps) and copies (global stores),
 /// then assigns the temporaries arena offsets by their lifetimes.
-mlir::FailureOr<ExecutablePlan> buildExecutablePlan(mlir::func::FuncOp func);
+/// Kernel symbols start with `symbolPrefix` (pipeline stages share one
+/// kernels library).
+mlir::FailureOr<ExecutablePlan> buildExecutablePlan(mlir::func::FuncOp func,
+                                                    llvm::StringRef symbolPrefix = "");
 
 /// Assigns TEMP buffers (not aliases) offsets in one arena so that buffers
 /// whose lifetimes (first and last step that touches them) overlap never

@@ -60,7 +60,10 @@ void forEachBuffer(const rt::Step &s, const std::function<void(int)> &f) {
     f(s.copy().src()), f(s.copy().dst());
     break;
   case rt::Step::kCollective:
-    f(s.collective().input()), f(s.collective().output());
+    // A send has no output, a receive no input.
+    for (int id : {s.collective().input(), s.collective().output()})
+      if (id >= 0)
+        f(id);
     break;
   default:
     break;

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <set>
+
 using namespace mlir;
 using namespace colo;
 namespace rt = colo::runtime;
@@ -65,13 +67,22 @@ std::vector<char> encode(const std::vector<double> &values, rt::DType dtype) {
 }
 } // namespace
 
-LogicalResult colo::writeInitialState(const ExecutablePlan &plan, ModuleOp module,
+LogicalResult colo::writeInitialState(const rt::Program &program, ModuleOp module,
                                       const std::string &path) {
   Interpreter reader(module);
   std::vector<std::vector<char>> storage;
   std::vector<rt::TensorView> views;
-  for (const rt::Buffer &b : plan.program.buffers()) {
-    if (b.kind() != rt::Buffer::STATE)
+  // A pipeline's stages have their own buffers; each global is written once.
+  std::vector<const rt::Buffer *> buffers;
+  std::set<std::string> seen;
+  for (const rt::Program &stage : program.stages())
+    for (const rt::Buffer &b : stage.buffers())
+      buffers.push_back(&b);
+  for (const rt::Buffer &b : program.buffers())
+    buffers.push_back(&b);
+  for (const rt::Buffer *buffer : buffers) {
+    const rt::Buffer &b = *buffer;
+    if (b.kind() != rt::Buffer::STATE || !seen.insert(b.name()).second)
       continue;
     if (b.dtype() == rt::F16)
       return module.emitError() << "'" << b.name()

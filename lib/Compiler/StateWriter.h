@@ -6,9 +6,9 @@
 
 namespace colo {
 
-/// Writes the initial value of every STATE buffer of `plan` to
-/// the safetensors file `path`.
-mlir::LogicalResult writeInitialState(const ExecutablePlan &plan, mlir::ModuleOp module,
+/// Writes the initial value of every STATE buffer of `program` (and of its
+/// pipeline stages) to the safetensors file `path`.
+mlir::LogicalResult writeInitialState(const runtime::Program &program, mlir::ModuleOp module,
                                       const std::string &path);
 
 } // namespace colo

@@ -238,9 +238,13 @@ FailureOr<HostArray> readGlobal(GlobalOp global) {
     int64_t n = numElements(a.shape);
     double pa = spec.getA().getValueAsDouble(), pb = spec.getB().getValueAsDouble();
     StringRef dist = spec.getDistribution();
-    // A fixed seed per global (FNV-1a of its name), so runs are reproducible.
+    // A fixed seed per global (FNV-1a of its name), so runs are reproducible;
+    // a pipeline rank's copy of a global (colo.param_name) draws the same.
+    StringRef name = global.getSymName();
+    if (auto model = global->getAttrOfType<StringAttr>("colo.param_name"))
+      name = model.getValue();
     uint64_t seed = 1469598103934665603ull;
-    for (char c : global.getSymName())
+    for (char c : name)
       seed = (seed ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     std::mt19937_64 gen(seed);
     auto uniform01 = [&] { return (gen() >> 11) * 0x1.0p-53; };

@@ -1,8 +1,8 @@
 // RUN: colo-opt %s -split-input-file -verify-diagnostics --colo-build-train-step="loss=output"
 
-// Only the sum that ends a row-parallel region has a gradient rule among the
-// collectives; the others come from the plan passes that run after
-// differentiation.
+// Only the collectives that tensor and sequence parallelism put in the
+// forward have gradient rules (sums, gathers, slices); the others come from
+// the plan passes that run after differentiation.
 shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
 colo.global trainable @w : tensor<4xf32>
 func.func @forward() -> tensor<f32> {
@@ -19,8 +19,8 @@ shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
 colo.global trainable @w : tensor<4xf32>
 func.func @forward() -> tensor<f32> {
   %w = colo.global_load @w : tensor<4xf32>
-  // expected-error @below {{has no gradient rule (of the shard ops only all_reduce with reduction = sum, which colo-tensor-parallel adds, has one)}}
-  %g = shard.all_gather %w on @mesh grid_axes = [0] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
-  %s = colo.reduce_sum %g dims = [0] : tensor<8xf32>
+  // expected-error @below {{has no gradient rule (of the shard ops only all_reduce and reduce_scatter with reduction = sum, all_gather and all_slice have one)}}
+  %g = shard.all_to_all %w on @mesh grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<4xf32> -> tensor<4xf32>
+  %s = colo.reduce_sum %g dims = [0] : tensor<4xf32>
   return %s : tensor<f32>
 }

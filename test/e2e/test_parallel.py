@@ -142,6 +142,11 @@ PLANS = {
     "tp=2": lambda P, W: megatron(2),
     "tp=4": lambda P, W: megatron(4),
     "dp=2,tp=2": None,
+    "micro=2": lambda P, W: 0,
+    "pp=2,micro=2,schedule=gpipe": None,
+    "pp=4,micro=4,schedule=1f1b": None,
+    "pp=2,micro=4,schedule=interleaved,v=2": None,
+    "dp=2,pp=2,tp=2,zero=1,micro=2": None,
 }
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
     [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=2", "dp=2,zero=3", "tp=2",

@@ -81,22 +81,20 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
     return reportError("invalid --plan: " + toString(plan.takeError())), failure();
   auto unsupported = [&](StringRef what) {
     reportError("--plan " + plan->str() + ": " + what +
-                " is not implemented yet (data and tensor parallelism, dp=N and "
-                "tp=N, are)");
+                " is not implemented yet (data, tensor and pipeline parallelism, "
+                "ZeRO and microbatches are)");
     return failure();
   };
-  if (plan->pp > 1)
-    return unsupported("pipeline parallelism (pp)");
-  if (plan->sequenceParallel)
-    return unsupported("sequence parallelism (sp)");
+  if (plan->pp > 1 && plan->zero > 1)
+    return unsupported("ZeRO stage 2 or 3 with pipeline parallelism");
+  if (!plan->stages.empty())
+    return unsupported("explicit pipeline stage boundaries (stages are balanced by cost)");
   if (plan->zero > 3)
     return reportError("--plan " + plan->str() + ": ZeRO stage " + Twine(plan->zero) +
                        " is not implemented (stages 1, 2 and 3 are)"),
            failure();
   if (plan->zero == 3 && plan->tp > 1)
     return unsupported("ZeRO stage 3 with tensor parallelism");
-  if (plan->microBatches > 1)
-    return unsupported("gradient accumulation (micro)");
   if (plan->recompute != colo::planner::Recompute::None)
     return unsupported("recomputation");
   if (plan->offload != colo::planner::Offload::None)
@@ -104,7 +102,17 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
   options.dp = plan->dp;
   // colo-tensor-parallel reports sizes tp does not divide, on the op.
   options.tp = plan->tp;
+  // The parser rejects sp without tp; colo-sequence-parallel reports token
+  // counts tp does not divide, on the op.
+  options.sequenceParallel = plan->sequenceParallel;
   options.zero = plan->zero;
+  options.pp = plan->pp;
+  options.micro = plan->microBatches;
+  options.virtualStages = plan->virtualStages;
+  if (plan->schedule != colo::planner::Schedule::None)
+    options.schedule = colo::planner::scheduleName(plan->schedule).str();
+  else if (plan->virtualStages > 1)
+    options.schedule = "interleaved";
   return options;
 }
 

@@ -243,6 +243,9 @@ int run(const std::string &dir) {
     return launchRanks(dir, ranks, runArguments());
   }
   int rank = comm ? comm->rank() : 0;
+  // A pipeline's ranks run the program of their stage.
+  if (exe->pipelineStages() > 1 && rank != 0)
+    exe = rt::Executable::load(dir, rank);
   // Ranks sharing the cores share them evenly unless told otherwise.
   int threads = runThreads;
   if (!threads && comm)

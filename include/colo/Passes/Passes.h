@@ -26,6 +26,11 @@ struct ParallelOptions {
   int64_t tp = 1;        ///< tensor-parallel ranks (colo-tensor-parallel)
   double bucketMb = 25;  ///< gradient bytes per all-reduce
   int64_t zero = 0;      ///< ZeRO stage (1, 2: colo-zero instead of colo-data-parallel)
+  bool sequenceParallel = false; ///< colo-sequence-parallel (needs tp > 1)
+  int64_t pp = 1;        ///< pipeline ranks (colo-pipeline-stages, colo-pipeline)
+  int64_t virtualStages = 1; ///< stages per pipeline rank (interleaved schedule)
+  int64_t micro = 1;     ///< microbatches per step (gradient accumulation)
+  std::string schedule = "1f1b"; ///< gpipe, 1f1b or interleaved
 };
 
 /// The train-step pipeline: the plan's mesh (colo-create-mesh), the batch

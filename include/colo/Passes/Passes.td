@@ -357,6 +357,73 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def ColoPipelineStages : Pass<"colo-pipeline-stages", "::mlir::ModuleOp"> {
+  let summary = "Cuts @forward into pipeline stages of balanced cost";
+  let description = [{
+    Labels every op of `@forward` with `colo.stage = s`, `s` in
+    `[0, stages)` (pipeline ranks times virtual stages per rank), in order:
+    stage `s` runs after stage `s - 1`. Cuts go only where the fewest values
+    of the forward cross (between transformer layers, the residual stream
+    alone), and among those places they minimize the costliest stage's FLOPs
+    (the cost interface), by dynamic programming. Ops that do not depend on
+    the inputs (parameter loads, constants, masks, weight transposes) are
+    copied into every stage that uses them, so stages exchange activations
+    only and each stage loads the parameters it uses. The function records
+    `colo.pipeline_stages = stages`. colo-build-train-step keeps the labels:
+    each gradient op gets the stage of the op it differentiates, the loss
+    the last stage; colo-pipeline then splits the step by them.
+
+    Errors: fewer places to cut than `stages - 1` (more stages than layers).
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "1", "Pipeline stages (ranks x virtual stages)">,
+  ];
+}
+
+def ColoPipeline : Pass<"colo-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Splits @train_step into per-rank pipeline programs over microbatches";
+  let description = [{
+    Runs after colo-build-train-step on a step whose forward was labeled by
+    colo-pipeline-stages (and split into microbatches by colo-split-batch).
+    The step's arguments become `micro` microbatches wide; microbatch `m`
+    reads rows `[m * b, (m + 1) * b)` of each. Stage `s` lives on pipeline
+    rank `s mod pp` (with `virtual` stages per rank: Megatron-LM's
+    interleaved model chunks). Each rank gets a function
+    `@train_step_stage<r>` (`@train_step` itself when `pp` is 1: gradient
+    accumulation) that runs, in the schedule's order, the forward and the
+    backward of its stages for every microbatch:
+
+    - `gpipe`: all forwards, then all backwards;
+    - `1f1b`: `pp - r - 1` warm-up forwards, then one forward and one
+      backward alternately, then the remaining backwards;
+    - `interleaved`: Megatron-LM's interleaved 1F1B over virtual stages
+      (`micro` a multiple of `pp`).
+
+    A value that a stage on another rank uses is sent once per microbatch
+    (`shard.send` / `shard.recv` on the `pp` axis, each message tagged
+    `colo.tag`; sends do not block, receives wait). Gradients are summed over
+    the microbatches where they are computed and averaged, as is the loss;
+    a rank receives those it needs from others (a parameter used on two
+    ranks, such as tied embeddings, gets the sum of both ranks' gradients on
+    both). Each rank updates the parameters it uses; every global a rank
+    uses becomes that rank's own (`@name` on the first rank using it,
+    `@name.pp<r>` on the others, with `colo.param_name`). Every rank returns
+    the loss.
+
+    Errors: a step without stages, batch norm (running statistics per
+    microbatch), gradient clipping across ranks, a schedule that does not fit
+    (`interleaved` without `micro` a multiple of `pp`).
+  }];
+  let options = [
+    Option<"pp", "pp", "int64_t", "1", "Pipeline ranks">,
+    Option<"virtualStages", "virtual", "int64_t", "1", "Stages per pipeline rank">,
+    Option<"micro", "micro", "int64_t", "1", "Microbatches per step">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "gpipe, 1f1b or interleaved">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def ColoSplitBatch : Pass<"colo-split-batch", "::mlir::ModuleOp"> {
   let summary = "Rewrites @forward to run on one of `parts` slices of the batch";
   let description = [{
@@ -428,8 +495,9 @@ def ColoCreateMesh : Pass<"colo-create-mesh", "::mlir::ModuleOp"> {
   let summary = "Creates the device mesh of a parallel plan";
   let description = [{
     Adds `shard.grid @mesh` with one axis per plan dimension of size > 1, in
-    Megatron-LM's order (data-parallel outer, tensor-parallel inner: the `tp`
-    ranks of one group are neighbours), named by `colo.axes`. The plan passes
+    Megatron-LM's order (pipeline outermost, then data-parallel, then
+    tensor-parallel: the `tp` ranks of one group are neighbours), named by
+    `colo.axes`. The plan passes
     find their axis by name, so the pipeline runs this first when a plan has
     several dimensions. A module that already has a mesh must have exactly
     these axes. Nothing is created when every size is 1.
@@ -442,6 +510,7 @@ def ColoCreateMesh : Pass<"colo-create-mesh", "::mlir::ModuleOp"> {
   let options = [
     Option<"dp", "dp", "int64_t", "1", "Ranks on the data-parallel axis">,
     Option<"tp", "tp", "int64_t", "1", "Ranks on the tensor-parallel axis">,
+    Option<"pp", "pp", "int64_t", "1", "Ranks on the pipeline axis">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -531,6 +600,82 @@ def ColoTensorParallel : Pass<"colo-tensor-parallel", "::mlir::ModuleOp"> {
     Statistic<"numRow", "num-row", "Row-parallel matmuls">,
     Statistic<"numReplicated", "num-replicated",
               "Candidate column-parallel matmuls left replicated">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def ColoSequenceParallel : Pass<"colo-sequence-parallel", "::mlir::ModuleOp"> {
+  let summary = "Megatron-style sequence parallelism between the tensor-parallel regions";
+  let description = [{
+    Sequence parallelism (Korthikanti et al., 2022) on `func` (`@forward`)
+    after `colo-tensor-parallel` and before `colo-build-train-step`: outside
+    the tensor-parallel regions (norms, residual adds, dropout, the biases
+    after the row-parallel sums), every rank of the `tp` axis computes only
+    its block of the tokens, so those activations take 1/tp of the memory.
+
+    - Each `shard.all_reduce` (`sum`) that ends a row-parallel region becomes
+      a `shard.reduce_scatter`: the rank receives the summed rows of its
+      tokens.
+    - Per-token ops (elementwise ops, dropout, layer and RMS norms over the
+      features, reshapes that keep the tokens outermost) run on the rank's
+      tokens. A replicated operand with all tokens is cut to the rank's
+      block by `shard.all_slice` (whose gradient is an all-gather): the
+      embeddings, sliced where they reach the first block's norm. An
+      operand that broadcasts over the tokens (a norm's scale and bias, a
+      bias) is wrapped in `colo.all_reduce_grad`: each rank's tokens give
+      part of its gradient, which is summed over `tp`.
+    - The input of a column-parallel region is gathered by
+      `shard.all_gather` under its `colo.all_reduce_grad`; autodiff turns
+      the pair into a reduce-scatter of the input's gradient.
+    - Anything else (the LM head, the function's results) reads the
+      `shard.all_gather` of all tokens, whose gradient is the rank's block.
+
+    Per layer that is 2 all-gathers and 2 reduce-scatters of the
+    activations in the forward and as many in the backward: the volume of
+    the 4 all-reduces of tensor parallelism. Tokens are split into `tp`
+    contiguous blocks of their row-major order, along each value's first
+    dimension larger than 1: the batch, or the sequence when the batch is
+    1 (Megatron's layout is `[s, b, h]`, which makes that the sequence; the
+    runtime cuts tensors along their outermost dimension, so no transposes
+    are needed). Errors, on the op: a token dimension `tp` does not divide.
+    The function records `colo.sequence_parallel = tp`; `tp=1` changes
+    nothing.
+
+    Before (`tp=2`, after `colo-tensor-parallel`):
+    ```mlir
+    %x = colo.embedding %wte, %ids : tensor<256x64xf32>, tensor<4x16xi64>
+    %h = colo.layer_norm %x scale %g : tensor<64xf32> {axis = 2 : i64, ...} : tensor<4x16x64xf32>
+    %e = colo.all_reduce_grad %h on @mesh grid_axes = [0] : tensor<4x16x64xf32>
+    ...
+    %y = shard.all_reduce %p on @mesh grid_axes = [0] : tensor<4x16x64xf32> -> tensor<4x16x64xf32>
+    %r = colo.add %x, %y : tensor<4x16x64xf32>, tensor<4x16x64xf32>
+    ```
+    After:
+    ```mlir
+    %x = colo.embedding %wte, %ids : tensor<256x64xf32>, tensor<4x16xi64>
+    %xs = shard.all_slice %x on @mesh grid_axes = [0] slice_axis = 0
+          : tensor<4x16x64xf32> -> tensor<2x16x64xf32>
+    %gs = colo.all_reduce_grad %g on @mesh grid_axes = [0] : tensor<64xf32>
+    %h = colo.layer_norm %xs scale %gs : tensor<64xf32> {axis = 2 : i64, ...} : tensor<2x16x64xf32>
+    %hg = shard.all_gather %h on @mesh grid_axes = [0] gather_axis = 0
+          : tensor<2x16x64xf32> -> tensor<4x16x64xf32>
+    %e = colo.all_reduce_grad %hg on @mesh grid_axes = [0] : tensor<4x16x64xf32>
+    ...
+    %y = shard.reduce_scatter %p on @mesh grid_axes = [0] scatter_axis = 0
+         : tensor<4x16x64xf32> -> tensor<2x16x64xf32>
+    %r = colo.add %xs, %y : tensor<2x16x64xf32>, tensor<2x16x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", "1", "Ranks on the tensor-parallel mesh axis">,
+    Option<"func", "func", "std::string", "\"forward\"",
+           "Name of the function to split">,
+  ];
+  let statistics = [
+    Statistic<"numScattered", "num-scattered",
+              "Row-parallel all-reduces turned into reduce-scatters">,
+    Statistic<"numGathered", "num-gathered",
+              "Column-parallel inputs gathered from the rank's tokens">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

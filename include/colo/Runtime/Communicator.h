@@ -75,6 +75,12 @@ public:
   /// Point to point between world ranks; `tag` separates concurrent streams.
   virtual void send(const void *data, int64_t bytes, int peer, int tag) = 0;
   virtual void recv(void *data, int64_t bytes, int peer, int tag) = 0;
+  /// A send that returns at once: `data` is copied and sent in the
+  /// background (pipeline stages send activations without waiting for their
+  /// receivers, so no schedule deadlocks on sends). waitSends() waits for
+  /// all of them, with the timeout.
+  virtual void sendAsync(const void *data, int64_t bytes, int peer, int tag) = 0;
+  virtual void waitSends() = 0;
   /// Gathers variable-sized byte blobs on world rank 0 (for writing one
   /// weights file from sharded state); other ranks get an empty vector.
   virtual std::vector<std::vector<char>>

@@ -35,13 +35,14 @@ class Executable {
 public:
   using KernelFn = void (*)(void **args);
 
-  /// Loads and validates the executable in directory `dir`.
-  static std::shared_ptr<const Executable> load(const std::string &dir);
+  /// Loads and validates the executable in directory `dir`; of a pipeline,
+  /// the stage that world rank `rank` runs.
+  static std::shared_ptr<const Executable> load(const std::string &dir, int rank = 0);
   /// Validates an in-memory program whose kernels library and
   /// state.safetensors are in `dir` (files that the program does not need may
   /// be absent).
   static std::shared_ptr<const Executable> create(Program program,
-                                                  const std::string &dir);
+                                                  const std::string &dir, int rank = 0);
 
   ~Executable();
   Executable(const Executable &) = delete;
@@ -81,6 +82,11 @@ public:
   int32_t stepCounter() const { return stepCounter_; }
   /// Ranks the program runs on: the product of the mesh's sizes (1 without).
   int64_t worldSize() const { return worldSize_; }
+  /// Pipeline stages of the executable (1 without) and the one loaded.
+  int64_t pipelineStages() const { return pipelineStages_; }
+  int64_t pipelineStage() const { return pipelineStage_; }
+  /// The mesh axis of the pipeline stages, -1 without.
+  int pipelineAxis() const { return pipelineAxis_; }
   /// Parts of the batch the data source produces per step (1: no split).
   int64_t batchParts() const { return batchParts_; }
   MeshPosition position(int rank) const;
@@ -113,6 +119,8 @@ private:
   std::unique_ptr<SafetensorsFile> state_;
   int32_t stepCounter_ = -1;
   int64_t worldSize_ = 1, batchParts_ = 1;
+  int64_t pipelineStages_ = 1, pipelineStage_ = 0;
+  int pipelineAxis_ = -1;
   void *library_ = nullptr;
 };
 

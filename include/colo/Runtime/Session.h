@@ -133,6 +133,7 @@ private:
 
   std::shared_ptr<const Executable> exe_;
   Communicator *comm_;
+  bool sends_ = false; // the program has point-to-point sends to complete
   std::vector<void *> pointers_; // per buffer id
   std::vector<void *> blocks_;   // owned allocations
   std::vector<char> inputSet_;

@@ -1,0 +1,56 @@
+//===- Pipeline.h - Pipeline stages of a training step ----------*- C++ -*-===//
+//
+// Pipeline parallelism cuts the forward into consecutive stages
+// (colo-pipeline-stages labels each op with `colo.stage = s`), keeps the
+// labels through the backward (colo-build-train-step gives every gradient op
+// the stage of the op it differentiates) and then splits the step into one
+// function per pipeline rank that runs its stages' microbatches in the
+// schedule's order, with sends and receives between ranks (colo-pipeline).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COLO_PASSES_PIPELINE_H
+#define COLO_PASSES_PIPELINE_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace colo {
+
+inline constexpr llvm::StringLiteral kStageAttr = "colo.stage";
+/// On @forward and @train_step: the number of stages the ops are labeled with.
+inline constexpr llvm::StringLiteral kNumStagesAttr = "colo.pipeline_stages";
+
+inline std::optional<int64_t> getStage(mlir::Operation *op) {
+  if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+inline void setStage(mlir::Operation *op, int64_t stage) {
+  op->setAttr(kStageAttr,
+              mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64), stage));
+}
+
+/// Labels every op that a builder inserts with `stage` while it is set (and
+/// the op has no label yet): the gradient ops of a labeled op belong to its
+/// stage.
+struct StageLabeler : mlir::OpBuilder::Listener {
+  std::optional<int64_t> stage;
+  void notifyOperationInserted(mlir::Operation *op,
+                               mlir::OpBuilder::InsertPoint) override {
+    if (stage && !getStage(op))
+      setStage(op, *stage);
+  }
+};
+
+/// Gives the ops of `block` that lack a stage (made by rewrites after the
+/// stages were chosen) one: the latest stage among their operands'
+/// producers, else the earliest among their users, else 0.
+void inferMissingStages(mlir::Block &block);
+
+} // namespace colo
+
+#endif

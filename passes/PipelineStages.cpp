@@ -1,0 +1,204 @@
+// colo-pipeline-stages: cuts @forward into `stages` consecutive pipeline
+// stages of balanced cost and labels every op with its stage. A cut goes only
+// where the fewest values cross (between transformer layers: the residual
+// stream); among those places the cuts minimize the costliest stage (FLOPs
+// from the cost interface), by dynamic programming. Ops that do not depend on
+// the inputs (parameter loads, constants, masks) are copied into every stage
+// that uses them, so a stage needs from its predecessors only activations.
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/Passes.h"
+#include "colo/Passes/Pipeline.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <limits>
+#include <map>
+
+namespace colo {
+#define GEN_PASS_DEF_COLOPIPELINESTAGES
+#include "colo/Passes/Passes.h.inc"
+} // namespace colo
+
+using namespace mlir;
+using namespace colo;
+
+void colo::inferMissingStages(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : ops) {
+    if (getStage(op))
+      continue;
+    std::optional<int64_t> latest;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (std::optional<int64_t> s = getStage(def))
+          latest = std::max(latest.value_or(0), *s);
+    if (latest)
+      setStage(op, *latest);
+  }
+  for (Operation *op : llvm::reverse(ops)) {
+    if (getStage(op))
+      continue;
+    std::optional<int64_t> earliest;
+    for (Operation *user : op->getUsers())
+      if (std::optional<int64_t> s = getStage(user))
+        earliest = std::min(earliest.value_or(*s), *s);
+    setStage(op, earliest.value_or(0));
+  }
+}
+
+namespace {
+int64_t flopsOf(Operation *op) {
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    return cost.getFlops();
+  return 0;
+}
+
+/// The cut positions (cut after ops[i]) among `candidates` that split the
+/// prefix costs into `stages` segments with the smallest largest segment.
+SmallVector<int64_t> balance(ArrayRef<int64_t> prefix, ArrayRef<int64_t> candidates,
+                             int64_t stages) {
+  int64_t n = prefix.size() - 1, k = candidates.size();
+  constexpr int64_t inf = std::numeric_limits<int64_t>::max();
+  // best[j][c]: the smallest largest cost of j + 1 segments ending with a cut
+  // at candidates[c]; the last segment runs to the end.
+  auto cutAt = [&](int64_t c) { return candidates[c] + 1; };
+  std::vector<std::vector<int64_t>> best(stages, std::vector<int64_t>(k, inf)),
+      from(stages, std::vector<int64_t>(k, -1));
+  for (int64_t c = 0; c < k; ++c)
+    best[0][c] = prefix[cutAt(c)];
+  for (int64_t j = 1; j + 1 < stages; ++j)
+    for (int64_t c = 0; c < k; ++c)
+      for (int64_t p = 0; p < c; ++p) {
+        if (best[j - 1][p] == inf)
+          continue;
+        int64_t cost = std::max(best[j - 1][p], prefix[cutAt(c)] - prefix[cutAt(p)]);
+        if (cost < best[j][c])
+          best[j][c] = cost, from[j][c] = p;
+      }
+  int64_t last = -1, bestCost = inf;
+  for (int64_t c = 0; c < k; ++c) {
+    if (best[stages - 2][c] == inf)
+      continue;
+    int64_t cost = std::max(best[stages - 2][c], prefix[n] - prefix[cutAt(c)]);
+    if (cost < bestCost)
+      bestCost = cost, last = c;
+  }
+  SmallVector<int64_t> cuts;
+  for (int64_t j = stages - 2, c = last; j >= 0; c = from[j--][c])
+    cuts.insert(cuts.begin(), cutAt(c));
+  return cuts;
+}
+
+struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStages> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward || forward.isExternal() || !forward.getBody().hasOneBlock()) {
+      module.emitError("colo-pipeline-stages: no single-block func.func @forward");
+      return signalPassFailure();
+    }
+    if (stages < 1) {
+      forward.emitError() << "colo-pipeline-stages: stages must be at least 1, got "
+                          << static_cast<int64_t>(stages);
+      return signalPassFailure();
+    }
+    Block &body = forward.front();
+
+    // The ops that depend on the inputs, in order: what the stages run.
+    DenseSet<Operation *> varying;
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return !def || varying.contains(def);
+          })) {
+        varying.insert(&op);
+        ops.push_back(&op);
+      }
+    int64_t n = ops.size();
+    if (n < stages) {
+      forward.emitError() << "cannot cut @forward into " << static_cast<int64_t>(stages)
+                          << " pipeline stages: it has " << n << " ops on the inputs";
+      return signalPassFailure();
+    }
+    DenseMap<Operation *, int64_t> index;
+    for (auto [i, op] : llvm::enumerate(ops))
+      index[op] = i;
+
+    // live[i]: values defined at or before ops[i] and used after it.
+    std::vector<int64_t> born(n + 1, 0), died(n + 1, 0);
+    for (auto [i, op] : llvm::enumerate(ops))
+      for (Value r : op->getResults()) {
+        int64_t last = -1;
+        for (Operation *user : r.getUsers())
+          last = std::max(last, varying.contains(user) ? index[user] : n);
+        if (last > static_cast<int64_t>(i))
+          ++born[i], ++died[last];
+      }
+    std::vector<int64_t> prefix(n + 1, 0);
+    SmallVector<int64_t> candidates;
+    int64_t live = 0, fewest = std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> liveAfter(n, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      prefix[i + 1] = prefix[i] + flopsOf(ops[i]) + 1;
+      live += born[i] - died[i];
+      liveAfter[i] = live;
+      if (i + 1 < n)
+        fewest = std::min(fewest, live);
+    }
+    for (int64_t i = 0; i + 1 < n; ++i)
+      if (liveAfter[i] == fewest)
+        candidates.push_back(i);
+    if (static_cast<int64_t>(candidates.size()) < stages - 1) {
+      forward.emitError() << "cannot cut @forward into " << static_cast<int64_t>(stages)
+                          << " pipeline stages: only " << candidates.size()
+                          << " places where " << fewest
+                          << " value(s) cross (between layers); use fewer stages";
+      return signalPassFailure();
+    }
+
+    SmallVector<int64_t> cuts =
+        stages > 1 ? balance(prefix, candidates, stages) : SmallVector<int64_t>{};
+    for (int64_t i = 0, s = 0; i < n; ++i) {
+      while (s < static_cast<int64_t>(cuts.size()) && i >= cuts[s])
+        ++s;
+      setStage(ops[i], s);
+    }
+
+    // Copy the input-independent ops into each stage that uses them, users
+    // first so that a copy's own operands are copied for its stage too.
+    SmallVector<Operation *> invariant;
+    for (Operation &op : body.without_terminator())
+      if (!varying.contains(&op))
+        invariant.push_back(&op);
+    for (Operation *op : llvm::reverse(invariant)) {
+      std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
+      for (OpResult r : op->getResults())
+        for (OpOperand &use : r.getUses()) {
+          Operation *user = use.getOwner();
+          int64_t s = user == body.getTerminator() ? stages - 1 : getStage(user).value_or(0);
+          usesByStage[s].push_back(&use);
+        }
+      if (usesByStage.empty()) {
+        setStage(op, 0);
+        continue;
+      }
+      setStage(op, usesByStage.begin()->first);
+      OpBuilder b(op);
+      for (auto &[s, uses] : llvm::drop_begin(usesByStage)) {
+        Operation *copy = b.clone(*op);
+        setStage(copy, s);
+        for (OpOperand *use : uses)
+          use->set(copy->getResult(cast<OpResult>(use->get()).getResultNumber()));
+      }
+    }
+    forward->setAttr(kNumStagesAttr,
+                     IntegerAttr::get(IntegerType::get(&getContext(), 64), stages));
+  }
+};
+} // namespace

@@ -1,0 +1,189 @@
+// Replays the communication of every rank of a program to find mismatched
+// messages and deadlocks before anything runs.
+#include "colo/Runtime/Verify.h"
+
+#include "colo/Runtime/DType.h"
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace colo::runtime {
+namespace {
+
+struct Event {
+  int step;
+  Collective::Kind kind;
+  std::vector<int> group; // world ranks, in group order
+  int peer = -1;          // world rank (SEND, RECV)
+  int tag = 0;
+  int64_t bytes = 0;
+};
+
+int64_t bytesOf(const Program &p, int32_t id) {
+  if (id < 0 || id >= p.buffers_size())
+    return -1;
+  int64_t n = dtypeSize(p.buffers(id).dtype());
+  for (int64_t d : p.buffers(id).shape())
+    n *= d;
+  return n;
+}
+
+std::vector<int64_t> coordsOf(const Mesh &mesh, int rank) {
+  std::vector<int64_t> c(mesh.shape_size());
+  for (int i = mesh.shape_size() - 1; i >= 0; --i) {
+    c[i] = rank % mesh.shape(i);
+    rank /= int(mesh.shape(i));
+  }
+  return c;
+}
+
+int rankOf(const Mesh &mesh, const std::vector<int64_t> &c) {
+  int64_t r = 0;
+  for (int i = 0; i < mesh.shape_size(); ++i)
+    r = r * mesh.shape(i) + c[i];
+  return int(r);
+}
+
+/// The world ranks along `axes` (the first slowest) through `rank`.
+std::vector<int> groupOf(const Mesh &mesh, int rank, const std::vector<int> &axes) {
+  std::vector<std::vector<int64_t>> members{coordsOf(mesh, rank)};
+  for (int axis : axes) {
+    std::vector<std::vector<int64_t>> next;
+    for (const auto &m : members)
+      for (int64_t c = 0; c < mesh.shape(axis); ++c) {
+        next.push_back(m);
+        next.back()[axis] = c;
+      }
+    members = std::move(next);
+  }
+  std::vector<int> ranks;
+  for (const auto &m : members)
+    ranks.push_back(rankOf(mesh, m));
+  return ranks;
+}
+
+const char *kindName(Collective::Kind k) {
+  switch (k) {
+  case Collective::ALL_REDUCE: return "all-reduce";
+  case Collective::ALL_GATHER: return "all-gather";
+  case Collective::REDUCE_SCATTER: return "reduce-scatter";
+  case Collective::ALL_TO_ALL: return "all-to-all";
+  case Collective::SEND: return "send";
+  case Collective::RECV: return "receive";
+  default: return "collective";
+  }
+}
+} // namespace
+
+std::string verifyCommunication(const Program &top) {
+  const Mesh &mesh = top.mesh();
+  int world = 1;
+  for (int64_t d : mesh.shape())
+    world *= int(d);
+  int axis = top.stages_size() ? top.pipeline_axis() : -1;
+  if (top.stages_size() && (axis < 0 || axis >= mesh.shape_size() ||
+                            mesh.shape(axis) != top.stages_size()))
+    return "the pipeline stages do not match the mesh's pipeline axis";
+
+  std::vector<const Program *> programOf(world);
+  std::vector<std::vector<Event>> events(world);
+  for (int r = 0; r < world; ++r) {
+    const Program &p = axis >= 0 ? top.stages(int(coordsOf(mesh, r)[axis])) : top;
+    programOf[r] = &p;
+    for (int i = 0; i < p.steps_size(); ++i) {
+      if (!p.steps(i).has_collective())
+        continue;
+      const Collective &c = p.steps(i).collective();
+      if (c.kind() == Collective::ALL_SLICE)
+        continue; // no communication
+      Event e{i, c.kind(), groupOf(mesh, r, {c.mesh_axes().begin(), c.mesh_axes().end()})};
+      bool send = c.kind() == Collective::SEND, recv = c.kind() == Collective::RECV;
+      if (send || recv) {
+        if (c.peer() < 0 || c.peer() >= int64_t(e.group.size()))
+          return "rank " + std::to_string(r) + " step " + std::to_string(i) +
+                 ": peer " + std::to_string(c.peer()) + " is not in its group";
+        e.peer = e.group[size_t(c.peer())];
+        e.tag = c.tag();
+      }
+      e.bytes = bytesOf(p, recv ? c.output() : c.input());
+      events[r].push_back(std::move(e));
+    }
+  }
+
+  auto where = [&](int r, const Event &e) {
+    const Step &s = programOf[r]->steps(e.step);
+    return "rank " + std::to_string(r) + " step " + std::to_string(e.step) +
+           (s.name().empty() ? "" : " '" + s.name() + "'") + " (" + kindName(e.kind) +
+           (e.peer >= 0 ? (e.kind == Collective::SEND ? " to rank " : " from rank ") +
+                              std::to_string(e.peer) + ", tag " + std::to_string(e.tag)
+                        : std::string()) +
+           ")";
+  };
+
+  // (sender, receiver, tag) -> (bytes, the sender's event), in send order.
+  std::map<std::tuple<int, int, int>, std::vector<std::pair<int64_t, std::string>>> inFlight;
+  std::vector<size_t> next(world, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < world; ++r) {
+      while (next[r] < events[r].size()) {
+        const Event &e = events[r][next[r]];
+        if (e.kind == Collective::SEND) {
+          inFlight[{r, e.peer, e.tag}].push_back({e.bytes, where(r, e)});
+        } else if (e.kind == Collective::RECV) {
+          auto it = inFlight.find({e.peer, r, e.tag});
+          if (it == inFlight.end() || it->second.empty())
+            break;
+          auto [bytes, sender] = it->second.front();
+          if (bytes != e.bytes)
+            return where(r, e) + " receives " + std::to_string(e.bytes) + " bytes but " +
+                   sender + " sends " + std::to_string(bytes);
+          it->second.erase(it->second.begin());
+        } else {
+          // A collective completes when every member has reached it.
+          bool ready = true;
+          for (int m : e.group) {
+            if (next[m] >= events[m].size()) {
+              return where(r, e) + " waits for rank " + std::to_string(m) +
+                     ", which has finished its step";
+            }
+            const Event &o = events[m][next[m]];
+            if (o.kind == Collective::SEND || o.kind == Collective::RECV) {
+              ready = false;
+              break;
+            }
+            if (o.group != e.group) {
+              ready = false;
+              break;
+            }
+            if (o.kind != e.kind || o.bytes != e.bytes)
+              return where(r, e) + " meets " + where(m, o) + " in the same group";
+          }
+          if (!ready)
+            break;
+          for (int m : e.group)
+            if (m != r)
+              ++next[m];
+        }
+        ++next[r];
+        progress = true;
+      }
+    }
+  }
+  for (int r = 0; r < world; ++r)
+    if (next[r] < events[r].size()) {
+      std::string waiting;
+      for (int q = 0; q < world; ++q)
+        if (next[q] < events[q].size())
+          waiting += (waiting.empty() ? "" : "; ") + where(q, events[q][next[q]]);
+      return "the ranks would deadlock: " + waiting + " wait for each other";
+    }
+  for (const auto &[key, sends] : inFlight)
+    if (!sends.empty())
+      return sends.front().second + " is never received by rank " +
+             std::to_string(std::get<1>(key));
+  return "";
+}
+
+} // namespace colo::runtime
