@@ -192,13 +192,11 @@ private:
           buildOperandGradients(b, op, resultGrads);
       if (failed(operandGrads))
         return failure();
+      // Gradients are summed where they are computed (the stage of `op`), so
+      // a value used twice by a later stage is sent back once.
       for (auto [operand, g] : llvm::zip(op->getOperands(), *operandGrads))
-        if (g && active.contains(operand)) {
-          // A sum of gradients belongs to the stage that uses it.
-          if (lastStage && operand.getDefiningOp())
-            labeler.stage = getStage(operand.getDefiningOp());
+        if (g && active.contains(operand))
           accumulate(operand, g);
-        }
     }
     labeler.stage.reset();
 

@@ -137,6 +137,9 @@ void shardUpdate(Sharded &s, MeshAxis dp, SymbolTable &symbols, bool paramSharde
     auto zero = cast<DenseElementsAttr>(*global.getInitialValue());
     global.setType(shardType);
     global.setInitialValueAttr(zero.resizeSplat(shardType));
+    // Under tensor parallelism the state was the tp block's; it is now this
+    // rank's part of that block, held like any ZeRO state.
+    global->removeAttr("colo.shard");
     load.getResult().setType(shardType);
   }
   for (Value result : s.update->getResults())
