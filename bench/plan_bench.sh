@@ -7,6 +7,9 @@
 #     recomputation, vocabulary 51200, sequence 2048) against the throughput
 #     they report. Their per-GPU figures count the recomputed forward, so the
 #     comparison is with colo's hardware FLOP/s (model FLOP/s x 4/3).
+#     Megatron-LM splits the embedding and LM head over the vocabulary, which
+#     colo's own tensor parallelism does not: --vocab-parallel predicts them
+#     as Megatron runs them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 colo=${COLO:-$root/build/bin/colo}
@@ -42,7 +45,7 @@ while read -r name layers hidden heads gpus tp pp batch reported; do
       --seq 2048 -o "$tmp/$name.mlir"
   plan="dp=$dp,tp=$tp,pp=$pp,zero=0,mbs=1,micro=$micro,recompute=full"
   "$colo" plan "$tmp/$name.mlir" --cluster "a100-80g:$((gpus / 8))x8" --explain "$plan" \
-      --json > "$tmp/$name.json"
+      --vocab-parallel --json > "$tmp/$name.json"
   python3 - "$tmp/$name.json" "$name" "$gpus" "$plan" "$reported" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))

@@ -206,7 +206,7 @@ bool isPreset(StringRef name) { return llvm::is_contained(presetNames, name); }
 // JSON
 //===----------------------------------------------------------------------===//
 
-enum class FieldKind { Positive, Efficiency };
+enum class FieldKind { Positive, NonNegative, Efficiency };
 
 struct Field {
   const char *key;
@@ -233,6 +233,8 @@ const Field deviceFields[] = {
      FieldKind::Efficiency, false},
     {"memory_efficiency", &ClusterSpec::memoryEfficiency, 1,
      FieldKind::Efficiency, false},
+    {"workspace_gb", &ClusterSpec::workspace, GB, FieldKind::NonNegative,
+     false},
 };
 const Field linkFields[] = {
     {"intra_node_gbs", &ClusterSpec::intraBandwidth, GB, FieldKind::Positive,
@@ -324,6 +326,10 @@ llvm::Error parseField(const llvm::json::Value &v, const Field &field,
     if (!(*d > 0 && *d <= 1))
       return error(what + ": " + path + ": must be in (0, 1], got " +
                    printed(v));
+  } else if (field.kind == FieldKind::NonNegative) {
+    if (!(*d >= 0) || !std::isfinite(*d))
+      return error(what + ": " + path + ": must be a non-negative number, got " +
+                   printed(v));
   } else if (!(*d > 0) || !std::isfinite(*d)) {
     return error(what + ": " + path + ": must be a positive number, got " +
                  printed(v));
@@ -343,17 +349,69 @@ std::vector<std::string> colo::planner::clusterPresetNames() {
                                   std::end(presetNames));
 }
 
+namespace {
+/// This machine, measured once per process: a few seconds, and the numbers
+/// should not change under a planner that asks twice.
+const std::pair<ClusterSpec, double> &localCpuMeasurement() {
+  static const std::pair<ClusterSpec, double> measured = [] {
+    double allCore = 0;
+    ClusterSpec c = measureLocalCpu(&allCore);
+    return std::make_pair(c, allCore);
+  }();
+  return measured;
+}
+} // namespace
+
 Expected<ClusterSpec> colo::planner::clusterPreset(StringRef name) {
   if (std::optional<ClusterSpec> spec = gpuPreset(name))
     return *spec;
-  if (name == "local-cpu") {
-    // Measured once per process: a few seconds, and the numbers should not
-    // change under a planner that asks twice.
-    static const ClusterSpec local = measureLocalCpu();
-    return local;
-  }
+  if (name == "local-cpu")
+    return localCpuMeasurement().first;
   return error("unknown cluster preset '" + name +
                "' (presets: " + presetList() + ")");
+}
+
+Expected<ClusterSpec> colo::planner::clusterPreset(StringRef name,
+                                                   int64_t nodes,
+                                                   int64_t devicesPerNode) {
+  if (name == "local-cpu") {
+    const auto &[measured, allCore] = localCpuMeasurement();
+    return shapeLocalCpu(measured, allCore, nodes, devicesPerNode);
+  }
+  Expected<ClusterSpec> c = clusterPreset(name);
+  if (c) {
+    c->nodes = nodes;
+    c->devicesPerNode = devicesPerNode;
+  }
+  return c;
+}
+
+ClusterSpec colo::planner::shapeLocalCpu(const ClusterSpec &measured,
+                                         double allCoreGemmFlops, int64_t nodes,
+                                         int64_t devicesPerNode) {
+  ClusterSpec c = measured;
+  c.nodes = nodes;
+  c.devicesPerNode = devicesPerNode;
+  double cores = double(std::max<int64_t>(1, measured.devicesPerNode));
+  double ranks = double(std::max<int64_t>(1, devicesPerNode));
+  // colo run gives each rank max(1, cores / ranks) BLAS threads (integer
+  // division); more ranks than cores time-share them.
+  double threads = std::max(1.0, std::floor(cores / ranks));
+  double timeShare = std::min(1.0, cores / ranks);
+  double oneCore = measured.peakFlops32;
+  double allCores = allCoreGemmFlops > 0 ? allCoreGemmFlops : oneCore * cores;
+  double gemm = cores > 1 ? oneCore + (threads - 1) / (cores - 1) *
+                                          (allCores - oneCore)
+                          : oneCore;
+  c.peakFlops32 = c.peakFlops16 = gemm * timeShare;
+  // Generated kernels (everything but GEMMs) run on one thread per rank: one
+  // core's share of the memory bandwidth, whatever the BLAS threads.
+  c.memoryBandwidth = measured.memoryBandwidth * timeShare;
+  c.pcieBandwidth = c.memoryBandwidth;
+  c.intraBandwidth = measured.intraBandwidth * timeShare;
+  c.interBandwidth = measured.interBandwidth * timeShare;
+  c.deviceMemory = measured.hostMemory / ranks;
+  return c;
 }
 
 Expected<ClusterSpec> colo::planner::parseCluster(StringRef json,
@@ -370,6 +428,7 @@ Expected<ClusterSpec> colo::planner::parseCluster(StringRef json,
 
   ClusterSpec spec;
   bool hasPreset = false;
+  std::string presetName;
   if (const llvm::json::Value *preset = root->get("preset")) {
     std::optional<StringRef> name = preset->getAsString();
     if (!name)
@@ -383,6 +442,7 @@ Expected<ClusterSpec> colo::planner::parseCluster(StringRef json,
       return error(what + ": preset: " + toString(base.takeError()));
     spec = *base;
     hasPreset = true;
+    presetName = name->str();
   }
   if (const llvm::json::Value *name = root->get("name")) {
     std::optional<StringRef> s = name->getAsString();
@@ -410,6 +470,13 @@ Expected<ClusterSpec> colo::planner::parseCluster(StringRef json,
     return error(what + ": nodes x devices_per_node overflows (" +
                  llvm::Twine(spec.nodes) + " x " +
                  llvm::Twine(spec.devicesPerNode) + ")");
+  if (presetName == "local-cpu" &&
+      (root->get("nodes") || root->get("devices_per_node"))) {
+    // The measured figures shared out among this many ranks per node.
+    std::string name = spec.name;
+    spec = cantFail(clusterPreset(presetName, spec.nodes, spec.devicesPerNode));
+    spec.name = name;
+  }
 
   for (const Section &section : sections) {
     const llvm::json::Value *value = root->get(section.key);
@@ -460,9 +527,8 @@ Expected<ClusterSpec> colo::planner::resolveCluster(StringRef spec) {
   if (!isPath) {
     auto [name, shape] = spec.split(':');
     if (isPreset(name)) {
-      Expected<ClusterSpec> c = clusterPreset(name);
-      if (!c || !spec.contains(':'))
-        return c;
+      if (!spec.contains(':'))
+        return clusterPreset(name);
       auto [nodesText, devicesText] = shape.split('x');
       int64_t nodes = 0, devices = 0, world = 0;
       // getAsInteger returns true on failure.
@@ -471,9 +537,7 @@ Expected<ClusterSpec> colo::planner::resolveCluster(StringRef spec) {
           llvm::MulOverflow(nodes, devices, world))
         return error("cluster '" + spec + "': '" + shape +
                      "' is not NODESxDEVICES with positive integers; " + usage);
-      c->nodes = nodes;
-      c->devicesPerNode = devices;
-      return c;
+      return clusterPreset(name, nodes, devices);
     }
     if (!llvm::sys::fs::exists(spec))
       return error("unknown cluster '" + spec + "': not a preset (presets: " +
@@ -534,6 +598,7 @@ void colo::planner::printCluster(const ClusterSpec &spec,
                              num(spec.interLatency / US) + " us");
   row("host<->device (PCIe)", num(spec.pcieBandwidth / GB) + " GB/s");
   row("host memory per node", num(spec.hostMemory / GB) + " GB");
+  row("workspace per device", num(spec.workspace / GB) + " GB");
 }
 
 //===----------------------------------------------------------------------===//
@@ -561,8 +626,8 @@ double sane(double value, double fallback) {
   return value > 0 && std::isfinite(value) ? value : fallback;
 }
 
-/// Best single-core sgemm rate, FLOP/s.
-double measureGemm() {
+/// Best sgemm rate on `threads` threads, FLOP/s.
+double measureGemm(int threads) {
 #if COLO_HAVE_OPENBLAS
   const int n = 1024;
 #else
@@ -594,8 +659,11 @@ double measureGemm() {
 #endif
   };
 #if COLO_HAVE_OPENBLAS
-  int threads = openblas_get_num_threads();
-  openblas_set_num_threads(1); // one device is one core
+  int before = openblas_get_num_threads();
+  openblas_set_num_threads(threads);
+#else
+  if (threads > 1)
+    return 0; // the plain loop is single-threaded
 #endif
   gemm(); // warm-up: page faults, OpenBLAS's buffers
   double best = 0;
@@ -608,7 +676,7 @@ double measureGemm() {
       best = s;
   }
 #if COLO_HAVE_OPENBLAS
-  openblas_set_num_threads(threads);
+  openblas_set_num_threads(before);
 #endif
   return best > 0 ? 2.0 * n * n * n / best : 0;
 }
@@ -738,14 +806,19 @@ double measureThreadLatency() {
 
 } // namespace
 
-ClusterSpec colo::planner::measureLocalCpu() {
+ClusterSpec colo::planner::measureLocalCpu(double *allCoreGemmFlops) {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   ClusterSpec c;
   c.name = "local-cpu";
   c.nodes = 1;
   c.devicesPerNode = cores; // one rank per logical CPU
   // Conservative stand-ins where a measurement fails: a slow core, DDR4.
-  c.peakFlops32 = sane(measureGemm(), 10e9);
+  c.peakFlops32 = sane(measureGemm(1), 10e9);
+  if (allCoreGemmFlops)
+    // Without a measurement, threads are assumed to scale perfectly.
+    *allCoreGemmFlops = cores > 1 ? sane(measureGemm(int(cores)),
+                                         c.peakFlops32 * cores)
+                                  : c.peakFlops32;
   // No fast 16-bit GEMM is measured: 16-bit math counts at the fp32 rate.
   c.peakFlops16 = c.peakFlops32;
   // Every core streams at once in training: each device gets its share.
@@ -763,5 +836,8 @@ ClusterSpec colo::planner::measureLocalCpu() {
   // The figures are measured achievable rates already.
   c.matmulEfficiency = 1;
   c.memoryEfficiency = 1;
+  // colo run allocates only the program's buffers: no device context or
+  // library workspace beyond what the program itself holds.
+  c.workspace = 0;
   return c;
 }

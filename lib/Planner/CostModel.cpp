@@ -6,6 +6,7 @@
 #include "colo/Analysis/ModelSummary.h"
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 
@@ -41,7 +42,7 @@ std::string blockPath(const RepeatedBlocks &b, int64_t i) {
          std::to_string(i);
 }
 
-void addCost(PartCost &c, Operation *op, int64_t hidden) {
+void addCost(PartCost &c, Operation *op) {
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost)
     return;
@@ -56,15 +57,47 @@ void addCost(PartCost &c, Operation *op, int64_t hidden) {
   }
   if (isa<AttentionOp>(op))
     c.attentionFlops += flops;
-  if (isa<ReshapeOp, BroadcastToOp, GlobalLoadOp, ConstantOp>(op))
+}
+
+/// True when `v` does not depend on the batch: a parameter or constant, or a
+/// view, transpose or cast of one (a transposed weight).
+bool isWeightLike(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<GlobalLoadOp, ConstantOp>(def))
+      return true;
+    if (!isa<ReshapeOp, TransposeOp, BroadcastToOp, ConvertOp>(def) ||
+        def->getNumOperands() != 1)
+      return false;
+    v = def->getOperand(0);
+  }
+  return false;
+}
+
+/// Adds the forward values that `op`'s backward reads to the bytes kept for
+/// backward, each value once (`kept`); a reshape is a view of its operand, so
+/// the operand's buffer is what is kept. Linear and data-movement ops (adds,
+/// slices, transposes, concatenations, sums) read none of their inputs
+/// backward; every other op is taken to read its non-weight operands, and
+/// attention its output too (the fused kernel recomputes the scores from
+/// q, k, v and the output).
+void addSaved(PartCost &c, Operation *op, int64_t hidden, llvm::DenseSet<Value> &kept) {
+  if (isa<AddOp, SubOp, NegOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, BroadcastToOp,
+          ReduceSumOp, ReduceMeanOp, ConvertOp, GlobalLoadOp, ConstantOp>(op))
     return;
-  for (Value r : op->getResults()) {
-    auto t = dyn_cast<RankedTensorType>(r.getType());
-    if (!t)
-      continue;
+  auto keep = [&](Value v) {
+    while (auto reshape = v.getDefiningOp<ReshapeOp>())
+      v = reshape->getOperand(0);
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || isWeightLike(v) || !kept.insert(v).second)
+      return;
     (t.getRank() > 0 && t.getShape().back() == hidden ? c.savedReplicated
                                                       : c.savedSplit) += bytesOf(t);
-  }
+  };
+  for (Value v : op->getOperands())
+    keep(v);
+  if (isa<AttentionOp>(op))
+    for (Value r : op->getResults())
+      keep(r);
 }
 
 void scale(PartCost &c, double f) {
@@ -114,6 +147,7 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
 
   bool seenLayer = false;
   llvm::StringSet<llvm::MallocAllocator> preGlobals;
+  llvm::DenseSet<Value> kept;
   func.walk([&](Operation *op) {
     if (isa<func::FuncOp, func::ReturnOp>(op))
       return;
@@ -123,13 +157,16 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
     });
     if (inAnyLayer) {
       seenLayer = true;
-      if (inBlock(path, first))
-        addCost(p.layer, op, p.hidden);
+      if (inBlock(path, first)) {
+        addCost(p.layer, op);
+        addSaved(p.layer, op, p.hidden, kept);
+      }
       return;
     }
     if (isa<GlobalLoadOp>(op))
       return;
-    addCost(seenLayer ? p.post : p.pre, op, p.hidden);
+    addCost(seenLayer ? p.post : p.pre, op);
+    addSaved(seenLayer ? p.post : p.pre, op, p.hidden, kept);
     if (!seenLayer)
       for (Value v : op->getOperands())
         if (auto load = v.getDefiningOp<GlobalLoadOp>())
@@ -149,13 +186,17 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   return p;
 }
 
-MemoryBreakdown modelStateMemory(double params, int zero, int64_t dp, bool offload) {
+MemoryBreakdown modelStateMemory(double params, int zero, int64_t dp, bool offload,
+                                 int64_t elementBytes) {
   // ZeRO (Rajbhandari et al. 2020): 2 bytes fp16/bf16 parameters, 2 bytes
-  // gradients, 12 bytes fp32 master weights, momentum and variance.
+  // gradients, 12 bytes fp32 master weights, momentum and variance. In fp32
+  // the parameters are the master weights: 4 + 4 + 8 (momentum, variance).
+  double weight = elementBytes >= 4 ? 4 : 2;
+  double optimizer = elementBytes >= 4 ? 8 : 12;
   MemoryBreakdown m;
-  m.params = 2 * params / (zero >= 3 ? dp : 1);
-  m.grads = 2 * params / (zero >= 2 ? dp : 1);
-  m.optimizer = offload ? 0 : 12 * params / (zero >= 1 ? dp : 1);
+  m.params = weight * params / (zero >= 3 ? dp : 1);
+  m.grads = weight * params / (zero >= 2 ? dp : 1);
+  m.optimizer = offload ? 0 : optimizer * params / (zero >= 1 ? dp : 1);
   return m;
 }
 
@@ -244,15 +285,23 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   // Every kernel launch costs a few microseconds whatever its size; it is what
   // bounds small models.
   const double launch = 4e-6;
-  auto timeOf = [&](const PartCost &part) {
+  // colo's tensor parallelism splits the layers' matmuls (Megatron's column-
+  // and row-parallel pairs) and keeps the embedding, the norms and the LM head
+  // replicated (docs/parallel.md): every tensor-parallel rank runs them whole.
+  // Megatron-LM splits them over the vocabulary (m.vocabParallel).
+  int64_t edge = m.vocabParallel ? tp : 1;
+  enum { Matmul = 1, Memory = 2, Launch = 4, All = 7 };
+  auto timeOf = [&](const PartCost &part, int64_t split, int what = All) {
     double repl = part.savedReplicated + part.savedSplit > 0
                       ? part.savedReplicated / (part.savedReplicated + part.savedSplit)
                       : 0;
-    double memShare = plan.sequenceParallel ? 1.0 / tp : repl + (1 - repl) / tp;
-    return b * (part.matmulFlops / tp / peak + part.memoryBytes * memShare / bw) +
-           part.ops * launch;
+    double memShare = plan.sequenceParallel ? 1.0 / split : repl + (1 - repl) / split;
+    return (what & Matmul ? b * part.matmulFlops / split / peak : 0) +
+           (what & Memory ? b * part.memoryBytes * memShare / bw : 0) +
+           (what & Launch ? part.ops * launch : 0);
   };
-  double tLayer = timeOf(m.layer), tPre = timeOf(m.pre), tPost = timeOf(m.post);
+  double tLayer = timeOf(m.layer, tp), tPre = timeOf(m.pre, edge),
+         tPost = timeOf(m.post, edge);
 
   // Stage partition: pre + layers + post into pp * v chunks; device d holds
   // chunks d, d + pp, ... (interleaving).
@@ -309,7 +358,30 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   double ar = collectiveTime(Collective::AllReduce, boundary, tp, 1, c);
   double perLayer = (plan.recompute == Recompute::Full ? 6 : 4) * ar;
   t.tensorParallel = mcount * maxLayers * perLayer;
+  // A vocabulary-parallel embedding all-reduces its output, a vocabulary-
+  // parallel head its input gradient (on the first and last stage).
+  if (m.vocabParallel)
+    t.tensorParallel += mcount * (pp == 1 ? 2 : 1) * ar;
 
+  // The same compute divided by kind, on the slowest device.
+  {
+    double share = tF > 0 ? (t.compute + t.recompute) / tF : 0;
+    auto deviceTime = [&](int64_t d, int what) {
+      double time = 0;
+      for (int64_t k = d; k < chunks; k += pp)
+        time += chunkLayers[k] * timeOf(m.layer, tp, what) +
+                (k == 0 ? timeOf(m.pre, edge, what) : 0) +
+                (k == chunks - 1 ? timeOf(m.post, edge, what) : 0);
+      return time * share;
+    };
+    int64_t slowest = 0;
+    for (int64_t d = 1; d < pp; ++d)
+      if (deviceTime(d, All) > deviceTime(slowest, All))
+        slowest = d;
+    p.computeMatmul = deviceTime(slowest, Matmul);
+    p.computeMemory = deviceTime(slowest, Memory);
+    p.computeLaunch = deviceTime(slowest, Launch);
+  }
   double tMicro = (t.compute + t.recompute + t.tensorParallel) / mcount;
   if (pp > 1) {
     double p2p = collectiveTime(Collective::SendRecv, boundary, 2, tp * dp, c);
@@ -317,43 +389,103 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
     t.bubble = double(pp - 1) / v * tMicro;
   }
 
-  // Data parallelism: gradients reduced once per step, overlapped with the
-  // backward of the last microbatch; ZeRO-3 also gathers parameters before
-  // each microbatch's forward and backward (prefetched behind compute).
-  double devParams = 0;
-  for (int64_t d = 0; d < pp; ++d) {
+  // Parameters held by device d of a tensor-parallel group: its layers'
+  // share, the embedding and head whole (or their share, vocabulary-parallel).
+  auto stageParams = [&](int64_t d) {
     double params = 0;
     for (int64_t k = d; k < chunks; k += pp)
-      params += chunkLayers[k] * m.layer.params + (k == 0 ? m.pre.params : 0) +
-                (k == chunks - 1 ? m.post.params : 0);
-    devParams = std::max(devParams, params / tp);
-  }
-  double gradSync = collectiveTime(Collective::AllReduce, 2 * devParams, dp, tp, c);
-  double overlap = 2 * tMicro / 3;
-  t.dataParallel = std::max(0.0, gradSync - overlap);
-  if (plan.zero >= 3) {
-    // Each layer's parameters are gathered while the previous layer runs
-    // (one-layer prefetch), in the forward and again in the backward: what
-    // a layer's compute cannot hide is exposed.
-    double gatherLayer =
-        collectiveTime(Collective::AllGather, 2 * m.layer.params / tp, dp, tp, c);
-    double fwdLayer = tLayer, bwdLayer = 2 * tLayer;
-    t.dataParallel += mcount * maxLayers *
-                      (std::max(0.0, gatherLayer - fwdLayer) +
-                       std::max(0.0, gatherLayer - bwdLayer));
+      params += chunkLayers[k] * m.layer.params / tp +
+                (k == 0 ? m.pre.params / edge : 0) +
+                (k == chunks - 1 ? m.post.params / edge : 0);
+    return params;
+  };
+  double devParams = 0;
+  for (int64_t d = 0; d < pp; ++d)
+    devParams = std::max(devParams, stageParams(d));
+  // Gradients and parameters travel in the training precision: bf16 in mixed
+  // precision, fp32 in a full-precision model.
+  double weightBytes = m.elementBytes >= 4 ? 4 : 2;
+  // Data parallelism, on the device with most parameters. ZeRO-0 and 1 keep
+  // whole gradients and reduce them once per step (an all-reduce, or a
+  // reduce-scatter and an all-gather of the same time), overlapped with the
+  // backward of the last microbatch. ZeRO-2 and 3 keep 1/dp of the gradients
+  // (modelStateMemory), so every microbatch's are reduce-scattered during its
+  // backward (DeepSpeed's stages 2 and 3); ZeRO-2's last reduce-scatter and
+  // its gather of the updated parameters count as ZeRO-1's. ZeRO-3 also gathers each layer's parameters
+  // while the previous layer runs (one-layer prefetch), before its forward
+  // and again before its backward; in the backward that gather and the
+  // reduce-scatter of the layer's gradients share the links. What a part's
+  // compute cannot hide is exposed.
+  auto onLinks = [&](Collective kind, double bytes) {
+    return collectiveTime(kind, bytes, dp, tp, c);
+  };
+  double backward = 2 * tMicro / 3;
+  double allReduce = onLinks(Collective::AllReduce, weightBytes * devParams);
+  if (plan.zero <= 1) {
+    t.dataParallel = std::max(0.0, allReduce - backward);
+  } else if (plan.zero == 2) {
+    double reduce = onLinks(Collective::ReduceScatter, weightBytes * devParams);
+    t.dataParallel = (mcount - 1) * std::max(0.0, reduce - backward) +
+                     std::max(0.0, allReduce - backward);
+  } else {
+    // A part of `params` parameters whose forward takes `fwd`.
+    auto exposed = [&](double params, double fwd) {
+      double gather = onLinks(Collective::AllGather, weightBytes * params);
+      double reduce = onLinks(Collective::ReduceScatter, weightBytes * params);
+      return std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - 2 * fwd);
+    };
+    double edges = pp == 1 ? exposed((m.pre.params + m.post.params) / edge, tPre + tPost)
+                           : std::max(exposed(m.pre.params / edge, tPre),
+                                      exposed(m.post.params / edge, tPost));
+    t.dataParallel =
+        mcount * (maxLayers * exposed(m.layer.params / tp, tLayer) + edges);
   }
   // Adam reads and writes ~32 bytes per parameter it owns (fp32 master,
   // momentum, variance, gradient, bf16 copy).
   double owned = devParams / (plan.zero >= 1 ? dp : 1);
   if (plan.offload == Offload::Optimizer) {
-    // ZeRO-Offload: gradients down and parameters up over PCIe, CPU Adam at
-    // about 1e9 parameters/s per device's share of the host.
-    t.offload = 4 * owned / c.pcieBandwidth + owned / 1e9;
+    // ZeRO-Offload: gradients down (every microbatch's where the device keeps
+    // only its block of them: ZeRO-2 and 3) and parameters up over PCIe, CPU
+    // Adam at about 1e9 parameters/s per device's share of the host.
+    double gradsDown = plan.zero >= 2 ? mcount : 1;
+    t.offload = weightBytes * (gradsDown + 1) * owned / c.pcieBandwidth + owned / 1e9;
   } else {
     t.optimizer = 32 * owned / bw;
   }
 
   p.stepTime = t.total();
+
+  // Bytes sent per step, per device of each stage (ring collectives, as the
+  // times above assume).
+  auto sent = [](Collective kind, double bytes, int64_t n) {
+    if (n <= 1)
+      return 0.0;
+    double share = double(n - 1) / n * bytes;
+    return kind == Collective::AllReduce ? 2 * share : share;
+  };
+  for (int64_t d = 0; d < pp; ++d) {
+    double layers = 0, sends = 0;
+    for (int64_t k = d; k < chunks; k += pp) {
+      layers += chunkLayers[k];
+      sends += (k < chunks - 1) + (k > 0); // activations forward, gradients back
+    }
+    double params = stageParams(d);
+    double edgeReduces = m.vocabParallel ? (d == 0) + ((chunks - 1) % pp == d) : 0;
+    double bytes = mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) +
+                             edgeReduces) *
+                       sent(Collective::AllReduce, boundary, tp) +
+                   mcount * sends * boundary;
+    double reduce = sent(Collective::ReduceScatter, weightBytes * params, dp);
+    double gather = sent(Collective::AllGather, weightBytes * params, dp);
+    if (plan.zero >= 3) // per microbatch: gather before forward and backward
+      bytes += mcount * (reduce + 2 * gather);
+    else if (plan.zero == 2) // per microbatch a reduce-scatter, one gather
+      bytes += mcount * reduce + gather;
+    else // an all-reduce, or a reduce-scatter and an all-gather (ZeRO-1)
+      bytes += sent(Collective::AllReduce, weightBytes * params, dp);
+    p.commBytesDevice = std::max(p.commBytesDevice, bytes);
+    p.commBytesAll += bytes * dp * tp;
+  }
 
   // Memory of each device; report the largest.
   double inflight = plan.schedule == Schedule::GPipe ? mcount
@@ -369,21 +501,36 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
       b * (m.layer.savedReplicated / (plan.sequenceParallel ? tp : 1) + m.layer.savedSplit / tp);
   MemoryBreakdown worst;
   for (int64_t d = 0; d < pp; ++d) {
-    double params = 0, layers = 0;
+    double layers = 0;
     bool first = d == 0, last = (chunks - 1) % pp == d;
-    for (int64_t k = d; k < chunks; k += pp) {
-      params += chunkLayers[k] * m.layer.params + (k == 0 ? m.pre.params : 0) +
-                (k == chunks - 1 ? m.post.params : 0);
+    for (int64_t k = d; k < chunks; k += pp)
       layers += chunkLayers[k];
-    }
-    MemoryBreakdown mem = modelStateMemory(params / tp, plan.zero, dp,
-                                           plan.offload == Offload::Optimizer);
+    MemoryBreakdown mem = modelStateMemory(stageParams(d), plan.zero, dp,
+                                           plan.offload == Offload::Optimizer,
+                                           m.elementBytes);
     double inflightHere = std::max(1.0, inflight - d);
+    // The embedding and head are replicated by tensor parallelism, unless
+    // vocabulary-parallel.
+    auto partSaved = [&](const PartCost &part) {
+      return m.vocabParallel ? b * (part.savedReplicated / (plan.sequenceParallel ? tp : 1) +
+                                    part.savedSplit / tp)
+                             : b * (part.savedReplicated + part.savedSplit);
+    };
     mem.activations = inflightHere * layers * savedPerLayer +
                       (plan.recompute == Recompute::Full ? workingLayer : 0) +
-                      (first ? inflightHere * b * m.pre.savedReplicated / tp : 0);
-    // Workspace and communication buckets, plus fp32 logits for the loss.
-    mem.buffers = 1.0 * (1 << 30) + (last ? b * m.seq * m.vocab * 4.0 / tp : 0);
+                      (first ? inflightHere * partSaved(m.pre) : 0) +
+                      (last ? partSaved(m.post) : 0);
+    // Workspace, plus the fp32 logits the loss keeps and their gradient,
+    // written next to them when backward starts (the head's share of them).
+    mem.buffers = c.workspace + (last ? 2 * b * m.seq * m.vocab * 4.0 / edge : 0);
+    // ZeRO-3 also holds whole (tp-shared) parameters: those of the part that
+    // computes and of the one prefetched, and the gradient of the part being
+    // reduce-scattered; three times the largest part (a layer, the embedding
+    // or the head).
+    if (plan.zero >= 3)
+      mem.buffers += 3 * weightBytes *
+                     std::max({m.layer.params / tp, first ? m.pre.params / edge : 0.0,
+                               last ? m.post.params / edge : 0.0});
     if (mem.total() > worst.total())
       worst = mem;
   }
@@ -432,6 +579,8 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
   line("data-parallel (exposed)", t.dataParallel);
   line("optimizer", t.optimizer);
   line("offload", t.offload);
+  os << llvm::format("communication %.4g MB sent per step by a device, %.4g MB by all\n",
+                     p.commBytesDevice / 1e6, p.commBytesAll / 1e6);
   os << llvm::format("throughput   %.0f tokens/s, %.1f TFLOP/s per device, MFU %.1f%%\n",
                      p.tokensPerSecond, p.tflopsPerDevice, 100 * p.mfu);
 }

@@ -31,6 +31,8 @@ std::string Plan::str() const {
   std::string s = formatv("dp={0},tp={1},pp={2}", dp, tp, pp).str();
   if (sequenceParallel)
     s += ",sp";
+  if (ulysses > 1)
+    s += formatv(",ulysses={0}", ulysses).str();
   s += formatv(",zero={0},mbs={1},micro={2}", zero, microBatch, microBatches).str();
   if (pp > 1)
     s += ",schedule=" + scheduleName(schedule).str();
@@ -60,6 +62,7 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
   if (key == "mbs") return number(p.microBatch, 1);
   if (key == "micro") return number(p.microBatches, 1);
   if (key == "v") return number(p.virtualStages, 1);
+  if (key == "ulysses") return number(p.ulysses, 1);
   if (key == "zero") {
     int64_t z;
     if (Error e = number(z, 0))
@@ -100,7 +103,7 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
-             "' (dp, tp, pp, sp, zero, mbs, micro, schedule, v, recompute, offload)");
+             "' (dp, tp, pp, sp, ulysses, zero, mbs, micro, schedule, v, recompute, offload)");
 }
 
 static Error check(Plan &p, StringRef what) {
@@ -112,6 +115,9 @@ static Error check(Plan &p, StringRef what) {
     p.virtualStages = 1;
   if (p.sequenceParallel && p.tp == 1)
     return bad(what + ": sequence parallelism needs tp > 1");
+  if (p.sequenceParallel && p.ulysses > 1)
+    return bad(what + ": choose one sequence parallelism: Megatron's 'sp' (with tp) or "
+                      "'ulysses' (its own mesh axis)");
   if (p.schedule == Schedule::Interleaved && p.virtualStages < 2)
     return bad(what + ": the interleaved schedule needs v >= 2 virtual stages");
   if (p.schedule == Schedule::Interleaved && p.microBatches % p.pp != 0)
@@ -181,14 +187,15 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
       static const std::pair<const char *, const char *> keys[] = {
           {"sequence_parallel", "sp"}, {"zero", "zero"}, {"micro_batch", "mbs"},
           {"micro_batches", "micro"}, {"schedule", "schedule"},
-          {"virtual_stages", "v"}, {"recompute", "recompute"}, {"offload", "offload"}};
+          {"virtual_stages", "v"}, {"recompute", "recompute"}, {"offload", "offload"},
+          {"ulysses", "ulysses"}};
       const char *field = nullptr;
       for (auto [jsonKey, f] : keys)
         if (k == jsonKey)
           field = f;
       if (!field)
         return bad(what + ": unknown key '" + k +
-                   "' (mesh, sequence_parallel, zero, micro_batch, micro_batches, "
+                   "' (mesh, sequence_parallel, ulysses, zero, micro_batch, micro_batches, "
                    "schedule, virtual_stages, recompute, offload, stages)");
       std::string text;
       if (auto s = value.getAsString()) text = s->str();
@@ -209,7 +216,7 @@ json::Value toJSON(const Plan &p) {
   json::Array stages;
   for (auto [b, e] : p.stages)
     stages.push_back(json::Array{b, e});
-  return json::Object{
+  json::Object o{
       {"mesh", json::Object{{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}}},
       {"sequence_parallel", p.sequenceParallel},
       {"zero", p.zero},
@@ -222,6 +229,9 @@ json::Value toJSON(const Plan &p) {
       {"offload", p.offload == Offload::Optimizer ? "optimizer" : "none"},
       {"stages", std::move(stages)},
   };
+  if (p.ulysses > 1)
+    o["ulysses"] = p.ulysses;
+  return o;
 }
 
 } // namespace colo::planner

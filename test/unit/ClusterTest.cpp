@@ -150,6 +150,52 @@ TEST(ClusterLocalCpu, MeasuredFiguresArePositiveAndFinite) {
   }
 }
 
+// local-cpu:1xN shares the measured cores among N ranks as colo run runs
+// them: 2 cores, 1 rank: 2 BLAS threads; 2 ranks: 1 each; 4 ranks: half a
+// core each. Generated kernels use one thread per rank.
+TEST(ClusterLocalCpu, ShapeSharesTheCores) {
+  ClusterSpec core;
+  core.name = "local-cpu";
+  core.devicesPerNode = 2;
+  core.peakFlops16 = core.peakFlops32 = 50e9;
+  core.memoryBandwidth = 10e9;
+  core.intraBandwidth = core.interBandwidth = 4e9;
+  core.hostMemory = 16e9;
+  core.deviceMemory = 8e9;
+  double allCores = 90e9; // threads scale by 1.8
+  ClusterSpec one = shapeLocalCpu(core, allCores, 1, 1);
+  EXPECT_EQ(one.worldSize(), 1);
+  EXPECT_DOUBLE_EQ(one.peakFlops32, 90e9);
+  EXPECT_DOUBLE_EQ(one.memoryBandwidth, 10e9);
+  EXPECT_DOUBLE_EQ(one.deviceMemory, 16e9);
+  ClusterSpec two = shapeLocalCpu(core, allCores, 1, 2);
+  EXPECT_DOUBLE_EQ(two.peakFlops32, 50e9);
+  EXPECT_DOUBLE_EQ(two.peakFlops16, 50e9);
+  EXPECT_DOUBLE_EQ(two.memoryBandwidth, 10e9);
+  EXPECT_DOUBLE_EQ(two.deviceMemory, 8e9);
+  ClusterSpec four = shapeLocalCpu(core, allCores, 1, 4);
+  EXPECT_DOUBLE_EQ(four.peakFlops32, 25e9);
+  EXPECT_DOUBLE_EQ(four.memoryBandwidth, 5e9);
+  EXPECT_DOUBLE_EQ(four.intraBandwidth, 2e9);
+  EXPECT_DOUBLE_EQ(four.deviceMemory, 4e9);
+  EXPECT_EQ(four.workspace, core.workspace);
+}
+
+TEST(ClusterLocalCpu, ShapedPresetAndFile) {
+  ClusterSpec base = cantFail(resolveCluster("local-cpu"));
+  ClusterSpec more = cantFail(resolveCluster(
+      ("local-cpu:1x" + llvm::Twine(4 * base.devicesPerNode)).str()));
+  EXPECT_NEAR(more.peakFlops32, base.peakFlops32 / 4, 1e-6 * base.peakFlops32);
+  EXPECT_NEAR(more.deviceMemory, base.deviceMemory / 4, 1);
+  EXPECT_EQ(base.workspace, 0);
+  ClusterSpec file = cantFail(parseCluster(
+      ("{\"preset\": \"local-cpu\", \"devices_per_node\": " +
+       llvm::Twine(4 * base.devicesPerNode) + "}")
+          .str(),
+      "cpu.json"));
+  EXPECT_DOUBLE_EQ(file.peakFlops32, more.peakFlops32);
+}
+
 TEST(ClusterResolve, NameAndShape) {
   llvm::Expected<ClusterSpec> c = resolveCluster("a100-80g:128x8");
   ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());

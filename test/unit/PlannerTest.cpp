@@ -19,6 +19,18 @@ ModelProfile gpt2Small(mlir::MLIRContext &ctx) {
 }
 
 ClusterSpec cluster(const char *spec) { return cantFail(resolveCluster(spec)); }
+
+/// Eight identical layers and nothing else, costed by hand: a layer's forward
+/// is `flops` matmul FLOPs per sample, and it holds `params` parameters.
+ModelProfile handModel(double flops, double params) {
+  ModelProfile m;
+  m.layers = 8;
+  m.seq = m.hidden = 1024;
+  m.heads = 8;
+  m.layer.matmulFlops = flops;
+  m.layer.params = params;
+  return m;
+}
 } // namespace
 
 // ZeRO paper (Rajbhandari et al. 2020), Figure 1: 7.5B parameters, dp = 64.
@@ -34,6 +46,144 @@ TEST(PlannerMemory, ZeroPaperExample) {
   EXPECT_EQ(plain.grads, 2);
   EXPECT_EQ(plain.optimizer, 12);
   EXPECT_EQ(modelStateMemory(1, 0, 1, /*offload=*/true).optimizer, 0);
+}
+
+// Full precision (fp32 Adam, as colo trains on the CPU): the parameters are
+// the master weights, 4 + 4 + 8 bytes, the optimizer's 8 split by ZeRO-1.
+TEST(PlannerMemory, Fp32AdamState) {
+  MemoryBreakdown m = modelStateMemory(1, 0, 1, false, /*elementBytes=*/4);
+  EXPECT_EQ(m.params, 4);
+  EXPECT_EQ(m.grads, 4);
+  EXPECT_EQ(m.optimizer, 8);
+  MemoryBreakdown z1 = modelStateMemory(1, 1, 2, false, 4);
+  EXPECT_EQ(z1.params, 4);
+  EXPECT_EQ(z1.optimizer, 4);
+  EXPECT_EQ(modelStateMemory(1, 3, 4, false, 4).params, 1);
+}
+
+// The bytes a plan sends per step: ring all-reduces of b*s*h per layer for
+// tp, of the fp32 gradients for dp; ZeRO-3 adds two all-gathers.
+TEST(PlannerPredict, CommunicationBytes) {
+  mlir::MLIRContext ctx;
+  TransformerConfig cfg = cantFail(modelPreset("gpt2-small"));
+  cfg.dtype = "f32";
+  auto module = buildSyntheticModel(cfg, ctx);
+  ModelProfile m = *profileModel(*module);
+  ASSERT_EQ(m.elementBytes, 4);
+  Prediction tp = cantFail(predict(m, cluster("a100-80g:1x2"),
+                                   cantFail(parsePlan("dp=1,tp=2,mbs=2,micro=1"))));
+  double boundary = 2.0 * m.seq * m.hidden * 4;
+  // An all-reduce of S over 2 ranks sends S from each.
+  EXPECT_NEAR(tp.commBytesDevice, m.layers * 4 * boundary, 1);
+  EXPECT_NEAR(tp.commBytesAll, 2 * tp.commBytesDevice, 1);
+  Prediction dp = cantFail(predict(m, cluster("a100-80g:1x4"),
+                                   cantFail(parsePlan("dp=4,mbs=1,micro=1"))));
+  EXPECT_NEAR(dp.commBytesDevice, 2 * 3.0 / 4 * 4 * m.totalParams(), 1);
+  Prediction z3 = cantFail(predict(m, cluster("a100-80g:1x4"),
+                                   cantFail(parsePlan("dp=4,zero=3,mbs=1,micro=1"))));
+  EXPECT_NEAR(z3.commBytesDevice, 1.5 * dp.commBytesDevice, 1);
+}
+
+// colo's tensor parallelism splits the layers and keeps the embedding and the
+// LM head whole on every rank: their parameters are not divided by tp.
+TEST(PlannerPredict, TensorParallelReplicatesEmbeddingAndHead) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  Prediction r = cantFail(predict(m, cluster("a100-80g:1x2"),
+                                  cantFail(parsePlan("dp=1,tp=2,mbs=1,micro=1"))));
+  double params = m.layers * m.layer.params / 2 + m.pre.params + m.post.params;
+  EXPECT_NEAR(r.memory.params, 2 * params, 1);
+}
+
+// Only what backward reads is kept: per GPT-2 layer and token about 17
+// hidden-sized vectors (norm inputs, matmul inputs, q/k/v and the attention
+// output, the GELU input), not every intermediate result.
+TEST(PlannerMemory, SavedActivationsAreWhatBackwardReads) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  double perToken = (m.layer.savedReplicated + m.layer.savedSplit) / m.seq /
+                    (m.hidden * m.elementBytes);
+  EXPECT_GT(perToken, 14);
+  EXPECT_LT(perToken, 20);
+}
+
+// The compute split adds up to compute + recompute.
+TEST(PlannerPredict, ComputeSplitAddsUp) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  Prediction r = cantFail(predict(m, cluster("a100-80g:1x8"),
+                                  cantFail(parsePlan("dp=2,tp=2,pp=2,mbs=1,micro=4"))));
+  EXPECT_NEAR(r.computeMatmul + r.computeMemory + r.computeLaunch,
+              r.time.compute + r.time.recompute, 1e-9 * r.time.compute);
+}
+
+// ZeRO-3 gathers a layer's parameters before its forward and again before its
+// backward, and reduce-scatters its gradients during the backward of every
+// microbatch (it keeps only 1/dp of them): per layer and microbatch the links
+// carry two gathers and a reduce-scatter, of which the layer's forward and
+// backward can hide at most their own time. (The search once put a ZeRO-3
+// plan for GPT-3 175B at 66% MFU, hiding the gradients' reduction once per
+// step behind the last microbatch while the backward's gathers used the same
+// links.)
+TEST(PlannerPredict, ZeroThreeGatherAndReduceShareTheLinks) {
+  ClusterSpec c = cluster("a100-80g:2x8");
+  double params = 1e9, bytes = 2 * params;
+  double gather = collectiveTime(Collective::AllGather, bytes, 16, 1, c);
+  double reduce = collectiveTime(Collective::ReduceScatter, bytes, 16, 1, c);
+  ASSERT_DOUBLE_EQ(gather, reduce);
+  // A layer's forward takes 3/4 of a gather: the backward (twice the forward)
+  // hides the gather alone, not the gather and the reduce-scatter.
+  double forward = 0.75 * gather;
+  ModelProfile m = handModel(forward * c.peakFlops16 * c.matmulEfficiency, params);
+  Prediction r = cantFail(predict(m, c, cantFail(parsePlan("dp=16,zero=3,mbs=1,micro=4"))));
+  double links = 4 * m.layers * (2 * gather + reduce), compute = 4 * m.layers * 3 * forward;
+  EXPECT_NEAR(r.time.compute, compute, 1e-9 * compute);
+  EXPECT_GE(r.time.dataParallel, (links - compute) * (1 - 1e-9));
+  EXPECT_NEAR(r.time.dataParallel, 4 * m.layers * 0.75 * gather, 1e-9 * links);
+  // Bytes: per microbatch, a reduce-scatter and two gathers, each sending
+  // 15/16 of the layers' parameters.
+  EXPECT_NEAR(r.commBytesDevice, 4 * 3 * 15.0 / 16 * m.layers * bytes, 1);
+  // ZeRO-3 holds whole parameters beyond its block: the layer computing, the
+  // one prefetched, and the gradient being reduce-scattered.
+  EXPECT_NEAR(r.memory.buffers, c.workspace + 3 * bytes, 1);
+}
+
+// ZeRO-2 keeps 1/dp of the gradients: each microbatch's are reduce-scattered
+// during its backward, and what the backward cannot hide is exposed.
+TEST(PlannerPredict, ZeroTwoReducesEveryMicrobatch) {
+  ClusterSpec c = cluster("a100-80g:2x8");
+  double params = 1e9, bytes = 2 * params * 8;
+  double reduce = collectiveTime(Collective::ReduceScatter, bytes, 16, 1, c);
+  double allReduce = collectiveTime(Collective::AllReduce, bytes, 16, 1, c);
+  // A microbatch's backward takes half a reduce-scatter.
+  double backward = 0.5 * reduce;
+  ModelProfile m = handModel(backward / 2 / 8 * c.peakFlops16 * c.matmulEfficiency, params);
+  Prediction r = cantFail(predict(m, c, cantFail(parsePlan("dp=16,zero=2,mbs=1,micro=4"))));
+  EXPECT_NEAR(r.time.dataParallel, 3 * (reduce - backward) + (allReduce - backward),
+              1e-9 * allReduce);
+  Prediction z1 = cantFail(predict(m, c, cantFail(parsePlan("dp=16,zero=1,mbs=1,micro=4"))));
+  EXPECT_NEAR(z1.time.dataParallel, allReduce - backward, 1e-9 * allReduce);
+}
+
+// Megatron-LM splits the embedding and the LM head over the vocabulary
+// (--vocab-parallel); colo keeps them whole (TensorParallelReplicates...).
+TEST(PlannerPredict, VocabParallelSplitsEmbeddingAndHead) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  m.vocabParallel = true;
+  ClusterSpec c = cluster("a100-80g:1x2");
+  Prediction r = cantFail(predict(m, c, cantFail(parsePlan("dp=1,tp=2,mbs=2,micro=1"))));
+  double params = (m.layers * m.layer.params + m.pre.params + m.post.params) / 2;
+  EXPECT_NEAR(r.memory.params, 2 * params, 1);
+  // Four all-reduces per layer, one after the embedding, one in the head's
+  // backward.
+  double bytes = 2.0 * m.seq * m.hidden * m.elementBytes;
+  EXPECT_NEAR(r.time.tensorParallel,
+              (m.layers * 4 + 2) * collectiveTime(Collective::AllReduce, bytes, 2, 1, c),
+              1e-12);
+  EXPECT_NEAR(r.commBytesDevice, (m.layers * 4 + 2) * bytes, 1);
+  // The logits and their gradient are split too.
+  EXPECT_NEAR(r.memory.buffers, c.workspace + 2 * 2.0 * m.seq * m.vocab * 4 / 2, 1);
 }
 
 // Ring all-reduce: 2(n-1)/n S/B + 2(n-1) alpha (REFERENCES.md).

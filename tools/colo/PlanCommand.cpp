@@ -45,6 +45,11 @@ cl::opt<bool> planNoOffload("no-offload", cl::desc("Do not consider optimizer of
 cl::opt<bool> planNoRecompute("no-recompute",
                               cl::desc("Do not consider activation recomputation"),
                               cl::sub(planCmd));
+cl::opt<bool> planVocabParallel(
+    "vocab-parallel",
+    cl::desc("Predict tensor parallelism as Megatron-LM runs it, the embedding and LM "
+             "head split over the vocabulary (colo's compiled plans keep them whole)"),
+    cl::sub(planCmd));
 cl::opt<unsigned> planThreads("threads", cl::desc("Search threads (default: all cores)"),
                               cl::init(0), cl::sub(planCmd));
 cl::list<std::string> planShapes("input-shape",
@@ -90,6 +95,11 @@ json::Value predictionJSON(const Prediction &p) {
                     {"optimizer", gib(p.memory.optimizer)},
                     {"activations", gib(p.memory.activations)},
                     {"buffers", gib(p.memory.buffers)}}},
+      {"communication_bytes", json::Object{{"per_device", p.commBytesDevice},
+                                           {"all_devices", p.commBytesAll}}},
+      {"compute_s", json::Object{{"matmul", p.computeMatmul},
+                                 {"memory_bound", p.computeMemory},
+                                 {"launch", p.computeLaunch}}},
       {"time_s", json::Object{{"compute", p.time.compute},
                               {"recompute", p.time.recompute},
                               {"tensor_parallel", p.time.tensorParallel},
@@ -124,6 +134,7 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
   mlir::FailureOr<ModelProfile> model = profileModel(**module);
   if (failed(model))
     return 1;
+  model->vocabParallel = planVocabParallel;
 
   if (!planExplain.empty()) {
     Expected<Plan> plan = parsePlan(planExplain);

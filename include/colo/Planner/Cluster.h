@@ -39,6 +39,9 @@ struct ClusterSpec {
   double pcieBandwidth = 0;      ///< B/s per device, host<->device
   double matmulEfficiency = 0.8; ///< achievable fraction of peak, large GEMMs
   double memoryEfficiency = 0.8; ///< achievable fraction of memoryBandwidth
+  /// Bytes per device that the software reserves beyond the model's tensors:
+  /// CUDA context, NCCL and cuBLAS workspaces, allocator slack on a GPU.
+  double workspace = double(1 << 30);
 
   int64_t worldSize() const { return nodes * devicesPerNode; }
 };
@@ -50,6 +53,29 @@ std::vector<std::string> clusterPresetNames();
 /// machine as measured by measureLocalCpu (once per process), one node with one
 /// device per logical CPU. Unknown names fail with the list of presets.
 llvm::Expected<ClusterSpec> clusterPreset(llvm::StringRef name);
+
+/// The preset `name` with another shape. For a GPU preset only the counts
+/// change. For `local-cpu` a device is one rank of `colo run` and the machine's
+/// cores are shared out among the ranks of a node: see shapeLocalCpu.
+llvm::Expected<ClusterSpec> clusterPreset(llvm::StringRef name, int64_t nodes,
+                                          int64_t devicesPerNode);
+
+/// The figures measureLocalCpu took on this machine (`measured`: one device
+/// per core, plus the all-core GEMM rate) for `devicesPerNode` ranks sharing
+/// the node's cores, as `colo run` runs them: a rank gets T = max(1, cores /
+/// ranks) BLAS threads, and with more ranks than cores the ranks time-share
+/// them. Per device:
+///  - peak FLOP/s: the GEMM rate of T threads (interpolated linearly between
+///    the one-core and the all-core measurement), times cores / ranks when
+///    ranks exceed the cores;
+///  - memory bandwidth: one core's share of the all-core triad, times
+///    cores / ranks when ranks exceed the cores (colo's generated kernels run
+///    on one thread per rank, however many BLAS threads it has);
+///  - intra-node link: the thread-to-thread copy rate, also scaled down when
+///    ranks exceed the cores (copies need a core);
+///  - memory: the host's divided by the ranks on the node.
+ClusterSpec shapeLocalCpu(const ClusterSpec &measured, double allCoreGemmFlops,
+                          int64_t nodes, int64_t devicesPerNode);
 
 /// Reads a cluster description in JSON (docs/cluster-format.md). Errors name
 /// the file and the field.
@@ -78,7 +104,8 @@ void printCluster(const ClusterSpec &spec, llvm::raw_ostream &os);
 /// core busy, shared out per core; a copy between two threads through a shared
 /// buffer for the intra-node link, and a ping-pong of a flag for its latency.
 /// The figures are already achievable rates, so both efficiencies are 1.
-ClusterSpec measureLocalCpu();
+/// `allCoreGemmFlops`, when given, receives the sgemm rate with every core.
+ClusterSpec measureLocalCpu(double *allCoreGemmFlops = nullptr);
 
 } // namespace planner
 } // namespace colo

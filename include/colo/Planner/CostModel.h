@@ -31,6 +31,13 @@ struct ModelProfile {
   int64_t layers = 0, seq = 1, hidden = 1, heads = 1, vocab = 0;
   int64_t elementBytes = 2;
   PartCost pre, layer, post;
+  /// How tensor parallelism treats the embedding and the LM head. colo's
+  /// colo-tensor-parallel keeps them whole on every rank (false). Megatron-LM
+  /// splits them over the vocabulary (true: parameters, FLOPs and logits
+  /// divided by tp, plus an all-reduce of b*s*h after the embedding's forward
+  /// and one before the head's input gradient); `colo plan --vocab-parallel`
+  /// predicts a run of that kind.
+  bool vocabParallel = false;
   double totalParams() const;
   /// Forward FLOPs per sample (the model FLOPs MFU counts are 3x this).
   double forwardFlops() const;
@@ -62,6 +69,13 @@ struct Prediction {
   MemoryBreakdown memory;   // of the device that needs most (first stage)
   double stepTime = 0, tokensPerSecond = 0, tflopsPerDevice = 0, mfu = 0;
   bool fits = false;
+  /// Bytes sent per step by the device that sends most, and by all devices
+  /// together (ring collectives: an all-reduce of S bytes over n sends
+  /// 2(n-1)/n S from each member, an all-gather or reduce-scatter half that).
+  double commBytesDevice = 0, commBytesAll = 0;
+  /// How compute + recompute divide on the slowest device: matmul-class ops
+  /// at the peak, memory-bound ops at the bandwidth, kernel launches.
+  double computeMatmul = 0, computeMemory = 0, computeLaunch = 0;
   /// Layers per stage (the balanced or given partition).
   std::vector<int64_t> stageLayers;
 };
@@ -72,10 +86,13 @@ struct Prediction {
 llvm::Expected<Prediction> predict(const ModelProfile &model, const ClusterSpec &cluster,
                                    const Plan &plan);
 
-/// Mixed-precision Adam state in bytes per device for `params` parameters
-/// (ZeRO's accounting: 2 + 2 + 12 bytes, partitioned by stage over `dp`).
+/// Adam state in bytes per device for `params` parameters, partitioned by
+/// ZeRO stage over `dp`. Mixed precision (`elementBytes` 2, ZeRO's
+/// accounting): 2 + 2 + 12 bytes (bf16 parameters and gradients; fp32 master
+/// weights, momentum and variance). Full precision (`elementBytes` 4): 4 + 4
+/// + 8 (no master copy).
 MemoryBreakdown modelStateMemory(double params, int zeroStage, int64_t dp,
-                                 bool offloadOptimizer);
+                                 bool offloadOptimizer, int64_t elementBytes = 2);
 
 /// Time of a collective over `n` ranks moving a `bytes` buffer (alpha-beta,
 /// ring), on a group whose members are `stride` ranks apart.

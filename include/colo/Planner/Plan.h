@@ -20,6 +20,7 @@ enum class Offload { None, Optimizer };
 struct Plan {
   int64_t dp = 1, tp = 1, pp = 1;
   bool sequenceParallel = false;
+  int64_t ulysses = 1; // DeepSpeed-Ulysses sequence-parallel ranks (mesh axis "sp")
   int zero = 0;
   int64_t microBatch = 1;   // samples per microbatch
   int64_t microBatches = 1; // microbatches per step and data-parallel rank
@@ -30,7 +31,7 @@ struct Plan {
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 
-  int64_t worldSize() const { return dp * tp * pp; }
+  int64_t worldSize() const { return dp * tp * pp * ulysses; }
   int64_t globalBatch() const { return dp * microBatch * microBatches; }
   /// Short form: dp=16,tp=8,pp=8,sp,zero=1,mbs=1,micro=96,schedule=interleaved,v=2
   std::string str() const;

@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""Calibration of the planner against measured CPU runs (not a test: timings
+on a shared machine are noisy, so nothing here asserts).
+
+Runs the CPU plans colo can execute today (one rank, dp=2, dp=4, tp=2, tp=4,
+dp=2,tp=2, dp=2 with ZeRO-1/2/3) on one transformers GPT-2, and compares what
+they measure with what `colo plan --explain PLAN --json` predicts for the
+`local-cpu` cluster with as many devices as the plan has ranks
+(`local-cpu:1xN`, docs/cluster-format.md: each device is one rank, with the
+cores the rank's threads get).
+
+The model (defaults): GPT-2, 4 layers, hidden 256, 8 heads, vocabulary 4096,
+sequence 128, batch 8 per step (global), AdamW. 4.2M parameters and about
+28 GFLOP per step: a one-rank step takes ~0.7 s on a 2-core machine, so
+kernel launches (~100 us in all) and process noise are small against compute,
+while the 9 plans (compile ~25 s each, 8 steps) fit in about 8 minutes.
+Vocabulary 4096 instead of GPT-2's 50257 keeps the LM head from dominating
+(it would be 75% of the parameters); 8 heads let tp=4 split them.
+
+What is measured, per plan:
+
+- step time: the median of the per-step times `colo run` prints (rank 0,
+  steps after --warmup), over --steps steps.
+- peak memory: per rank, the largest anonymous plus shared-memory resident
+  size (RssAnon + RssShmem in /proc/PID/status, polled every 50 ms while the
+  ranks run) minus the same figure for a baseline run: a tiny GPT-2 (1 layer,
+  hidden 32) compiled with the same plan and run on as many ranks. The
+  difference is what the model's program adds (state, arena, inputs,
+  communication and library buffers) over the process, the libraries, MPI
+  and thread stacks. File-backed pages are left out: the runtime keeps
+  state.safetensors mapped after loading it (page cache, reclaimable), which
+  VmHWM would count. The runtime allocates every buffer when the session
+  starts, so the steady resident size during the steps is the peak. The
+  largest rank counts, as the planner reports the device that needs most. Runs use --no-snapshot:
+  the runtime's NaN-safety copy of the parameters is not part of training.
+  The runtime's own accounting (state + arena + inputs, from program.pb) is
+  printed too, as a cross-check.
+- bytes: the `communication:` line of `colo run` (bytes sent per step by
+  rank 0 and by all ranks, counted by the communicator).
+
+Predicted: step time, per-device memory (total) and bytes sent per step by a
+device and by all, from `colo plan MODEL.mlir --cluster local-cpu:1xN
+--explain PLAN --json`. Errors are (predicted - measured) / measured.
+
+    python bench/calibrate_plans.py [--colo build/bin/colo] [--json out.json]
+    python bench/calibrate_plans.py --measured out.json   # re-predict only
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (label, plan for `colo compile --plan`, ranks)
+PLANS = [
+    ("single", "", 1),
+    ("dp=2", "dp=2", 2),
+    ("dp=4", "dp=4", 4),
+    ("tp=2", "tp=2", 2),
+    ("tp=4", "tp=4", 4),
+    ("dp=2,tp=2", "dp=2,tp=2", 4),
+    ("dp=2,zero=1", "dp=2,zero=1", 2),
+    ("dp=2,zero=2", "dp=2,zero=2", 2),
+    ("dp=2,zero=3", "dp=2,zero=3", 2),
+]
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def export_gpt2(path, layers, hidden, heads, vocab, seq, batch):
+    """A transformers GPT-2 (dropout 0) exported to ONNX in training mode."""
+    import contextlib
+    import io
+    import warnings
+
+    import torch
+    import transformers as tf
+
+    class LogitsOnly(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(input_ids=ids).logits
+
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=vocab,
+                        n_positions=seq, use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
+                        attn_pdrop=0.0)
+    model = LogitsOnly(tf.GPT2LMHeadModel(cfg)).train()
+    ids = torch.randint(0, vocab, (batch, seq))
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (ids,), str(path), dynamo=False,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=17,
+                          input_names=["input_ids"])
+    return sum(p.numel() for p in model.parameters())
+
+
+def colo_cmd(colo, *args, **kw):
+    r = subprocess.run([str(colo), *map(str, args)], capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"colo {' '.join(map(str, args))} failed:\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def descendants(root):
+    """Pids of `root` and everything below it."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def rank_memory(pid):
+    """Anonymous plus shared-memory resident bytes (RssAnon + RssShmem) of a
+    process that runs a rank (`colo run` without --np), or None."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        with open(f"/proc/{pid}/status") as f:
+            status = f.read()
+    except OSError:
+        return None
+    if len(argv) < 2 or not argv[0].endswith(b"colo") or argv[1] != b"run" or b"--np" in argv:
+        return None
+    fields = dict(re.findall(r"^(RssAnon|RssShmem):\s+(\d+) kB", status, re.M))
+    return sum(int(v) for v in fields.values()) * 1024 if fields else None
+
+
+def run_plan(colo, exe, ranks, steps, timeout=900, extra=()):
+    """Runs `colo run` and polls the ranks' memory; (stdout, {pid: peak RssAnon + RssShmem})."""
+    args = [str(colo), "run", str(exe), "--steps", str(steps), "--data", "synthetic",
+            "--no-snapshot", "-o", str(exe / "w.safetensors")]
+    if ranks > 1:
+        args += ["--np", str(ranks)]
+    args += list(extra)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    hwm = {}
+    out = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))
+    reader.start()
+    start = time.time()
+    while proc.poll() is None:
+        for pid in descendants(proc.pid):
+            v = rank_memory(pid)
+            if v is not None:
+                hwm[pid] = max(hwm.get(pid, 0), v)
+        if time.time() - start > timeout:
+            proc.kill()
+            raise RuntimeError(f"{exe}: timed out")
+        time.sleep(0.05)
+    reader.join()
+    text = out[0] if out else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"colo run {exe} failed:\n{text}")
+    return text, hwm
+
+
+def program_bytes(exe):
+    """The runtime's own accounting from program.pb: arena + STATE + CONSTANT +
+    INPUT buffers that are not aliases (decoded with protoc)."""
+    protoc = shutil.which("protoc")
+    if not protoc:
+        return None
+    r = subprocess.run([protoc, "--decode", "colo.runtime.Program", "-I", str(ROOT / "runtime"),
+                        str(ROOT / "runtime" / "Program.proto")],
+                       stdin=open(exe / "program.pb", "rb"), capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    txt = r.stdout
+    size = {"F32": 4, "F64": 8, "I64": 8, "I32": 4, "BF16": 2, "F16": 2, "I8": 1, "BOOL": 1}
+    total = 0
+    for b in re.findall(r"^buffers \{\n(.*?)^\}", txt, re.M | re.S):
+        kind = re.search(r"^  kind: (\w+)", b, re.M)
+        if not kind or kind[1] == "TEMP":  # TEMP lives in the arena
+            continue
+        alias = re.search(r"^  alias_of: (-?\d+)", b, re.M)
+        if alias and int(alias[1]) >= 0:
+            continue
+        dt = re.search(r"^  dtype: (\w+)", b, re.M)
+        n = 1
+        for s in re.findall(r"^  shape: (\d+)", b, re.M):
+            n *= int(s)
+        total += n * size[dt[1] if dt else "F32"]
+    arena = re.search(r"^arena_bytes: (\d+)", txt, re.M)
+    return total + (int(arena[1]) if arena else 0)
+
+
+def measure(colo, work, model, tiny, label, plan, ranks, steps, warmup):
+    exe, base = work / f"exe-{label}", work / f"base-{label}"
+    train = "loss=lm,optimizer=adamw,lr=1e-3"
+    extra = ["--plan", plan] if plan else []
+    t0 = time.time()
+    colo_cmd(colo, "compile", model, "-o", exe, "--train", train, *extra)
+    colo_cmd(colo, "compile", tiny, "-o", base, "--train", train, *extra)
+    t1 = time.time()
+    text, hwm = run_plan(colo, exe, ranks, steps)
+    _, base_hwm = run_plan(colo, base, ranks, 3)
+    times = [float(m) for m in re.findall(r"^step \d+/\d+\s+loss \S+\s+\((\d+(?:\.\d+)?) ms\)",
+                                          text, re.M)]
+    if len(times) != steps:
+        raise RuntimeError(f"{label}: expected {steps} step lines:\n{text}")
+    comm = re.search(r"^communication: (\d+) bytes sent per step by rank 0, (\d+) by all",
+                     text, re.M)
+    if len(hwm) != ranks or len(base_hwm) != ranks:
+        log(f"  warning: saw {len(hwm)} (model) and {len(base_hwm)} (baseline) ranks, "
+            f"expected {ranks}")
+    profile = None
+    if ranks == 1:
+        # Where one rank's step goes: BLAS GEMMs vs generated kernels (and copies).
+        out, _ = run_plan(colo, exe, 1, 4, extra=["--profile", str(work / "trace.json")])
+        m = re.search(r"^profile: .*?; (.*)$", out, re.M)
+        if m:
+            profile = {k: float(v) / 100 for k, v in re.findall(r"(\w+) (\d+(?:\.\d+)?)%", m[1])}
+    log(f"  {label}: compiled in {t1 - t0:.0f} s, ran in {time.time() - t1:.0f} s")
+    return {
+        "profile_shares": profile,
+        "plan": label, "ranks": ranks,
+        "step_times_s": [t / 1000 for t in times],
+        "step_time_s": statistics.median(times[warmup:]) / 1000,
+        "rss_bytes": sorted(hwm.values()), "baseline_rss_bytes": sorted(base_hwm.values()),
+        "memory_bytes": max(hwm.values()) - max(base_hwm.values()),
+        "program_bytes": program_bytes(exe),
+        "bytes_rank0": int(comm[1]) if comm else 0,
+        "bytes_all": int(comm[2]) if comm else 0,
+    }
+
+
+def planner_plan(label, ranks, batch):
+    """The planner's spelling of a runnable plan (mbs = per-rank batch)."""
+    fields = dict(f.split("=") for f in label.split(",")) if label != "single" else {}
+    dp, tp, zero = int(fields.get("dp", 1)), int(fields.get("tp", 1)), int(fields.get("zero", 0))
+    assert dp * tp == ranks
+    return f"dp={dp},tp={tp},pp=1,zero={zero},mbs={batch // dp},micro=1"
+
+
+def predict(colo, mlir, label, ranks, batch, spec):
+    out = colo_cmd(colo, "plan", mlir, "--cluster", spec, "--explain",
+                   planner_plan(label, ranks, batch), "--json")
+    p = json.loads(out)
+    comm = p.get("communication_bytes", {})
+    return {"step_time_s": p["step_time_s"], "memory_bytes": p["memory_gib"]["total"] * 2**30,
+            "bytes_device": comm.get("per_device"), "bytes_all": comm.get("all_devices"),
+            "time_s": p["time_s"], "compute_s": p["compute_s"], "memory_gib": p["memory_gib"]}
+
+
+def calibrate(single_measured, single_predicted):
+    """local-cpu's two efficiencies from the one-rank profile: the share of the
+    measured step in BLAS GEMMs against the predicted matmul time, and the
+    share in generated kernels and copies against the predicted memory-bound
+    time (both predicted at efficiency 1)."""
+    shares = single_measured.get("profile_shares") or {}
+    step = single_measured["step_time_s"]
+    gemm = shares.get("gemm", 0) * step
+    kernels = (shares.get("kernel", 0) + shares.get("copy", 0)) * step
+    c = single_predicted["compute_s"]
+    clamp = lambda x: min(1.0, max(1e-3, x))
+    return (clamp(c["matmul"] / gemm) if gemm else 1.0,
+            clamp(c["memory_bound"] / kernels) if kernels else 1.0)
+
+
+def pct(pred, meas):
+    return 100 * (pred - meas) / meas if meas else float("nan")
+
+
+def report(rows, title):
+    print(title)
+    mb = 1e6
+    print(f"{'plan':<13} {'time meas':>9} {'pred':>7} {'err':>7}   {'mem meas':>8} {'pred':>7} "
+          f"{'err':>7} {'(runtime)':>9}   {'bytes meas r0/all':>21} {'pred dev/all':>21}")
+    terr, merr = [], []
+    for m, p in rows:
+        te, me = pct(p["step_time_s"], m["step_time_s"]), pct(p["memory_bytes"], m["memory_bytes"])
+        terr.append(abs(te))
+        merr.append(abs(me))
+        prog = f"{m['program_bytes'] / mb:8.1f}M" if m.get("program_bytes") else "       -"
+        bm = f"{m['bytes_rank0'] / mb:.2f}/{m['bytes_all'] / mb:.2f}M"
+        bp = (f"{p['bytes_device'] / mb:.2f}/{p['bytes_all'] / mb:.2f}M"
+              if p["bytes_device"] is not None else "-")
+        print(f"{m['plan']:<13} {m['step_time_s']:8.3f}s {p['step_time_s']:6.3f}s {te:+6.1f}%   "
+              f"{m['memory_bytes'] / mb:7.1f}M {p['memory_bytes'] / mb:6.1f}M {me:+6.1f}% {prog}   "
+              f"{bm:>21} {bp:>21}")
+    print(f"mean absolute error: step time {statistics.mean(terr):.1f}%, "
+          f"peak memory {statistics.mean(merr):.1f}%  ({len(rows)} plans)")
+    berr = [abs(pct(p["bytes_all"], m["bytes_all"])) for m, p in rows
+            if m["bytes_all"] and p["bytes_all"] is not None]
+    if berr:
+        print(f"bytes sent (all ranks): mean absolute error {statistics.mean(berr):.1f}% "
+              f"over {len(berr)} plans that communicate")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--colo", default=str(ROOT / "build" / "bin" / "colo"))
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--plans", help="comma-free labels separated by ';' (default: all)")
+    ap.add_argument("--cluster", default="local-cpu:1x{n}",
+                    help="cluster spec for the predictions; {n} is the plan's ranks")
+    ap.add_argument("--json", help="write the measurements and predictions here")
+    ap.add_argument("--measured", help="skip measuring: read the measurements from a "
+                    "--json file of an earlier run and predict again")
+    ap.add_argument("--workdir", help="keep the models and executables here")
+    args = ap.parse_args()
+    colo = Path(args.colo).resolve()
+    plans = [p for p in PLANS if not args.plans or p[0] in args.plans.split(";")]
+
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="colo-cal-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        model, mlir, tiny = work / "model.onnx", work / "model.mlir", work / "tiny.onnx"
+        if args.measured:
+            measured = json.load(open(args.measured))["measured"]
+            cfg = json.load(open(args.measured))["config"]
+            args.__dict__.update({k: cfg[k] for k in ("layers", "hidden", "heads", "vocab",
+                                                      "seq", "batch")})
+            measured = [m for m in measured if any(m["plan"] == p[0] for p in plans)]
+        if not mlir.exists():
+            log(f"exporting GPT-2 ({args.layers} layers, hidden {args.hidden}) to {model}")
+            params = export_gpt2(model, args.layers, args.hidden, args.heads, args.vocab,
+                                 args.seq, args.batch)
+            log(f"  {params} parameters")
+            export_gpt2(tiny, 1, 32, 4, 64, 16, args.batch)
+            colo_cmd(colo, "import", model, "-o", mlir)
+        if not args.measured:
+            measured = []
+            for label, plan, ranks in plans:
+                log(f"measuring {label} ({ranks} rank{'s' if ranks > 1 else ''})")
+                measured.append(measure(colo, work, model, tiny, label, plan, ranks,
+                                        args.steps, args.warmup))
+        # One measurement of the machine per device count, kept in files so
+        # that every prediction of a plan sees the same figures (each colo
+        # process would measure local-cpu again).
+        if args.measured:
+            clusters = json.load(open(args.measured))["clusters"]
+        else:
+            clusters = {str(n): json.loads(colo_cmd(colo, "cluster", "show",
+                                                    args.cluster.format(n=n), "--json"))
+                        for n in sorted({m["ranks"] for m in measured})}
+
+        def spec_file(n, eff=None):
+            c = json.loads(json.dumps(clusters[str(n)]))
+            if eff:
+                c["name"] += "-calibrated"
+                c["device"]["matmul_efficiency"], c["device"]["memory_efficiency"] = eff
+            path = work / f"cluster-{n}{'-cal' if eff else ''}.json"
+            path.write_text(json.dumps(c, indent=1))
+            return str(path)
+
+        rows = [(m, predict(colo, mlir, m["plan"], m["ranks"], args.batch, spec_file(m["ranks"])))
+                for m in measured]
+        d1 = clusters[min(clusters, key=int)]["device"]
+        print(f"GPT-2 {args.layers} layers, hidden {args.hidden}, {args.heads} heads, vocab "
+              f"{args.vocab}, seq {args.seq}, global batch {args.batch}, AdamW; "
+              f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        print(f"local-cpu:1x{min(clusters, key=int)}: {d1['peak_tflops_32'] * 1e3:.1f} GFLOP/s GEMM, "
+              f"{d1['memory_bandwidth_gbs']:.2f} GB/s per device")
+        report(rows, f"\n== predicted with {args.cluster} (the micro-benchmark only)")
+        single = [(m, p) for m, p in rows if m["ranks"] == 1 and m.get("profile_shares")]
+        calibrated = None
+        if single:
+            eff = calibrate(*single[0])
+            calibrated = [(m, predict(colo, mlir, m["plan"], m["ranks"], args.batch,
+                                      spec_file(m["ranks"], eff))) for m in measured]
+            report(calibrated,
+                   f"\n== calibrated on the one-rank profile: matmul_efficiency {eff[0]:.3f}, "
+                   f"memory_efficiency {eff[1]:.3f}")
+            held = [r for r in calibrated if r[0]["ranks"] > 1]
+            terr = [abs(pct(p["step_time_s"], m["step_time_s"])) for m, p in held]
+            print(f"held-out plans (all but the one-rank plan): step time mean absolute error "
+                  f"{statistics.mean(terr):.1f}%")
+        if args.json:
+            cfg = {k: getattr(args, k) for k in ("layers", "hidden", "heads", "vocab", "seq",
+                                                  "batch", "steps", "warmup", "cluster")}
+            json.dump({"config": cfg, "clusters": clusters, "measured": measured,
+                       "predicted": [p for _, p in rows],
+                       "calibrated": [p for _, p in calibrated] if calibrated else None},
+                      open(args.json, "w"), indent=1)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
