@@ -558,12 +558,19 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
                 b, gb.loc, x.getType(), g, a.getGrid(), a.getGridAxes(),
                 a.getGatherAxis().getSExtValue())};
           })
+          // Ulysses: an all-to-all is a permutation of the ranks' blocks;
+          // its adjoint sends them back (split and concat axes swapped).
+          .Case([&](shard::AllToAllOp a) -> Grads {
+            return SmallVector<Value>{shard::AllToAllOp::create(
+                b, gb.loc, x.getType(), a.getGrid(), a.getGridAxes(), g,
+                a.getConcatAxis(), a.getSplitAxis())};
+          })
           .Default([&](Operation *other) -> Grads {
             if (isa<shard::ShardDialect>(other->getDialect()))
               return other->emitOpError(
                   "has no gradient rule (of the shard ops only all_reduce and "
-                  "reduce_scatter with reduction = sum, all_gather and "
-                  "all_slice have one)");
+                  "reduce_scatter with reduction = sum, all_gather, "
+                  "all_slice and all_to_all have one)");
             return other->emitOpError("has no gradient rule");
           });
   if (failed(grads))

@@ -2,6 +2,7 @@
 // reverse-mode differentiation, gradient clipping, learning-rate schedule,
 // optimizer updates written back to the globals).
 #include "colo/Passes/Autodiff.h"
+#include "colo/Passes/Mesh.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Passes/Pipeline.h"
 
@@ -58,8 +59,8 @@ public:
     for (auto &[param, grad] : *grads)
       grad = GradientOp::create(b, loc, grad.getType(), grad,
                                 FlatSymbolRefAttr::get(param.getSymNameAttr()));
-    if (o.maxGradNorm > 0)
-      clipGradients(*grads);
+    if (o.maxGradNorm > 0 && failed(clipGradients(*grads)))
+      return failure();
     Value lr = learningRate(stepCount);
     for (auto &[param, grad] : *grads)
       update(param, grad, lr, stepCount);
@@ -212,9 +213,13 @@ private:
   }
 
   /// torch.nn.utils.clip_grad_norm_: scale every gradient by
-  /// min(1, max_norm / (total_norm + 1e-6)).
-  void clipGradients(llvm::MapVector<GlobalOp, Value> &grads) {
+  /// min(1, max_norm / (total_norm + 1e-6)). A tensor-parallel rank holds
+  /// blocks of the sharded parameters' gradients: their squares are summed
+  /// over the ranks, the replicated ones' counted once.
+  LogicalResult clipGradients(llvm::MapVector<GlobalOp, Value> &grads) {
     Value total;
+    std::optional<GlobalShard> blocks;
+    Value blockTotal;
     for (auto &[param, g] : grads) {
       RankedTensorType t = tensorType(g);
       Value g32 = t.getElementType().isF32()
@@ -224,10 +229,24 @@ private:
       std::iota(all.begin(), all.end(), 0);
       Value squares = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g32, g32),
                                           b.getDenseI64ArrayAttr(all), nullptr);
-      total = total ? AddOp::create(b, loc, total, squares).getResult() : squares;
+      std::optional<GlobalShard> shard = getGlobalShard(param);
+      if (shard && shard->flat)
+        return param.emitError("gradient clipping of a flat-sharded (ZeRO-3) parameter");
+      if (shard)
+        blocks = shard;
+      Value &sum = shard ? blockTotal : total;
+      sum = sum ? AddOp::create(b, loc, sum, squares).getResult() : squares;
+    }
+    if (blockTotal) {
+      FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, blocks->axis, blocks->parts, step);
+      if (failed(axis))
+        return failure();
+      blockTotal = shard::AllReduceOp::create(b, loc, blockTotal, axis->grid.getSymName(),
+                                              {axis->axis}, shard::ReductionKind::Sum);
+      total = total ? AddOp::create(b, loc, total, blockTotal).getResult() : blockTotal;
     }
     if (!total)
-      return;
+      return success();
     Value norm = SqrtOp::create(b, loc, total);
     Value coef = DivOp::create(b, loc, f32(o.maxGradNorm),
                                AddOp::create(b, loc, norm, f32(1e-6)));
@@ -239,6 +258,7 @@ private:
                                 .getResult();
       g = MulOp::create(b, loc, g, c);
     }
+    return success();
   }
 
   GlobalOp createGlobal(StringRef name, RankedTensorType type, Attribute init) {

@@ -21,31 +21,29 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
-/// Whether the step needs norms of whole parameters (gradient clipping, LAMB
-/// and LARS trust ratios), which colo-build-train-step computes per rank:
-/// under tensor parallelism a rank holds blocks of the sharded parameters.
+/// Whether the optimizer needs norms of whole parameters (LAMB and LARS
+/// trust ratios), which its update ops compute on what the rank holds: under
+/// tensor parallelism, blocks of the sharded parameters.
 static bool needsWholeNorms(llvm::StringRef spacedOptions) {
   llvm::SmallVector<llvm::StringRef> words;
   spacedOptions.split(words, ' ', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef word : words) {
+  return llvm::any_of(words, [](llvm::StringRef word) {
     auto [key, value] = word.split('=');
-    double norm;
-    if ((key == "optimizer" && (value == "lamb" || value == "lars")) ||
-        (key == "max-grad-norm" && !value.getAsDouble(norm) && norm > 0))
-      return true;
-  }
-  return false;
+    return key == "optimizer" && (value == "lamb" || value == "lars");
+  });
 }
 
 mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
                                                  llvm::StringRef options,
                                                  const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
-  if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1)
-    pm.addPass(createColoCreateMesh(
-        ColoCreateMeshOptions{parallel.dp, parallel.tp, parallel.pp}));
+  if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || parallel.ulysses > 1)
+    pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{
+        parallel.dp, parallel.tp, parallel.pp, parallel.ulysses}));
   if (parallel.dp * parallel.micro > 1)
     pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{parallel.dp * parallel.micro}));
+  if (parallel.ulysses > 1)
+    pm.addPass(createColoUlysses(ColoUlyssesOptions{parallel.ulysses}));
   // The backward is derived from the sharded forward.
   if (parallel.tp > 1)
     pm.addPass(createColoTensorParallel(ColoTensorParallelOptions{parallel.tp}));
@@ -63,9 +61,9 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   std::string spaced = options.str();
   std::replace(spaced.begin(), spaced.end(), ',', ' ');
   if (parallel.tp > 1 && needsWholeNorms(spaced)) {
-    errors << "max-grad-norm, lamb and lars are not implemented with tensor "
-              "parallelism yet (they need norms of whole parameters, of which "
-              "each tp rank holds a block)";
+    errors << "lamb and lars are not implemented with tensor parallelism yet "
+              "(their trust ratios need norms of whole parameters, of which each "
+              "tp rank holds a block)";
     return mlir::failure();
   }
   std::unique_ptr<mlir::Pass> pass = createColoBuildTrainStep();

@@ -2,6 +2,8 @@
 // RUN:   | FileCheck %s
 // RUN: colo-opt %s --colo-tensor-parallel=tp=2 --colo-build-train-step="loss=lm" \
 // RUN:   --canonicalize | FileCheck %s --check-prefixes=CANON,NOGRAD
+// RUN: colo-opt %s --colo-tensor-parallel=tp=2 \
+// RUN:   --colo-build-train-step="loss=lm max-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
 
 // The backward of a tensor-parallel GPT-2 block: autodiff adds exactly one
 // all-reduce (sum) per region, the gradient of its colo.all_reduce_grad, and
@@ -32,6 +34,14 @@
 // CHECK: colo.global_load @attn.c_attn.weight : tensor<8x12xf32>
 // CHECK-NOT: shard.all_reduce
 // CHECK: return
+
+// Clipping by the global norm: the squares of the sharded parameters' blocks
+// are summed over the tp ranks, the replicated parameters' added once.
+// CLIP-LABEL: func.func @train_step
+// CLIP: colo.gradient %{{.*}} of @attn.c_proj.bias
+// CLIP: %[[BLOCKS:.*]] = shard.all_reduce %{{.*}} on @mesh grid_axes = [0] : tensor<f32> -> tensor<f32>
+// CLIP-NEXT: %[[TOTAL:.*]] = colo.add %{{.*}}, %[[BLOCKS]] : tensor<f32>, tensor<f32>
+// CLIP-NEXT: colo.sqrt %[[TOTAL]]
 
 // Once differentiated, colo.all_reduce_grad is an identity.
 // NOGRAD-NOT: colo.all_reduce_grad

@@ -109,6 +109,10 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
   options.pp = plan->pp;
   options.micro = plan->microBatches;
   options.virtualStages = plan->virtualStages;
+  // colo-ulysses reports sequences and heads sp does not divide, on the op.
+  if (plan->ulysses > 1 && (plan->tp > 1 || plan->pp > 1 || plan->microBatches > 1))
+    return unsupported("ulysses with tensor or pipeline parallelism or microbatches");
+  options.ulysses = plan->ulysses;
   if (plan->schedule != colo::planner::Schedule::None)
     options.schedule = colo::planner::scheduleName(plan->schedule).str();
   else if (plan->virtualStages > 1)

@@ -31,13 +31,15 @@ struct ParallelOptions {
   int64_t virtualStages = 1; ///< stages per pipeline rank (interleaved schedule)
   int64_t micro = 1;     ///< microbatches per step (gradient accumulation)
   std::string schedule = "1f1b"; ///< gpipe, 1f1b or interleaved
+  int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")
 };
 
 /// The train-step pipeline: the plan's mesh (colo-create-mesh), the batch
-/// split for data parallelism (colo-split-batch), tensor parallelism of the
-/// forward (colo-tensor-parallel), colo-build-train-step with `options` (its
-/// pass options as `key=value` separated by commas or spaces), the plan
-/// passes (colo-data-parallel, or colo-zero for ZeRO), canonicalize, CSE.
+/// split for data parallelism (colo-split-batch), tensor and sequence
+/// parallelism of the forward (colo-tensor-parallel, colo-sequence-parallel),
+/// colo-build-train-step with `options` (its pass options as `key=value`
+/// separated by commas or spaces), the plan passes (colo-data-parallel, or
+/// colo-zero for ZeRO), canonicalize, CSE.
 /// Invalid options are described on `errors`.
 mlir::LogicalResult buildTrainStepPipeline(mlir::OpPassManager &pm,
                                            llvm::StringRef options,

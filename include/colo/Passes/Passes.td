@@ -511,6 +511,8 @@ def ColoCreateMesh : Pass<"colo-create-mesh", "::mlir::ModuleOp"> {
     Option<"dp", "dp", "int64_t", "1", "Ranks on the data-parallel axis">,
     Option<"tp", "tp", "int64_t", "1", "Ranks on the tensor-parallel axis">,
     Option<"pp", "pp", "int64_t", "1", "Ranks on the pipeline axis">,
+    Option<"sp", "sp", "int64_t", "1",
+           "Ranks on the Ulysses sequence-parallel axis (between dp and tp)">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -676,6 +678,71 @@ def ColoSequenceParallel : Pass<"colo-sequence-parallel", "::mlir::ModuleOp"> {
               "Row-parallel all-reduces turned into reduce-scatters">,
     Statistic<"numGathered", "num-gathered",
               "Column-parallel inputs gathered from the rank's tokens">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def ColoUlysses : Pass<"colo-ulysses", "::mlir::ModuleOp"> {
+  let summary = "DeepSpeed-Ulysses sequence parallelism: sequence blocks, all-to-all around attention";
+  let description = [{
+    Ulysses (Jacobs et al., 2023) on `func` (`@forward`) before
+    `colo-build-train-step`: every rank of the mesh's `sp` axis holds a
+    contiguous block of `s / sp` positions of every sample.
+
+    - The function's arguments of rank >= 2 are `[b, s, ...]`: each rank cuts
+      its block of positions (`shard.all_slice`), and "dimension d carries
+      the sequence" propagates through every op whose dimension table keeps
+      it (elementwise ops, norms, matmuls with weights, embeddings, slices,
+      transposes, and reshapes that keep the sequence whole in one
+      dimension, such as `[b, s, h] -> [b*s, h]`).
+    - Before each `colo.attention`, q, k and v go from sequence blocks
+      `[b, h, s/sp, d]` to head blocks `[b, h/sp, s, d]` with one
+      `shard.all_to_all` each, and the output goes back with another:
+      attention sees whole sequences (the causal mask is unchanged) and the
+      rank's heads (grouped-query attention keeps its groups when `sp`
+      divides the key/value heads).
+    - A replicated operand aligned with the sequence (position embeddings,
+      rotary tables) is cut to the rank's positions; one that broadcasts
+      over the tokens (weights, norm parameters, embedding tables) goes
+      through `colo.all_reduce_grad`, so its gradient is summed over `sp`.
+    - The LM head (a matmul whose result is returned) and anything else that
+      mixes positions read the `shard.all_gather` of all tokens, whose
+      gradient is the rank's block: the logits and the loss are replicated.
+
+    The runtime cuts and joins along the outermost dimension and its
+    all-to-all splits and concatenates along one dimension: reshapes and
+    transposes bring the `sp` blocks outermost around each collective.
+    Errors, on the op: `sp` not dividing the sequence or the (key/value)
+    heads. The function records `colo.ulysses = sp`; `sp=1` changes nothing.
+
+    Before (`sp=2`):
+    ```mlir
+    %o = colo.attention %q, %k, %v {causal, scale = 0.25 : f64}
+         : tensor<4x4x16x16xf32>, tensor<4x4x16x16xf32>, tensor<4x4x16x16xf32>
+    ```
+    After (q shown; k, v and the output alike):
+    ```mlir
+    %q5 = colo.reshape %q : tensor<4x4x8x16xf32> -> tensor<4x2x2x8x16xf32>
+    %qt = colo.transpose %q5 permutation = [1, 0, 2, 3, 4] : tensor<4x2x2x8x16xf32>
+    %qa = shard.all_to_all %qt on @mesh grid_axes = [0] split_axis = 0 concat_axis = 0
+          : tensor<2x4x2x8x16xf32> -> tensor<2x4x2x8x16xf32>
+    %qh = colo.transpose %qa permutation = [1, 2, 0, 3, 4] : tensor<2x4x2x8x16xf32>
+    %qs = colo.reshape %qh : tensor<4x2x2x8x16xf32> -> tensor<4x2x16x16xf32>
+    %o = colo.attention %qs, %ks, %vs {causal, scale = 0.25 : f64}
+         : tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"sp", "sp", "int64_t", "1", "Ranks on the Ulysses mesh axis \"sp\"">,
+    Option<"func", "func", "std::string", "\"forward\"",
+           "Name of the function to split">,
+  ];
+  let statistics = [
+    Statistic<"numAllToAll", "num-all-to-all",
+              "All-to-alls around attention (4 per attention)">,
+    Statistic<"numGathered", "num-gathered", "All-gathers of the sequence">,
+    Statistic<"numSummed", "num-summed",
+              "Replicated values whose gradient is summed over sp">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
