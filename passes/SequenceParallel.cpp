@@ -33,12 +33,6 @@ using namespace colo;
 namespace {
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-RankedTensorType withDim(RankedTensorType t, int64_t dim, int64_t size) {
-  SmallVector<int64_t> shape(t.getShape());
-  shape[dim] = size;
-  return t.clone(shape);
-}
-
 /// The dimension a value's tokens are split along: the first one larger
 /// than 1, so each rank's block is contiguous; never the last (features).
 std::optional<int64_t> tokenDim(RankedTensorType t) {

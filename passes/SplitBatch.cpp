@@ -24,12 +24,6 @@ namespace {
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 int64_t rankOf(Value v) { return tensorType(v).getRank(); }
 
-RankedTensorType withDim(RankedTensorType t, int64_t dim, int64_t size) {
-  SmallVector<int64_t> shape(t.getShape());
-  shape[dim] = size;
-  return t.clone(shape);
-}
-
 /// Propagates the batch through the function in order. Ops are updated in
 /// place rather than rebuilt: operands already have their producers' local
 /// types, so only result types change (and slice limits, and operands that

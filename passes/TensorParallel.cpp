@@ -30,12 +30,6 @@ using namespace colo;
 namespace {
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-RankedTensorType withDim(RankedTensorType t, int64_t dim, int64_t size) {
-  SmallVector<int64_t> shape(t.getShape());
-  shape[dim] = size;
-  return t.clone(shape);
-}
-
 /// How a value is divided among the ranks: along `dim`, viewed as `groups`
 /// equal groups of which every rank holds its block of each (GlobalShard's
 /// layout), as part of candidate region `region`.

@@ -39,12 +39,6 @@ using namespace colo;
 namespace {
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-RankedTensorType withDim(RankedTensorType t, int64_t dim, int64_t size) {
-  SmallVector<int64_t> shape(t.getShape());
-  shape[dim] = size;
-  return t.clone(shape);
-}
-
 /// How a value is split: dimension `dim` of its global type is laid out as
 /// [outer, s, inner] (the sequence s with the factors merged with it by
 /// reshapes, such as the batch in [b*s, h]); the rank holds

@@ -11,11 +11,19 @@
 #ifndef COLO_PASSES_DIMENSIONMAP_H
 #define COLO_PASSES_DIMENSIONMAP_H
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 
 #include <optional>
 
 namespace colo {
+
+/// `t` with dimension `dim` resized to `size` (a value's per-rank type).
+inline mlir::RankedTensorType withDim(mlir::RankedTensorType t, int64_t dim, int64_t size) {
+  llvm::SmallVector<int64_t> shape(t.getShape());
+  shape[dim] = size;
+  return t.clone(shape);
+}
 
 /// A result dimension (>= 0) or one of these.
 constexpr int64_t kReduced = -1; // summed, averaged, normalized, contracted
