@@ -4,6 +4,7 @@
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -172,4 +173,18 @@ SmallVector<int64_t> colo::reshapeAlignedDims(ArrayRef<int64_t> in, int64_t dim,
     outBefore *= out[e];
   }
   return dims;
+}
+
+LogicalResult colo::verifyLocalType(Operation *op, RankedTensorType local, StringRef pass) {
+  auto infer = dyn_cast<InferTypeOpInterface>(op);
+  if (!infer)
+    return success();
+  SmallVector<Type> inferred;
+  if (succeeded(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                       op->getAttrDictionary(), op->getPropertiesStorage(),
+                                       op->getRegions(), inferred)) &&
+      !inferred.empty() && inferred.front() == local)
+    return success();
+  return op->emitError() << pass << ": local result type " << local
+                         << " disagrees with the op's type inference";
 }

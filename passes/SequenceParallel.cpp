@@ -204,15 +204,8 @@ private:
           !use->get().getDefiningOp<ConstantOp>())
         use->set(sumGradient(use->get()));
     RankedTensorType local = withDim(whole, *e, whole.getDimSize(*e) / tp);
-    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
-      SmallVector<Type> inferred;
-      if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
-                                        op->getAttrDictionary(), op->getPropertiesStorage(),
-                                        op->getRegions(), inferred)) ||
-          inferred.empty() || inferred.front() != local)
-        return op->emitError() << "colo-sequence-parallel: local result type " << local
-                               << " disagrees with the op's type inference";
-    }
+    if (failed(verifyLocalType(op, local, "colo-sequence-parallel")))
+      return failure();
     result.setType(local);
     split[result] = *e;
     return true;

@@ -123,16 +123,8 @@ private:
                              << " is not divisible into " << parts << " parts";
     RankedTensorType local = withDim(global, e, global.getDimSize(e) / parts);
     // Where the op infers its types, inference must agree with the split.
-    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
-      SmallVector<Type> inferred;
-      if (failed(infer.inferReturnTypes(
-              op->getContext(), op->getLoc(), op->getOperands(),
-              op->getAttrDictionary(), op->getPropertiesStorage(),
-              op->getRegions(), inferred)) ||
-          inferred.empty() || inferred.front() != local)
-        return op->emitError() << "local result type " << local
-                               << " disagrees with the op's type inference";
-    }
+    if (failed(verifyLocalType(op, local, "colo-split-batch")))
+      return failure();
     result.setType(local);
     batchDim[result] = e;
     return success();

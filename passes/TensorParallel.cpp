@@ -447,16 +447,8 @@ private:
     RankedTensorType whole = tensorType(op->getResult(0));
     RankedTensorType local =
         withDim(whole, it->second.dim, whole.getDimSize(it->second.dim) / tp);
-    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
-      SmallVector<Type> inferred;
-      if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
-                                        op->getAttrDictionary(),
-                                        op->getPropertiesStorage(), op->getRegions(),
-                                        inferred)) ||
-          inferred.empty() || inferred.front() != local)
-        return op->emitError() << "colo-tensor-parallel: local result type " << local
-                               << " disagrees with the op's type inference";
-    }
+    if (failed(verifyLocalType(op, local, "colo-tensor-parallel")))
+      return failure();
     op->getResult(0).setType(local);
     return success();
   }

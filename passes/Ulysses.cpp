@@ -341,15 +341,8 @@ private:
         use->set(sumGradient(use->get()));
     Split result{global, e, from->outer, from->inner};
     RankedTensorType local = withDim(global, e, global.getDimSize(e) / n);
-    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
-      SmallVector<Type> inferred;
-      if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
-                                        op->getAttrDictionary(), op->getPropertiesStorage(),
-                                        op->getRegions(), inferred)) ||
-          inferred.empty() || inferred.front() != local)
-        return op->emitError() << "colo-ulysses: local result type " << local
-                               << " disagrees with the op's type inference";
-    }
+    if (failed(verifyLocalType(op, local, "colo-ulysses")))
+      return failure();
     setSplit(op->getResult(0), result);
     return true;
   }

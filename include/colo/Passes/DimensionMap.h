@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
 
 #include <optional>
 
@@ -24,6 +25,12 @@ inline mlir::RankedTensorType withDim(mlir::RankedTensorType t, int64_t dim, int
   shape[dim] = size;
   return t.clone(shape);
 }
+
+/// Checks that `local`, the per-rank type a splitting pass gives `op`'s
+/// result, is what the op's type inference computes from its (already local)
+/// operands; otherwise an error on `op` naming `pass`.
+mlir::LogicalResult verifyLocalType(mlir::Operation *op, mlir::RankedTensorType local,
+                                    llvm::StringRef pass);
 
 /// A result dimension (>= 0) or one of these.
 constexpr int64_t kReduced = -1; // summed, averaged, normalized, contracted
