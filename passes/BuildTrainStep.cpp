@@ -15,6 +15,8 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <numeric>
+#include <cmath>
+#include <cstdlib>
 
 namespace colo {
 #define GEN_PASS_DEF_COLOBUILDTRAINSTEP
@@ -52,7 +54,8 @@ public:
     if (failed(loss))
       return failure();
     storeRunningStatistics();
-    FailureOr<llvm::MapVector<GlobalOp, Value>> grads = buildBackward(*loss);
+    Value scale = lossScale();
+    FailureOr<llvm::MapVector<GlobalOp, Value>> grads = buildBackward(*loss, scale);
     if (failed(grads))
       return failure();
     numParams = grads->size();
@@ -60,10 +63,16 @@ public:
       grad = GradientOp::create(b, loc, grad.getType(), grad,
                                 FlatSymbolRefAttr::get(param.getSymNameAttr()));
     if (o.maxGradNorm > 0 && failed(clipGradients(*grads)))
+    FailureOr<Value> finite = scale ? unscale(*grads, scale) : Value();
+    if (failed(finite))
+      return failure();
       return failure();
     Value lr = learningRate(stepCount);
     for (auto &[param, grad] : *grads)
-      update(param, grad, lr, stepCount);
+    Value optimizerStep = *finite ? countSkippedSteps(stepCount, *finite) : stepCount;
+      update(param, grad, lr, optimizerStep, *finite);
+    if (*finite)
+      updateLossScale(scale, *finite);
     func::ReturnOp::create(b, ret.getLoc(), *loss);
     ret.erase();
     step.setFunctionType(FunctionType::get(
@@ -155,7 +164,7 @@ private:
 
   /// Reverse-mode sweep from the loss; returns each trainable global with the
   /// sum of the gradients of its loads, in module order.
-  FailureOr<llvm::MapVector<GlobalOp, Value>> buildBackward(Value loss) {
+  FailureOr<llvm::MapVector<GlobalOp, Value>> buildBackward(Value loss, Value scale) {
     Block &body = step.front();
     SmallVector<Operation *> forward;
     DenseSet<Value> active;
@@ -177,7 +186,11 @@ private:
       slot = slot ? AddOp::create(b, g.getLoc(), slot, g).getResult() : g;
     };
     labeler.stage = lastStage;
-    grads[loss] = scalar(tensorType(loss).getElementType(), 1.0);
+    Type lossType = tensorType(loss).getElementType();
+    grads[loss] = !scale                ? scalar(lossType, 1.0)
+                  : lossType.isF32()   ? scale
+                                       : ConvertOp::create(b, loc, tensorType(loss), scale)
+                                             .getResult();
     for (Operation *op : llvm::reverse(forward)) {
       if (isa<GlobalLoadOp>(op) ||
           llvm::none_of(op->getResults(), [&](Value r) { return active.contains(r); }))
@@ -212,30 +225,29 @@ private:
     return paramGrads;
   }
 
-  /// torch.nn.utils.clip_grad_norm_: scale every gradient by
-  /// min(1, max_norm / (total_norm + 1e-6)). A tensor-parallel rank holds
-  /// blocks of the sharded parameters' gradients: their squares are summed
-  /// over the ranks, the replicated ones' counted once.
-  LogicalResult clipGradients(llvm::MapVector<GlobalOp, Value> &grads) {
+  /// The sum over all gradients of `term(g)`, a 0-d f32 of the gradient as
+  /// f32. A tensor-parallel rank holds blocks of the sharded parameters'
+  /// gradients: their terms are summed over the ranks, the replicated ones'
+  /// counted once.
+  FailureOr<Value> sumOverGradients(const llvm::MapVector<GlobalOp, Value> &grads,
+                                    function_ref<Value(Value)> term) {
     Value total;
     std::optional<GlobalShard> blocks;
     Value blockTotal;
-    for (auto &[param, g] : grads) {
+    for (auto [param, g] : grads) {
       RankedTensorType t = tensorType(g);
       Value g32 = t.getElementType().isF32()
                       ? g
                       : ConvertOp::create(b, loc, t.clone(b.getF32Type()), g).getResult();
-      SmallVector<int64_t> all(t.getRank());
-      std::iota(all.begin(), all.end(), 0);
-      Value squares = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g32, g32),
-                                          b.getDenseI64ArrayAttr(all), nullptr);
       std::optional<GlobalShard> shard = getGlobalShard(param);
       if (shard && shard->flat)
-        return param.emitError("gradient clipping of a flat-sharded (ZeRO-3) parameter");
+        return param.emitError("a global norm or overflow check of a flat-sharded (ZeRO-3) "
+                               "parameter's gradient");
       if (shard)
         blocks = shard;
       Value &sum = shard ? blockTotal : total;
-      sum = sum ? AddOp::create(b, loc, sum, squares).getResult() : squares;
+      Value v = term(g32);
+      sum = sum ? AddOp::create(b, loc, sum, v).getResult() : v;
     }
     if (blockTotal) {
       FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, blocks->axis, blocks->parts, step);
@@ -245,12 +257,17 @@ private:
                                               {axis->axis}, shard::ReductionKind::Sum);
       total = total ? AddOp::create(b, loc, total, blockTotal).getResult() : blockTotal;
     }
-    if (!total)
-      return success();
-    Value norm = SqrtOp::create(b, loc, total);
-    Value coef = DivOp::create(b, loc, f32(o.maxGradNorm),
-                               AddOp::create(b, loc, norm, f32(1e-6)));
-    coef = MinimumOp::create(b, loc, coef, f32(1.0));
+    return total;
+  }
+
+  Value sumAll(Value v) {
+    SmallVector<int64_t> all(tensorType(v).getRank());
+    std::iota(all.begin(), all.end(), 0);
+    return ReduceSumOp::create(b, loc, v, b.getDenseI64ArrayAttr(all), nullptr);
+  }
+
+  /// `coef` (0-d f32) times every gradient.
+  void scaleGradients(llvm::MapVector<GlobalOp, Value> &grads, Value coef) {
     for (auto &[param, g] : grads) {
       Type e = tensorType(g).getElementType();
       Value c = e.isF32() ? coef
@@ -271,9 +288,86 @@ private:
   }
 
   /// The number of this update, counting from 1, kept in the global colo.step:
+  }
+
+  /// torch.nn.utils.clip_grad_norm_: scale every gradient by
+  /// min(1, max_norm / (total_norm + 1e-6)).
+  LogicalResult clipGradients(llvm::MapVector<GlobalOp, Value> &grads) {
+    FailureOr<Value> total = sumOverGradients(
+        grads, [&](Value g) { return sumAll(MulOp::create(b, loc, g, g)); });
+    if (failed(total))
+      return failure();
+    if (!*total)
+      return success();
+    Value norm = SqrtOp::create(b, loc, *total);
+    Value coef = DivOp::create(b, loc, f32(o.maxGradNorm),
+                               AddOp::create(b, loc, norm, f32(1e-6)));
+    scaleGradients(grads, MinimumOp::create(b, loc, coef, f32(1.0)));
   /// read and incremented first (dropout keys use it), stored at the end.
   Value incrementStepCounter() {
     auto type = RankedTensorType::get({}, b.getIntegerType(64));
+  /// The loss scale (0-d f32): a constant, or under dynamic scaling the
+  /// global colo.loss_scale; null without loss scaling.
+  Value lossScale() {
+    if (o.lossScale == "none")
+      return {};
+    if (o.lossScale != "dynamic")
+      return f32(std::stod(o.lossScale));
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    GlobalOp global = createGlobal("colo.loss_scale", type,
+                                   DenseElementsAttr::get(type, float(o.initScale)));
+    return GlobalLoadOp::create(b, loc, type, global.getSymName());
+  }
+
+  /// Divides the gradients by the loss scale. Under dynamic scaling, returns
+  /// whether every gradient is finite (0-d i1; inf * 0 and NaN * 0 are NaN,
+  /// so the sum of g * 0 is 0 exactly when they are), else null.
+  FailureOr<Value> unscale(llvm::MapVector<GlobalOp, Value> &grads, Value scale) {
+    Value poison;
+    if (o.lossScale == "dynamic") {
+      FailureOr<Value> sum = sumOverGradients(
+          grads, [&](Value g) { return sumAll(MulOp::create(b, loc, g, f32(0.0))); });
+      if (failed(sum))
+        return failure();
+      poison = *sum;
+    }
+    scaleGradients(grads, DivOp::create(b, loc, f32(1.0), scale));
+    if (!poison)
+      return Value();
+    return CompareOp::create(b, loc, ComparePredicate::eq, poison, f32(0.0)).getResult();
+  }
+
+  /// The optimizer's step number under dynamic loss scaling: skipped steps
+  /// do not count (PyTorch's GradScaler does not call optimizer.step()).
+  Value countSkippedSteps(Value stepCount, Value finite) {
+    auto type = RankedTensorType::get({}, b.getIntegerType(64));
+    GlobalOp skipped = createGlobal("colo.skipped_steps", type,
+                                    DenseElementsAttr::get(type, int64_t(0)));
+    Value before = GlobalLoadOp::create(b, loc, type, skipped.getSymName());
+    GlobalStoreOp::create(b, loc, skipped.getSymName(),
+                          AddOp::create(b, loc, before,
+                                        SelectOp::create(b, loc, finite, i64(0), i64(1))));
+    return SubOp::create(b, loc, stepCount, before);
+  }
+
+  /// GradScaler.update: halve the scale after an overflow, double it after
+  /// scale-window finite steps in a row.
+  void updateLossScale(Value scale, Value finite) {
+    auto type = RankedTensorType::get({}, b.getIntegerType(64));
+    GlobalOp good = createGlobal("colo.loss_scale_good_steps", type,
+                                 DenseElementsAttr::get(type, int64_t(0)));
+    Value count = AddOp::create(b, loc, GlobalLoadOp::create(b, loc, type, good.getSymName()),
+                                i64(1));
+    Value grow = CompareOp::create(b, loc, ComparePredicate::eq, count, i64(o.scaleWindow));
+    Value grown = SelectOp::create(b, loc, grow, MulOp::create(b, loc, scale, f32(2.0)), scale);
+    GlobalStoreOp::create(
+        b, loc, "colo.loss_scale",
+        SelectOp::create(b, loc, finite, grown, MulOp::create(b, loc, scale, f32(0.5))));
+    Value kept = SelectOp::create(b, loc, grow, i64(0), count);
+    GlobalStoreOp::create(b, loc, good.getSymName(),
+                          SelectOp::create(b, loc, finite, kept, i64(0)));
+  }
+
     GlobalOp counter =
         createGlobal("colo.step", type, DenseElementsAttr::get(type, int64_t(0)));
     OpBuilder::InsertionGuard guard(b);
@@ -338,14 +432,20 @@ private:
     if (Attribute shard = param->getAttr("colo.shard"))
       global->setAttr("colo.shard", shard);
     states.push_back(global);
-    return GlobalLoadOp::create(b, loc, localType(global), global.getSymName());
+    stateValues.push_back(
+        GlobalLoadOp::create(b, loc, localType(global), global.getSymName()));
+    return stateValues.back();
   }
 
-  void update(GlobalOp param, Value grad, Value lr, Value stepCount) {
+  /// Stores the optimizer's new parameter and state; a step whose
+  /// gradients overflowed (`finite` false, if given) stores the old ones.
+  void update(GlobalOp param, Value grad, Value lr, Value stepCount, Value finite) {
     Location paramLoc = NameLoc::get(b.getStringAttr(param.getSymName() + "#update"));
     Value p = GlobalLoadOp::create(b, paramLoc, localType(param), param.getSymName());
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
-    auto store = [&](StringRef name, Value v) {
+    auto store = [&](StringRef name, Value v, Value old) {
+      if (finite)
+        v = SelectOp::create(b, paramLoc, finite, v, old);
       GlobalStoreOp::create(b, paramLoc, name, v);
     };
     states.clear();
@@ -362,6 +462,7 @@ private:
         updateOp = LarsUpdateOp::create(b, paramLoc, p, grad, buf, lr, stepCount,
                                         f64(o.momentum), f64(weightDecay()),
                                         f64(o.trustCoefficient), f64(epsilon()));
+    stateValues.clear();
     } else {
       Value m = state(param, "exp_avg"), v = state(param, "exp_avg_sq");
       if (o.optimizer == "lamb")
@@ -374,9 +475,9 @@ private:
                                         f64(weightDecay()),
                                         o.optimizer == "adamw" ? b.getUnitAttr() : nullptr);
     }
-    store(param.getSymName(), updateOp->getResult(0));
+    store(param.getSymName(), updateOp->getResult(0), p);
     for (auto [i, s] : llvm::enumerate(states))
-      store(s.getSymName(), updateOp->getResult(i + 1));
+      store(s.getSymName(), updateOp->getResult(i + 1), stateValues[i]);
   }
 
   double weightDecay() const {
@@ -395,7 +496,8 @@ private:
   const ColoBuildTrainStepOptions &o;
   OpBuilder b;
   Location loc;
-  SmallVector<GlobalOp> states;
+  SmallVector<GlobalOp> states; // of the parameter being updated
+  SmallVector<Value> stateValues; // their values before the update
   StageLabeler labeler;
   std::optional<int64_t> lastStage;
 };
@@ -436,6 +538,9 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
     if (schedule != "constant" && schedule != "cosine")
       return fail("unknown schedule '" + schedule + "' (expected constant or cosine)");
     if (schedule == "cosine" && totalSteps <= warmupSteps)
+    o.lossScale = lossScale;
+    o.initScale = initScale;
+    o.scaleWindow = scaleWindow;
       return fail("schedule=cosine needs total-steps (" + Twine(static_cast<int64_t>(totalSteps)) +
                   ") greater than warmup-steps (" + Twine(static_cast<int64_t>(warmupSteps)) + ")");
     if (warmupSteps < 0 || maxGradNorm < 0)
@@ -453,6 +558,15 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
       return signalPassFailure();
     }
     if (module.lookupSymbol("train_step")) {
+    if (lossScale != "none" && lossScale != "dynamic") {
+      char *end = nullptr;
+      double factor = std::strtod(lossScale.c_str(), &end);
+      if (lossScale.empty() || *end || !(factor > 0) || !std::isfinite(factor))
+        return fail("loss-scale must be none, dynamic or a positive number, got '" +
+                    lossScale + "'");
+    }
+    if (!(initScale > 0) || scaleWindow < 1)
+      return fail("init-scale must be positive and scale-window at least 1");
       module.emitError("the module already has a @train_step");
       return signalPassFailure();
     }

@@ -53,6 +53,12 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
 
     Value keyT = TransposeOp::create(rewriter, loc, key, ArrayRef<int64_t>{0, 1, 3, 2});
     Value scores = MatmulOp::create(rewriter, loc, op.getQuery(), keyT);
+    // 16-bit attention takes its softmax in float, as fused kernels do.
+    Type stored = e;
+    if (e.getIntOrFloatBitWidth() < 32) {
+      e = rewriter.getF32Type();
+      scores = ConvertOp::create(rewriter, loc, tensorType(scores).clone(e), scores);
+    }
     auto scalarType = RankedTensorType::get({}, e);
     Value scale = ConstantOp::create(
         rewriter, loc,
@@ -72,11 +78,16 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
                                       DenseElementsAttr::get(maskType, values));
       scores = AddOp::create(rewriter, loc, scores, mask);
     }
-    if (Value mask = op.getMask())
+    if (Value mask = op.getMask()) {
+      if (tensorType(mask).getElementType() != e)
+        mask = ConvertOp::create(rewriter, loc, tensorType(mask).clone(e), mask);
       scores = AddOp::create(rewriter, loc, scores, mask);
+    }
     Value probs = SoftmaxOp::create(rewriter, loc, scores, 3);
     if (double ratio = op.getDropout().convertToDouble(); ratio != 0.0)
       probs = DropoutOp::create(rewriter, loc, probs, rewriter.getF64FloatAttr(ratio));
+    if (stored != e)
+      probs = ConvertOp::create(rewriter, loc, tensorType(probs).clone(stored), probs);
     rewriter.replaceOpWithNewOp<MatmulOp>(op, probs, value);
     return success();
   }

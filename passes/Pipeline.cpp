@@ -156,8 +156,9 @@ private:
               return llvm::all_of(params, [&](StringRef p) { return held[q].count(p); });
             }))
           return store->emitError("this update reads gradients of parameters on several "
-                                  "pipeline ranks (gradient clipping by global norm is not "
-                                  "implemented with pipeline parallelism)");
+                                  "pipeline ranks (gradient clipping by global norm and "
+                                  "dynamic loss scaling are not implemented with pipeline "
+                                  "parallelism)");
         if (mine)
           roots.push_back(store);
       }

@@ -2,8 +2,10 @@
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace colo {
 #define GEN_PASS_REGISTRATION
@@ -33,10 +35,30 @@ static bool needsWholeNorms(llvm::StringRef spacedOptions) {
   });
 }
 
+/// Removes `key=value` from the comma-separated `options` and returns the
+/// value (the last, if repeated): keys that choose passes rather than
+/// configure colo-build-train-step.
+static std::optional<std::string> takeOption(std::string &options, llvm::StringRef key) {
+  llvm::SmallVector<llvm::StringRef> words, kept;
+  llvm::StringRef(options).split(words, ',', -1, /*KeepEmpty=*/false);
+  std::optional<std::string> value;
+  for (llvm::StringRef word : words) {
+    auto [k, v] = word.split('=');
+    if (k.trim() == key)
+      value = v.trim().str();
+    else
+      kept.push_back(word);
+  }
+  options = llvm::join(kept, ",");
+  return value;
+}
+
 mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
-                                                 llvm::StringRef options,
+                                                 llvm::StringRef trainOptions,
                                                  const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
+  std::string options = trainOptions.str();
+  std::replace(options.begin(), options.end(), ' ', ',');
   if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || parallel.ulysses > 1)
     pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{
         parallel.dp, parallel.tp, parallel.pp, parallel.ulysses}));
@@ -58,8 +80,18 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
     pm.addPass(createColoPipelineStages(
         ColoPipelineStagesOptions{parallel.pp * parallel.virtualStages}));
   // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
-  std::string spaced = options.str();
+  std::string spaced = options;
   std::replace(spaced.begin(), spaced.end(), ',', ' ');
+  std::string precision = takeOption(options, "precision").value_or("fp32");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+    errors << "unknown precision '" << precision << "' (expected fp32, bf16 or fp16)";
+    return mlir::failure();
+  }
+  if (precision != "fp32")
+    pm.addPass(createColoAutocast(ColoAutocastOptions{precision}));
+  // fp16 gradients overflow and underflow without it (bf16 has f32's range).
+  if (precision == "fp16" && !llvm::StringRef(options).contains("loss-scale="))
+    options += ",loss-scale=dynamic";
   if (parallel.tp > 1 && needsWholeNorms(spaced)) {
     errors << "lamb and lars are not implemented with tensor parallelism yet "
               "(their trust ratios need norms of whole parameters, of which each "

@@ -358,7 +358,8 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
              << ") needs norms of the whole parameter; ZeRO supports adam, adamw and sgd";
     if (!isa_and_nonnull<AdamUpdateOp, SgdUpdateOp>(update) ||
         update->getOperand(1) != g.getResult())
-      return g.emitError() << "ZeRO with gradient clipping is not supported yet: the "
+      return g.emitError() << "ZeRO with gradient clipping or loss scaling is not supported "
+                              "yet: the "
                               "gradient of @"
                            << param << " is used by more than its optimizer update";
     s.grad = g;

@@ -160,8 +160,46 @@ std::string checkGeometry(const WindowGeometry &g, bool isConv) {
 // Gemm
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// A 16-bit GEMM as the hardware runs one: 16-bit operands, float
+/// accumulation, the result rounded once. This BLAS has no bf16/f16 GEMM
+/// (nor this CPU the instructions), so the operands are widened into float
+/// copies in `scratch` and the float GEMM runs on them.
+PreparedOp prepareHalfGemm(const GemmGeometry &g, DType dtype, const void *a, const void *b,
+                           void *c, std::shared_ptr<Scratch> scratch) {
+  int64_t nA = g.elementsA(), nB = g.elementsB(), nC = g.elementsC();
+  scratch->reserve((nA + nB + nC) * int64_t(sizeof(float)));
+  CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
+  bool bf16 = dtype == BF16;
+  return [=] {
+    float *A = reinterpret_cast<float *>(scratch->base()), *B = A + nA, *C = B + nB;
+    auto widen = [&](const void *src, float *dst, int64_t n) {
+      auto *h = static_cast<const uint16_t *>(src);
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = bf16 ? bf16ToFloat(h[i]) : halfToFloat(h[i]);
+    };
+    widen(a, A, nA);
+    widen(b, B, nB);
+    if (g.beta != 0)
+      widen(c, C, nC);
+    float beta = float(g.beta);
+    for (int64_t i = 0; i < g.batch; ++i) {
+      cblas_sgemm(CblasRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), float(g.alpha),
+                  A + i * g.strideA, int(g.lda), B + i * g.strideB, int(g.ldb), beta,
+                  C + i * g.strideC, int(g.ldc));
+      if (g.strideC == 0)
+        beta = 1;
+    }
+    auto *out = static_cast<uint16_t *>(c);
+    for (int64_t i = 0; i < nC; ++i)
+      out[i] = bf16 ? floatToBf16(C[i]) : floatToHalf(C[i]);
+  };
+}
+} // namespace
+
 PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                       void *c) {
+                       void *c, std::shared_ptr<Scratch> scratch) {
   GemmGeometry g = geometryOf(gemm);
   CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
@@ -191,8 +229,10 @@ PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void 
           beta = 1;
       }
     };
+  if (dtype == BF16 || dtype == F16)
+    return prepareHalfGemm(g, dtype, a, b, c, std::move(scratch));
   throw Error(std::string("gemm on ") + dtypeName(dtype) +
-              " is not supported (f32, f64)");
+              " is not supported (f32, f64, bf16, f16)");
 }
 
 //===----------------------------------------------------------------------===//

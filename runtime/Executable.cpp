@@ -385,8 +385,9 @@ void Executable::validateSteps() {
       if (!problem.empty())
         fail(where + ": " + problem);
       DType dtype = buffer(c).dtype();
-      if (dtype != F32 && dtype != F64)
-        fail(where + ": gemm on " + dtypeName(dtype) + " is not supported (f32, f64)");
+      if (!isFloat(dtype))
+        fail(where + ": gemm on " + dtypeName(dtype) +
+             " is not supported (f32, f64, bf16, f16)");
       needDType("operand a", a, dtype);
       needDType("operand b", b, dtype);
       needElements("operand a", a, geo.elementsA(), false);

@@ -139,7 +139,7 @@ void Session::prepare() {
       case Step::kGemm: {
         const Gemm &g = step.gemm();
         prepared_[i].run = prepareGemm(g, exe_->buffer(g.c()).dtype(), pointers_[g.a()],
-                                       pointers_[g.b()], pointers_[g.c()]);
+                                       pointers_[g.b()], pointers_[g.c()], scratch_);
         break;
       }
       case Step::kConv: {

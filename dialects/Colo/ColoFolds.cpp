@@ -82,8 +82,17 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
 OpFoldResult ConvertOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  // convert(convert(x)) back to x's type is x only if the middle type is wider;
-  // leave it, since narrowing is observable.
+  // convert(convert(x)) back to x's type is x when the middle type holds
+  // every value of x's (bf16 -> f32 -> bf16); narrowing is observable.
+  auto inner = getInput().getDefiningOp<ConvertOp>();
+  if (!inner || inner.getInput().getType() != getType())
+    return {};
+  auto from = dyn_cast<FloatType>(getType().getElementType());
+  auto middle = dyn_cast<FloatType>(inner.getType().getElementType());
+  if (from && middle &&
+      llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
+                                           middle.getFloatSemantics()))
+    return inner.getInput();
   return {};
 }
 

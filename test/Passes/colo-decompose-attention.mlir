@@ -31,3 +31,18 @@ func.func @masked_dropout(%q: tensor<2x2x4x4xf32>, %m: tensor<2x1x1x4xf32>) -> t
   %o = colo.attention %q, %q, %q mask %m {scale = 0.5 : f64, dropout = 0.1 : f64} : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x1x1x4xf32>
   return %o : tensor<2x2x4x4xf32>
 }
+
+// bf16 attention (mixed precision): the products stay bf16, the scores are
+// scaled, masked and normalized in f32 with the f32 mask.
+// CHECK-LABEL: func.func @bf16_float_softmax
+// CHECK: %[[S:.*]] = colo.matmul %{{.*}}, %{{.*}} : tensor<1x2x4x8xbf16>, tensor<1x2x8x4xbf16>
+// CHECK: %[[SF:.*]] = colo.convert %[[S]] : tensor<1x2x4x4xbf16> to tensor<1x2x4x4xf32>
+// CHECK: %[[SS:.*]] = colo.mul %[[SF]], %{{.*}} : tensor<1x2x4x4xf32>, tensor<f32>
+// CHECK: %[[SM:.*]] = colo.add %[[SS]], %{{.*}} : tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32>
+// CHECK: %[[P:.*]] = colo.softmax %[[SM]] axis = 3 : tensor<1x2x4x4xf32>
+// CHECK: %[[PL:.*]] = colo.convert %[[P]] : tensor<1x2x4x4xf32> to tensor<1x2x4x4xbf16>
+// CHECK: colo.matmul %[[PL]], %{{.*}} : tensor<1x2x4x4xbf16>, tensor<1x2x4x8xbf16>
+func.func @bf16_float_softmax(%q: tensor<1x2x4x8xbf16>, %m: tensor<1x1x1x4xf32>) -> tensor<1x2x4x8xbf16> {
+  %o = colo.attention %q, %q, %q mask %m {scale = 0.125 : f64} : tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x1x1x4xf32>
+  return %o : tensor<1x2x4x8xbf16>
+}

@@ -237,6 +237,54 @@ TEST(RuntimeGemm, Float64) {
   checkGemm<double>(g, F64);
 }
 
+// bf16 and f16 operands, float accumulation, one rounding of the result:
+// within one 16-bit rounding of the float64 product of the same values.
+TEST(RuntimeGemm, SixteenBitAccumulatesInFloat) {
+  for (DType dtype : {BF16, F16}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    bool bf16 = dtype == BF16;
+    auto narrow = [&](float v) { return bf16 ? floatToBf16(v) : floatToHalf(v); };
+    auto widen = [&](uint16_t h) { return bf16 ? bf16ToFloat(h) : halfToFloat(h); };
+    GemmCase g;
+    g.tb = true;
+    g.k = 64; // long enough that 16-bit accumulation would be visibly off
+    g.alpha = 0.5;
+    g.beta = 1;
+    g.setAlphaBeta = true;
+    auto halves = [&](int64_t n, uint32_t seed) {
+      std::vector<uint16_t> h;
+      for (float v : randomValues<float>(size_t(n), seed))
+        h.push_back(narrow(v));
+      return h;
+    };
+    std::vector<uint16_t> A = halves(g.m * g.k, 1), B = halves(g.n * g.k, 2),
+                          C = halves(g.m * g.n, 3);
+    OpProgram p;
+    int32_t a = p.input("a", dtype, A), b = p.input("b", dtype, B), c = p.state("c", dtype, C);
+    Gemm &gemm = p.builder.gemm(a, b, c, g.m, g.n, g.k);
+    gemm.set_trans_b(true);
+    gemm.set_alpha(g.alpha);
+    gemm.set_beta(g.beta);
+    p.run();
+    std::vector<uint16_t> got = p.read<uint16_t>(c);
+    int mantissa = bf16 ? 7 : 10; // stored bits
+    for (int64_t r = 0; r < g.m; ++r)
+      for (int64_t col = 0; col < g.n; ++col) {
+        double acc = 0, magnitude = 0;
+        for (int64_t kk = 0; kk < g.k; ++kk) {
+          double product = double(widen(A[r * g.k + kk])) * widen(B[col * g.k + kk]);
+          acc += product;
+          magnitude += std::abs(product);
+        }
+        double want = g.alpha * acc + g.beta * widen(C[r * g.n + col]);
+        // Half an ulp of rounding the result, plus float accumulation.
+        double halfUlp = std::ldexp(1.0, std::ilogb(want) - mantissa - 1);
+        EXPECT_NEAR(widen(got[r * g.n + col]), want, halfUlp + magnitude * 1e-6)
+            << "at " << r << ", " << col;
+      }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution
 //===----------------------------------------------------------------------===//

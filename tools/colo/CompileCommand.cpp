@@ -28,8 +28,9 @@ cl::opt<std::string> compileTrain(
              "loss=cross-entropy|lm|mse|output, optimizer=sgd|adam|adamw|lamb|lars, "
              "lr, momentum, nesterov, dampening, beta1, beta2, eps, weight-decay, "
              "max-grad-norm, schedule=constant|cosine, warmup-steps, total-steps, "
-             "ignore-index, label-smoothing, trust-coefficient, seed "
-             "(default: loss=cross-entropy,optimizer=adamw,lr=1e-3)"),
+             "ignore-index, label-smoothing, trust-coefficient, seed, "
+             "precision=fp32|bf16|fp16, loss-scale=none|dynamic|N, init-scale, "
+             "scale-window (default: loss=cross-entropy,optimizer=adamw,lr=1e-3)"),
     cl::value_desc("options"), cl::sub(compileCmd),
     cl::sub(trainCommand()));
 cl::list<std::string> compileShapes(

@@ -37,9 +37,10 @@ struct ParallelOptions {
 /// The train-step pipeline: the plan's mesh (colo-create-mesh), the batch
 /// split for data parallelism (colo-split-batch), tensor and sequence
 /// parallelism of the forward (colo-tensor-parallel, colo-sequence-parallel),
-/// colo-build-train-step with `options` (its pass options as `key=value`
-/// separated by commas or spaces), the plan passes (colo-data-parallel, or
-/// colo-zero for ZeRO), canonicalize, CSE.
+/// mixed precision (colo-autocast, for `precision=bf16|fp16` in `options`),
+/// colo-build-train-step with the other `options` (its pass options as
+/// `key=value` separated by commas or spaces), the plan passes
+/// (colo-data-parallel, or colo-zero for ZeRO), canonicalize, CSE.
 /// Invalid options are described on `errors`.
 mlir::LogicalResult buildTrainStepPipeline(mlir::OpPassManager &pm,
                                            llvm::StringRef options,

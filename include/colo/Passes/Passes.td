@@ -126,6 +126,38 @@ def ColoRaiseSilu : Pass<"colo-raise-silu"> {
   ];
 }
 
+def ColoAutocast : Pass<"colo-autocast", "mlir::ModuleOp"> {
+  let summary = "Runs matrix products and attention in bf16 or fp16";
+  let description = [{
+    Mixed precision as `torch.autocast` runs it: every `colo.matmul` and
+    `colo.attention` of `func` with float operands reads 16-bit copies of
+    them and gives a 16-bit result, converted back to float for its users.
+    Norms, softmax, losses and the optimizer stay float, parameters stay
+    float master weights, and autodiff makes the backward GEMMs 16-bit
+    too (the gradient of a convert is the opposite convert). A transposed
+    operand is converted before its transpose, so that the GEMM still
+    absorbs it; converts back and forth fold away between products.
+
+    Before:
+    ```mlir
+    %y = colo.matmul %x, %w : tensor<4x8xf32>, tensor<8x2xf32>
+    ```
+    After (precision=bf16):
+    ```mlir
+    %xl = colo.convert %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    %wl = colo.convert %w : tensor<8x2xf32> to tensor<8x2xbf16>
+    %yl = colo.matmul %xl, %wl : tensor<4x8xbf16>, tensor<8x2xbf16>
+    %y = colo.convert %yl : tensor<4x2xbf16> to tensor<4x2xf32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "16-bit type of the products: bf16 or fp16">,
+    Option<"func", "func", "std::string", "\"forward\"",
+           "Function to rewrite">,
+  ];
+}
+
 def ColoDecomposeAttention : Pass<"colo-decompose-attention"> {
   let summary = "Rewrites colo.attention as matmul, masks, softmax and matmul";
   let description = [{
@@ -167,6 +199,15 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
     a key from the seed, the step and its position, so its mask is
     reproducible and its gradient reuses it.
 
+    Loss scaling (fp16 training, `torch.amp.GradScaler`'s algorithm): the
+    backward starts from the loss scale instead of 1 and the gradients are
+    divided by it before clipping and the optimizer. With `loss-scale=dynamic`
+    the scale is the global `colo.loss_scale` (from `init-scale`): a step
+    whose gradients hold an inf or NaN (summed over tensor-parallel ranks)
+    leaves parameters and optimizer state unchanged, does not count as an
+    optimizer step, and halves the scale; `scale-window` steps in a row
+    without one double it (`colo.loss_scale_good_steps`, `colo.skipped_steps`).
+
     Losses: `cross-entropy` (a new argument `labels` of the output's shape
     without the class dimension), `lm` (next-token cross-entropy of the logits
     against the first integer input shifted by one), `mse` (a new argument
@@ -202,6 +243,12 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
     Option<"totalSteps", "total-steps", "int64_t", "0",
            "Steps of the whole run (cosine schedule)">,
     Option<"seed", "seed", "int64_t", "0", "Seed of the dropout masks">,
+    Option<"lossScale", "loss-scale", "std::string", "\"none\"",
+           "none, dynamic, or a constant factor (fp16 training)">,
+    Option<"initScale", "init-scale", "double", "65536.0",
+           "First factor of dynamic loss scaling">,
+    Option<"scaleWindow", "scale-window", "int64_t", "2000",
+           "Steps without overflow after which dynamic loss scaling doubles">,
   ];
   let statistics = [
     Statistic<"numParams", "num-params", "Parameters updated">,

@@ -47,11 +47,9 @@ WindowGeometry geometryOf(const Pool2d &pool);
 /// Empty if valid, else what is wrong ("oh is 5 but the input gives 6").
 std::string checkGeometry(const WindowGeometry &g, bool isConv);
 
-/// Prepares C = alpha op(A) op(B) + beta C for F32 or F64 buffers.
-PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                       void *c);
 /// Memory that the steps of a session share because they run one at a time:
-/// the blocked-layout copies that oneDNN convolutions work on. Each step
+/// the blocked-layout copies that oneDNN convolutions work on and the float
+/// copies of 16-bit GEMM operands. Each step
 /// reserves what it needs; the buffer (the largest reservation) is allocated
 /// when a step first runs.
 class Scratch {
@@ -70,6 +68,10 @@ private:
   char *data_ = nullptr;
 };
 
+/// Prepares C = alpha op(A) op(B) + beta C for F32, F64, BF16 or F16
+/// buffers (16-bit ones accumulate in float through `scratch`).
+PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
+                       void *c, std::shared_ptr<Scratch> scratch);
 /// Prepares a convolution; `bias` may be null. oneDNN chooses the layouts it
 /// computes in; operands in other layouts are reordered through `scratch`.
 /// Throws Error if oneDNN cannot build the primitive.

@@ -295,7 +295,9 @@ def Colo_AttentionOp : Colo_CostedOp<"attention", [Pure, InferTypeOpAdaptor,
     optional additive mask broadcasts to `[b, h, s, t]`. `dropout` is the
     probability with which training zeroes each attention probability (the
     rest are scaled by `1 / (1 - dropout)`, as `colo.dropout` does); it lies
-    in `[0, 1)` and defaults to 0.
+    in `[0, 1)` and defaults to 0. With 16-bit operands (mixed precision)
+    the scores are scaled, masked and normalized in f32 and the mask may be
+    f32.
 
     ```mlir
     %o = colo.attention %q, %k, %v {scale = 0.125 : f64, causal, dropout = 0.1 : f64}
