@@ -161,6 +161,21 @@ std::string checkGeometry(const WindowGeometry &g, bool isConv) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The batch of float GEMMs of `g`; a batch with stride_c 0 sums its
+/// products into the one C.
+void sgemmBatch(const GemmGeometry &g, const float *A, const float *B, float *C) {
+  CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
+  float beta = float(g.beta);
+  for (int64_t i = 0; i < g.batch; ++i) {
+    cblas_sgemm(CblasRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), float(g.alpha),
+                A + i * g.strideA, int(g.lda), B + i * g.strideB, int(g.ldb), beta,
+                C + i * g.strideC, int(g.ldc));
+    if (g.strideC == 0)
+      beta = 1;
+  }
+}
+
 /// A 16-bit GEMM as the hardware runs one: 16-bit operands, float
 /// accumulation, the result rounded once. This BLAS has no bf16/f16 GEMM
 /// (nor this CPU the instructions), so the operands are widened into float
@@ -169,8 +184,6 @@ PreparedOp prepareHalfGemm(const GemmGeometry &g, DType dtype, const void *a, co
                            void *c, std::shared_ptr<Scratch> scratch) {
   int64_t nA = g.elementsA(), nB = g.elementsB(), nC = g.elementsC();
   scratch->reserve((nA + nB + nC) * int64_t(sizeof(float)));
-  CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
-  CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
   bool bf16 = dtype == BF16;
   return [=] {
     float *A = reinterpret_cast<float *>(scratch->base()), *B = A + nA, *C = B + nB;
@@ -183,14 +196,7 @@ PreparedOp prepareHalfGemm(const GemmGeometry &g, DType dtype, const void *a, co
     widen(b, B, nB);
     if (g.beta != 0)
       widen(c, C, nC);
-    float beta = float(g.beta);
-    for (int64_t i = 0; i < g.batch; ++i) {
-      cblas_sgemm(CblasRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), float(g.alpha),
-                  A + i * g.strideA, int(g.lda), B + i * g.strideB, int(g.ldb), beta,
-                  C + i * g.strideC, int(g.ldc));
-      if (g.strideC == 0)
-        beta = 1;
-    }
+    sgemmBatch(g, A, B, C);
     auto *out = static_cast<uint16_t *>(c);
     for (int64_t i = 0; i < nC; ++i)
       out[i] = bf16 ? floatToBf16(C[i]) : floatToHalf(C[i]);
@@ -201,23 +207,15 @@ PreparedOp prepareHalfGemm(const GemmGeometry &g, DType dtype, const void *a, co
 PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
                        void *c, std::shared_ptr<Scratch> scratch) {
   GemmGeometry g = geometryOf(gemm);
-  CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
-  CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
   if (dtype == F32)
     return [=] {
-      auto *A = static_cast<const float *>(a), *B = static_cast<const float *>(b);
-      auto *C = static_cast<float *>(c);
-      float beta = float(g.beta);
-      for (int64_t i = 0; i < g.batch; ++i) {
-        cblas_sgemm(CblasRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), float(g.alpha),
-                    A + i * g.strideA, int(g.lda), B + i * g.strideB, int(g.ldb), beta,
-                    C + i * g.strideC, int(g.ldc));
-        if (g.strideC == 0)
-          beta = 1; // later products accumulate into the one C
-      }
+      sgemmBatch(g, static_cast<const float *>(a), static_cast<const float *>(b),
+                 static_cast<float *>(c));
     };
   if (dtype == F64)
     return [=] {
+      CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
+      CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
       auto *A = static_cast<const double *>(a), *B = static_cast<const double *>(b);
       auto *C = static_cast<double *>(c);
       double beta = g.beta;

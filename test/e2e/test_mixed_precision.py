@@ -24,11 +24,10 @@ import re
 import numpy as np
 import pytest
 import torch
-from safetensors.numpy import load_file
 
 import train_ref
 from conftest import run_colo
-from test_train import LINEAR, export, input_name, one_line_error
+from test_train import LINEAR, colo_train, export, input_name, one_line_error
 
 BF16_RTOL = 1.6e-2  # torch.testing.assert_close's default rtol for bfloat16
 WEIGHT_FLOOR = 1e-4
@@ -54,18 +53,8 @@ def test_bf16_training_matches_pytorch_autocast(name, tmp_path):
     loss, lr, eps = train_ref.MODELS[name]
     path = tmp_path / "model.onnx"
     export(model, example, path, "onnx")
-    exe = tmp_path / "exe"
-    run_colo("compile", path, "-o", exe, "--train",
-             f"loss={loss},optimizer=adamw,lr={lr},eps={eps},precision=bf16")
-    key = "input_ids" if "input_ids" in data else "x"
-    arrays = {input_name(model): data[key].numpy()}
-    if "labels" in data:
-        arrays["labels"] = data["labels"].numpy()
-    np.savez(tmp_path / "data.npz", **arrays)
-    out = run_colo("run", exe, "--steps", train_ref.STEPS, "--data", tmp_path / "data.npz",
-                   "--threads", 1, "-o", tmp_path / "w.safetensors").stdout
-    ours = [float(x) for x in re.findall(r"^step \d+/\d+\s+loss (\S+)", out, re.M)]
-    weights = load_file(tmp_path / "w.safetensors")
+    ours, weights = colo_train(path, "onnx", loss, "adamw", lr, eps, data, batch, example,
+                               input_name(model), tmp_path, extra=",precision=bf16")
 
     bf16, bf16_state = train_autocast(copy.deepcopy(model), data, batch, loss, lr, eps)
     data64 = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}

@@ -50,10 +50,13 @@ def shape_spec(t):
     return "x".join(map(str, t.shape)) + ("xi64" if t.dtype == torch.int64 else "xf32")
 
 
-def colo_train(path, source, loss, opt, lr, eps, data, batch, example, name, tmp):
+def colo_train(path, source, loss, opt, lr, eps, data, batch, example, name, tmp, extra=""):
+    """colo compile + run on `data`; (per-step losses, final weights). `extra`:
+    more --train options."""
     exe = tmp / "exe"
     train = f"loss={loss},optimizer={opt},lr={lr}"
     train += ",momentum=0.9" if opt == "sgd" else f",eps={eps}"
+    train += extra
     args = ["compile", path, "-o", exe, "--train", train]
     if source == "torchscript":
         args += ["--input-shape", shape_spec(example[0])]
