@@ -3,7 +3,8 @@
 on a shared machine are noisy, so nothing here asserts).
 
 Runs the CPU plans colo can execute today (one rank, dp=2, dp=4, tp=2, tp=4,
-dp=2,tp=2, dp=2 with ZeRO-1/2/3) on one transformers GPT-2, and compares what
+dp=2,tp=2, dp=2 with ZeRO-1/2/3, a 1F1B pipeline pp=2 with 2 microbatches)
+on one transformers GPT-2, and compares what
 they measure with what `colo plan --explain PLAN --json` predicts for the
 `local-cpu` cluster with as many devices as the plan has ranks
 (`local-cpu:1xN`, docs/cluster-format.md: each device is one rank, with the
@@ -13,7 +14,7 @@ The model (defaults): GPT-2, 4 layers, hidden 256, 8 heads, vocabulary 4096,
 sequence 128, batch 8 per step (global), AdamW. 4.2M parameters and about
 28 GFLOP per step: a one-rank step takes ~0.7 s on a 2-core machine, so
 kernel launches (~100 us in all) and process noise are small against compute,
-while the 9 plans (compile ~25 s each, 8 steps) fit in about 8 minutes.
+while the 10 plans (compile ~25 s each, 8 steps) fit in about 9 minutes.
 Vocabulary 4096 instead of GPT-2's 50257 keeps the LM head from dominating
 (it would be 75% of the parameters); 8 heads let tp=4 split them.
 
@@ -29,11 +30,22 @@ What is measured, per plan:
   communication and library buffers) over the process, the libraries, MPI
   and thread stacks. File-backed pages are left out: the runtime keeps
   state.safetensors mapped after loading it (page cache, reclaimable), which
-  VmHWM would count. The runtime allocates every buffer when the session
-  starts, so the steady resident size during the steps is the peak. The
-  largest rank counts, as the planner reports the device that needs most. Runs use --no-snapshot:
+  VmHWM would count. The runtime allocates the program's buffers when the
+  session starts; the communicator's staging comes with the first
+  collective, and the generated kernels malloc temporaries of their own
+  (outside the arena, freed when they return: up to 12.6 MB in one call of
+  the one-rank plan's attention transpose kernel, which 50 ms polling sees
+  only sometimes). The largest rank counts, as the planner reports the device that needs most. Runs use --no-snapshot:
   the runtime's NaN-safety copy of the parameters is not part of training.
-  The runtime's own accounting (state + arena + inputs, from program.pb) is
+  The polling covers the whole run, saving the weights at the end included:
+  the runtime writes whole tensors from their buffers and puts one sharded
+  tensor together at a time, so saving adds at most a tensor and a block
+  (it used to hold five copies of the weights on rank 0, which was most of
+  the 50-110 MB by which the resident peak exceeded the program's buffers).
+- runtime-reported peak: the `memory:` line of `colo run` (the largest rank's
+  planned buffers, arena + state + inputs, plus the most the runtime held
+  besides them at once: communication staging, saving, snapshot, scratch).
+  The runtime's accounting from program.pb (arena + state + inputs) is
   printed too, as a cross-check.
 - bytes: the `communication:` line of `colo run` (bytes sent per step by
   rank 0 and by all ranks, counted by the communicator).
@@ -71,6 +83,7 @@ PLANS = [
     ("dp=2,zero=1", "dp=2,zero=1", 2),
     ("dp=2,zero=2", "dp=2,zero=2", 2),
     ("dp=2,zero=3", "dp=2,zero=3", 2),
+    ("pp=2,micro=2", "pp=2,micro=2,schedule=1f1b", 2),
 ]
 
 
@@ -229,6 +242,9 @@ def measure(colo, work, model, tiny, label, plan, ranks, steps, warmup):
         raise RuntimeError(f"{label}: expected {steps} step lines:\n{text}")
     comm = re.search(r"^communication: (\d+) bytes sent per step by rank 0, (\d+) by all",
                      text, re.M)
+    mem = re.search(r"^memory: (\S+) MB planned per rank .*?runtime extra at most (\S+) MB "
+                    r"\(communication (\S+) MB, saving weights (\S+) MB.*?; peak (\S+) MB",
+                    text, re.M)
     if len(hwm) != ranks or len(base_hwm) != ranks:
         log(f"  warning: saw {len(hwm)} (model) and {len(base_hwm)} (baseline) ranks, "
             f"expected {ranks}")
@@ -248,6 +264,9 @@ def measure(colo, work, model, tiny, label, plan, ranks, steps, warmup):
         "rss_bytes": sorted(hwm.values()), "baseline_rss_bytes": sorted(base_hwm.values()),
         "memory_bytes": max(hwm.values()) - max(base_hwm.values()),
         "program_bytes": program_bytes(exe),
+        "runtime_peak_bytes": float(mem[5]) * 1e6 if mem else None,
+        "runtime_extra_bytes": {"all": float(mem[2]) * 1e6, "communication": float(mem[3]) * 1e6,
+                                "saving": float(mem[4]) * 1e6} if mem else None,
         "bytes_rank0": int(comm[1]) if comm else 0,
         "bytes_all": int(comm[2]) if comm else 0,
     }
@@ -257,8 +276,11 @@ def planner_plan(label, ranks, batch):
     """The planner's spelling of a runnable plan (mbs = per-rank batch)."""
     fields = dict(f.split("=") for f in label.split(",")) if label != "single" else {}
     dp, tp, zero = int(fields.get("dp", 1)), int(fields.get("tp", 1)), int(fields.get("zero", 0))
-    assert dp * tp == ranks
-    return f"dp={dp},tp={tp},pp=1,zero={zero},mbs={batch // dp},micro=1"
+    pp, micro = int(fields.get("pp", 1)), int(fields.get("micro", 1))
+    assert dp * tp * pp == ranks
+    schedule = ",schedule=1f1b" if pp > 1 else ""
+    return (f"dp={dp},tp={tp},pp={pp},zero={zero},mbs={batch // dp // micro},"
+            f"micro={micro}{schedule}")
 
 
 def predict(colo, mlir, label, ranks, batch, spec):
@@ -294,21 +316,30 @@ def report(rows, title):
     print(title)
     mb = 1e6
     print(f"{'plan':<13} {'time meas':>9} {'pred':>7} {'err':>7}   {'mem meas':>8} {'pred':>7} "
-          f"{'err':>7} {'(runtime)':>9}   {'bytes meas r0/all':>21} {'pred dev/all':>21}")
-    terr, merr = [], []
+          f"{'err':>7} {'runtime':>8} {'err':>7} {'(prog)':>8}   {'bytes meas r0/all':>21} "
+          f"{'pred dev/all':>21}")
+    terr, merr, rerr = [], [], []
     for m, p in rows:
         te, me = pct(p["step_time_s"], m["step_time_s"]), pct(p["memory_bytes"], m["memory_bytes"])
         terr.append(abs(te))
         merr.append(abs(me))
-        prog = f"{m['program_bytes'] / mb:8.1f}M" if m.get("program_bytes") else "       -"
+        prog = f"{m['program_bytes'] / mb:7.1f}M" if m.get("program_bytes") else "       -"
+        if m.get("runtime_peak_bytes"):
+            re_ = pct(p["memory_bytes"], m["runtime_peak_bytes"])
+            rerr.append(abs(re_))
+            rt = f"{m['runtime_peak_bytes'] / mb:7.1f}M {re_:+6.1f}%"
+        else:
+            rt = f"{'-':>8} {'':>7}"
         bm = f"{m['bytes_rank0'] / mb:.2f}/{m['bytes_all'] / mb:.2f}M"
         bp = (f"{p['bytes_device'] / mb:.2f}/{p['bytes_all'] / mb:.2f}M"
               if p["bytes_device"] is not None else "-")
         print(f"{m['plan']:<13} {m['step_time_s']:8.3f}s {p['step_time_s']:6.3f}s {te:+6.1f}%   "
-              f"{m['memory_bytes'] / mb:7.1f}M {p['memory_bytes'] / mb:6.1f}M {me:+6.1f}% {prog}   "
-              f"{bm:>21} {bp:>21}")
+              f"{m['memory_bytes'] / mb:7.1f}M {p['memory_bytes'] / mb:6.1f}M {me:+6.1f}% {rt} "
+              f"{prog}   {bm:>21} {bp:>21}")
     print(f"mean absolute error: step time {statistics.mean(terr):.1f}%, "
-          f"peak memory {statistics.mean(merr):.1f}%  ({len(rows)} plans)")
+          f"peak memory {statistics.mean(merr):.1f}% against the resident memory"
+          + (f", {statistics.mean(rerr):.1f}% against the runtime's reported peak"
+             if rerr else "") + f"  ({len(rows)} plans)")
     berr = [abs(pct(p["bytes_all"], m["bytes_all"])) for m, p in rows
             if m["bytes_all"] and p["bytes_all"] is not None]
     if berr:

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <thread>
 #include <type_traits>
 
@@ -166,8 +167,7 @@ public:
     int64_t es = dtypeSize(dtype);
     Chunks chunks{count, int64_t(group.size())};
     char *bytes = static_cast<char *>(data);
-    reduceScatterRing(bytes, bytes + chunks.offset(me) * es, chunks, es, dtype,
-                      op, group, me, tag, call.what);
+    reduceScatterInPlace(bytes, chunks, es, dtype, op, group, me, tag, call.what);
     // Everyone copies the owners' results, so all end bit-identical.
     allGatherRing(bytes, chunks, es, group, me, tag, call.what);
   }
@@ -289,15 +289,21 @@ public:
     checkPointToPoint(data, bytes, peer, tag, call.what);
     auto &copy = asyncSends_.emplace_back();
     copy.first.assign(static_cast<const char *>(data), static_cast<const char *>(data) + bytes);
+    hold(bytes);
     postSend(copy.second, copy.first.data(), bytes, peer, tag, call.what);
   }
 
   void waitSends() override {
     Call call(*this, "send");
-    for (auto &[bytes, pending] : asyncSends_)
+    for (auto &[bytes, pending] : asyncSends_) {
       wait(pending, call.what);
+      held_ -= int64_t(bytes.size());
+    }
     asyncSends_.clear();
   }
+
+  int64_t stagingBytes() const override { return held_; }
+  int64_t peakStagingBytes() const override { return peakHeld_; }
 
   void recv(void *data, int64_t bytes, int peer, int tag) override {
     Call call(*this, "recv");
@@ -471,6 +477,55 @@ private:
                 " (a rank died or hangs)");
   }
 
+  /// A staging buffer that grows to the largest request. Its bytes are left
+  /// uninitialized: pages never written never become resident.
+  struct Staging {
+    std::unique_ptr<char[]> data;
+    int64_t size = 0;
+  };
+
+  char *stage(Staging &staging, int64_t bytes) {
+    if (bytes > staging.size) {
+      staging.data.reset(); // the old one goes first: the peak is the new size
+      held_ -= staging.size;
+      staging.data.reset(new char[size_t(bytes)]);
+      staging.size = bytes;
+      hold(bytes);
+    }
+    return staging.data.get();
+  }
+
+  void hold(int64_t bytes) {
+    held_ += bytes;
+    peakHeld_ = std::max(peakHeld_, held_);
+  }
+
+  /// allReduce's reduce-scatter, in place: at step s member i sends chunk
+  /// i-s-1 of `data` (its own, then the one it reduced last step) and adds
+  /// chunk i-s-2, which arrives from the left into the one staging buffer,
+  /// into its copy of it; after p-1 steps chunk i of `data` holds the full
+  /// reduction. One chunk of staging, where the out-of-place ring needs two.
+  void reduceScatterInPlace(char *data, Chunks chunks, int64_t es, DType dtype,
+                            ReduceOp op, const Group &group, int64_t me,
+                            int tag, const std::string &what) {
+    int64_t p = chunks.p;
+    int left = group[mod(me - 1, p)], right = group[mod(me + 1, p)];
+    char *receiving = stage(receive_, chunks.largest() * es);
+    for (int64_t s = 0; s < p - 1; ++s) {
+      int64_t sent = mod(me - s - 1, p), received = mod(me - s - 2, p);
+      Pending pending;
+      postSend(pending, data + chunks.offset(sent) * es, chunks.size(sent) * es,
+               right, tag, what);
+      postRecv(pending, receiving, chunks.size(received) * es, left, tag, what);
+      wait(pending, what);
+      // Addition commutes, so the sums are bit-identical to the ring below.
+      combine(data + chunks.offset(received) * es, receiving,
+              chunks.size(received), dtype, op);
+    }
+    if (op == ReduceOp::Average)
+      divide(data + chunks.offset(me) * es, chunks.size(me), dtype, int(p));
+  }
+
   /// Ring reduce-scatter: at step s member i sends chunk i-s-1 (its own data,
   /// then what it reduced last step) and adds its data to chunk i-s-2 coming
   /// from the left, so after p-1 steps it holds the full reduction of chunk
@@ -481,9 +536,9 @@ private:
                          const std::string &what) {
     int64_t p = chunks.p;
     int left = group[mod(me - 1, p)], right = group[mod(me + 1, p)];
-    scratchA_.resize(chunks.largest() * es);
-    scratchB_.resize(chunks.largest() * es);
-    char *sending = scratchA_.data(), *receiving = scratchB_.data();
+    // Two ranks send only their own data: one buffer receives.
+    char *receiving = stage(receive_, chunks.largest() * es);
+    char *sending = p > 2 ? stage(send_, chunks.largest() * es) : nullptr;
     for (int64_t s = 0; s < p - 1; ++s) {
       int64_t sent = mod(me - s - 1, p), received = mod(me - s - 2, p);
       Pending pending;
@@ -592,7 +647,8 @@ private:
   int rank_ = 0, size_ = 1;
   int64_t userTags_ = 0, collectiveTags_ = 0;
   std::map<Group, uint64_t> seq_;
-  std::vector<char> scratchA_, scratchB_;
+  Staging receive_, send_;
+  int64_t held_ = 0, peakHeld_ = 0; // staging bytes, now and at most
   // sendAsync's copies and their requests; a deque keeps both in place.
   std::deque<std::pair<std::vector<char>, Pending>> asyncSends_;
 };

@@ -137,6 +137,16 @@ const void *SafetensorsFile::data(const Entry &entry) const {
 
 void writeSafetensors(const std::string &path, const std::vector<TensorView> &tensors,
                       const std::map<std::string, std::string> &metadata) {
+  writeSafetensors(path, tensors, metadata, [&](size_t i, std::ostream &out) {
+    const TensorView &t = tensors[i];
+    out.write(static_cast<const char *>(t.data),
+              std::streamsize(numElements(t.shape) * dtypeSize(t.dtype)));
+  });
+}
+
+void writeSafetensors(const std::string &path, const std::vector<TensorView> &tensors,
+                      const std::map<std::string, std::string> &metadata,
+                      const std::function<void(size_t, std::ostream &)> &writeData) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty())
     header["__metadata__"] = metadata;
@@ -161,9 +171,8 @@ void writeSafetensors(const std::string &path, const std::vector<TensorView> &te
       len[i] = (n >> (8 * i)) & 0xff;
     out.write(reinterpret_cast<const char *>(len), 8);
     out.write(text.data(), std::streamsize(text.size()));
-    for (const TensorView &t : tensors)
-      out.write(static_cast<const char *>(t.data),
-                std::streamsize(numElements(t.shape) * dtypeSize(t.dtype)));
+    for (size_t i = 0; i < tensors.size(); ++i)
+      writeData(i, out);
   });
 }
 

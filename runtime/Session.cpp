@@ -3,6 +3,7 @@
 #include "colo/Runtime/Session.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
+#include "colo/Runtime/Safetensors.h"
 #include "colo/Runtime/Shard.h"
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 
 namespace colo::runtime {
 
@@ -34,6 +36,34 @@ void *allocateZeroed(int64_t bytes, const std::string &what) {
 double micros(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
+
+/// saveWeights' point-to-point tag. It runs after the steps, when no message
+/// of the program is in flight, and below every communicator's collective
+/// tags (MPI's tag bound is at least 32767; MpiCommunicator keeps the lower
+/// half for point-to-point).
+constexpr int kSaveTag = 16383;
+
+/// Bytes of the data of `block` (the block of a sharded tensor).
+int64_t blockBytes(const WeightBlock &block) {
+  Shape shape = block.has_shard()
+                    ? shardShape(block.shard(), block.parts())
+                    : Shape(block.full_shape().begin(), block.full_shape().end());
+  return numElements(shape) * dtypeSize(block.dtype());
+}
+
+/// A buffer that grows to the largest request, uninitialized.
+struct Staging {
+  std::unique_ptr<char[]> data;
+  int64_t size = 0;
+  char *get(int64_t bytes) {
+    if (bytes > size) {
+      data.reset(); // the old one goes first: the peak is the new size
+      data.reset(new char[size_t(bytes)]);
+      size = bytes;
+    }
+    return data.get();
+  }
+};
 } // namespace
 
 struct Session::Prepared {
@@ -85,6 +115,7 @@ void Session::allocate() {
     }
   char *block = static_cast<char *>(allocateZeroed(total, "the state and inputs"));
   blocks_.push_back(block);
+  plannedBlock_ = roundUp(std::max<int64_t>(total, 1));
   for (int32_t id = 0; id < count; ++id) {
     if (exe.isAlias(id))
       continue;
@@ -300,6 +331,7 @@ void Session::step() {
     if (sends_)
       comm_->waitSends();
     ++steps_;
+    noteExtra(comm_ ? comm_->peakStagingBytes() : 0);
     return;
   }
   using clock = std::chrono::steady_clock;
@@ -318,6 +350,7 @@ void Session::step() {
   events_.push_back({-1, steps_, micros(iterationStart - start_),
                      micros(clock::now() - iterationStart)});
   ++steps_;
+  noteExtra(comm_ ? comm_->peakStagingBytes() : 0);
 }
 
 double Session::scalar(int32_t id) const {
@@ -345,69 +378,104 @@ int64_t Session::stepCounter() const {
 }
 
 void Session::saveWeights(const std::string &path) const {
-  // Every rank sends rank 0 the blocks it holds of sharded weights, and the
-  // first replica of each pipeline stage its whole ones; rank 0 puts them
-  // together and writes each weight once, by its PyTorch name.
-  WeightBlocks mine;
+  // Every rank describes the blocks it holds of sharded weights, and the
+  // first replica of each pipeline stage its whole ones, in name order; rank
+  // 0 gathers the descriptions, then takes the tensors in name order: one it
+  // holds whole is written from its buffer, any other is put together from
+  // its blocks, which the other ranks send in the same order straight from
+  // their buffers. No copy of all the weights is ever made.
   MeshPosition at = exe_->position(rank());
   bool firstReplica = true;
   for (size_t axis = 0; axis < at.coords.size(); ++axis)
     if (int(axis) != exe_->pipelineAxis() && at.coords[axis] != 0)
       firstReplica = false;
-  for (const auto &[id, torchName] : exe_->parameters()) {
+  std::vector<std::pair<std::string, int32_t>> held; // PyTorch name, buffer
+  for (const auto &[id, torchName] : exe_->parameters())
+    if (exe_->buffer(id).has_shard() || firstReplica)
+      held.emplace_back(torchName, id);
+  std::sort(held.begin(), held.end());
+  std::vector<WeightBlocks> blocks(1); // per rank, without the data
+  for (const auto &[torchName, id] : held) {
     const Buffer &b = exe_->buffer(id);
-    if (!b.has_shard() && !firstReplica)
-      continue;
-    WeightBlock *block = mine.add_blocks();
+    WeightBlock *block = blocks[0].add_blocks();
     block->set_name(torchName);
     block->set_dtype(b.dtype());
     for (int64_t d : exe_->fullShape(id))
       block->add_full_shape(d);
-    auto [index, parts] = b.has_shard() ? exe_->shardBlock(id, rank()) : std::pair<int64_t, int64_t>(0, 1);
+    auto [index, parts] =
+        b.has_shard() ? exe_->shardBlock(id, rank()) : std::pair<int64_t, int64_t>(0, 1);
     if (b.has_shard())
       *block->mutable_shard() = b.shard();
     block->set_index(index);
     block->set_parts(parts);
-    block->set_data(pointers_[id], size_t(exe_->byteSize(id)));
   }
-  std::string bytes = mine.SerializeAsString();
-  std::vector<std::vector<char>> blobs;
-  if (comm_ && comm_->size() > 1)
-    blobs = comm_->gatherBytes(std::vector<char>(bytes.begin(), bytes.end()));
-  else
-    blobs.emplace_back(bytes.begin(), bytes.end());
-  if (rank() != 0)
-    return;
-
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<const WeightBlock *, std::vector<char>>> whole;
-  std::vector<WeightBlocks> received(blobs.size());
-  for (size_t i = 0; i < blobs.size(); ++i) {
-    if (!received[i].ParseFromArray(blobs[i].data(), int(blobs[i].size())))
-      throw Error("saveWeights: rank " + std::to_string(i) + " sent unreadable weights");
-    for (const WeightBlock &block : received[i].blocks()) {
-      auto [it, first] = whole.try_emplace(block.name());
-      Shape shape(block.full_shape().begin(), block.full_shape().end());
-      size_t size = size_t(numElements(shape) * dtypeSize(block.dtype()));
-      if (first) {
-        order.push_back(block.name());
-        it->second = {&block, std::vector<char>(size)};
-      }
-      if (!block.has_shard())
-        std::memcpy(it->second.second.data(), block.data().data(), size);
-      else
-        copyBlockIn(block.shard(), block.index(), block.parts(), dtypeSize(block.dtype()),
-                    block.data().data(), it->second.second.data());
+  if (comm_ && comm_->size() > 1) {
+    std::string mine = blocks[0].SerializeAsString();
+    std::vector<std::vector<char>> all =
+        comm_->gatherBytes(std::vector<char>(mine.begin(), mine.end()));
+    if (rank() != 0) {
+      for (const auto &[torchName, id] : held)
+        comm_->send(pointers_[id], exe_->byteSize(id), 0, kSaveTag);
+      return;
     }
+    blocks.resize(all.size());
+    for (size_t r = 1; r < all.size(); ++r)
+      if (!blocks[r].ParseFromArray(all[r].data(), int(all[r].size())))
+        throw Error("saveWeights: rank " + std::to_string(r) + " sent unreadable weights");
   }
+
+  // Each tensor, in name order, with its blocks: (rank, position in its list).
+  std::map<std::string, std::vector<std::pair<size_t, int>>> parts;
+  for (size_t r = 0; r < blocks.size(); ++r)
+    for (int i = 0; i < blocks[r].blocks_size(); ++i)
+      parts[blocks[r].blocks(i).name()].emplace_back(r, i);
   std::vector<TensorView> tensors;
-  for (const std::string &name : order) {
-    const auto &[block, data] = whole[name];
-    tensors.push_back({name, block->dtype(),
-                       Shape(block->full_shape().begin(), block->full_shape().end()),
-                       data.data()});
+  std::vector<const std::vector<std::pair<size_t, int>> *> partsOf;
+  for (const auto &[name, list] : parts) {
+    const WeightBlock &first = blocks[list[0].first].blocks(list[0].second);
+    tensors.push_back({name, first.dtype(),
+                       Shape(first.full_shape().begin(), first.full_shape().end()),
+                       nullptr});
+    partsOf.push_back(&list);
   }
-  writeSafetensors(path, tensors, {{"format", "pt"}});
+  Staging whole, received;
+  auto staged = [&] {
+    peakSaving_ = std::max(peakSaving_, whole.size + received.size);
+    noteExtra(comm_ ? comm_->stagingBytes() : 0, whole.size + received.size);
+  };
+  writeSafetensors(path, tensors, {{"format", "pt"}}, [&](size_t t, std::ostream &out) {
+    int64_t bytes = numElements(tensors[t].shape) * dtypeSize(tensors[t].dtype);
+    const char *source = nullptr;
+    for (auto [r, i] : *partsOf[t])
+      if (r == 0 && !blocks[0].blocks(i).has_shard())
+        source = static_cast<const char *>(pointers_[held[size_t(i)].second]);
+    char *full = source ? nullptr : whole.get(bytes);
+    for (auto [r, i] : *partsOf[t]) {
+      const WeightBlock &block = blocks[r].blocks(i);
+      int64_t size = blockBytes(block);
+      const void *data;
+      if (r == 0) {
+        data = pointers_[held[size_t(i)].second];
+      } else if (full && !block.has_shard() && size == bytes) {
+        comm_->recv(full, size, int(r), kSaveTag); // a whole one, in place
+        staged();
+        continue;
+      } else {
+        char *in = received.get(size);
+        comm_->recv(in, size, int(r), kSaveTag);
+        data = in;
+      }
+      staged();
+      if (!full) // another copy of a tensor rank 0 holds whole (tied weights)
+        continue;
+      if (block.has_shard())
+        copyBlockIn(block.shard(), block.index(), block.parts(), dtypeSize(block.dtype()),
+                    data, full);
+      else
+        std::memcpy(full, data, size_t(bytes));
+    }
+    out.write(source ? source : full, std::streamsize(bytes));
+  });
 }
 
 void Session::saveState(const std::string &path) const {
@@ -492,6 +560,27 @@ int64_t Session::snapshotBytes() const {
     if (exe_->buffer(id).kind() == Buffer::STATE)
       total += exe_->byteSize(id);
   return total;
+}
+
+void Session::noteExtra(int64_t communication, int64_t saving) const {
+  int64_t held = scratch_ ? scratch_->size() : 0;
+  for (const auto &[id, copy] : snapshot_)
+    held += int64_t(copy.size());
+  peakExtra_ = std::max(peakExtra_, held + communication + saving);
+}
+
+MemoryReport Session::memory() const {
+  MemoryReport m;
+  m.arena = roundUp(std::max<int64_t>(exe_->program().arena_bytes(), 1));
+  m.stateAndInputs = plannedBlock_;
+  for (const auto &[id, copy] : snapshot_)
+    m.snapshot += int64_t(copy.size());
+  m.scratch = scratch_ ? scratch_->size() : 0;
+  m.communication = comm_ ? comm_->peakStagingBytes() : 0;
+  m.saving = peakSaving_;
+  noteExtra(comm_ ? comm_->stagingBytes() : 0);
+  m.peakExtra = peakExtra_;
+  return m;
 }
 
 bool Session::parametersFinite(std::string *firstBad) const {

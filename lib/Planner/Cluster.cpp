@@ -235,6 +235,8 @@ const Field deviceFields[] = {
      FieldKind::Efficiency, false},
     {"workspace_gb", &ClusterSpec::workspace, GB, FieldKind::NonNegative,
      false},
+    {"collective_staging", &ClusterSpec::collectiveStaging, 1,
+     FieldKind::NonNegative, false},
 };
 const Field linkFields[] = {
     {"intra_node_gbs", &ClusterSpec::intraBandwidth, GB, FieldKind::Positive,
@@ -599,6 +601,8 @@ void colo::planner::printCluster(const ClusterSpec &spec,
   row("host<->device (PCIe)", num(spec.pcieBandwidth / GB) + " GB/s");
   row("host memory per node", num(spec.hostMemory / GB) + " GB");
   row("workspace per device", num(spec.workspace / GB) + " GB");
+  if (spec.collectiveStaging > 0)
+    row("collective staging", "received chunks in device memory");
 }
 
 //===----------------------------------------------------------------------===//
@@ -836,8 +840,9 @@ ClusterSpec colo::planner::measureLocalCpu(double *allCoreGemmFlops) {
   // The figures are measured achievable rates already.
   c.matmulEfficiency = 1;
   c.memoryEfficiency = 1;
-  // colo run allocates only the program's buffers: no device context or
-  // library workspace beyond what the program itself holds.
+  // colo run allocates the program's buffers, no device context or library
+  // workspace; its MPI collectives stage received chunks in host memory.
   c.workspace = 0;
+  c.collectiveStaging = 1;
   return c;
 }

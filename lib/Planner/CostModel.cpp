@@ -146,7 +146,7 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   p.elementBytes = std::max<int64_t>(1, boundary.getElementTypeBitWidth() / 8);
 
   bool seenLayer = false;
-  llvm::StringSet<llvm::MallocAllocator> preGlobals;
+  llvm::StringSet<llvm::MallocAllocator> preGlobals, postGlobals;
   llvm::DenseSet<Value> kept;
   func.walk([&](Operation *op) {
     if (isa<func::FuncOp, func::ReturnOp>(op))
@@ -167,17 +167,19 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
       return;
     addCost(seenLayer ? p.post : p.pre, op);
     addSaved(seenLayer ? p.post : p.pre, op, p.hidden, kept);
-    if (!seenLayer)
-      for (Value v : op->getOperands())
-        if (auto load = v.getDefiningOp<GlobalLoadOp>())
-          preGlobals.insert(load.getGlobal());
+    for (Value v : op->getOperands())
+      if (auto load = v.getDefiningOp<GlobalLoadOp>())
+        (seenLayer ? postGlobals : preGlobals).insert(load.getGlobal());
     if (auto mm = dyn_cast<MatmulOp>(op); mm && seenLayer)
       p.vocab = std::max<int64_t>(p.vocab, mm.getType().getShape().back());
   });
   p.layer.params = blocks.parametersPerBlock;
   for (auto global : module.getOps<GlobalOp>())
-    if (global.getTrainable() && preGlobals.contains(global.getSymName()))
+    if (global.getTrainable() && preGlobals.contains(global.getSymName())) {
       p.pre.params += global.getTensorType().getNumElements();
+      if (postGlobals.contains(global.getSymName()))
+        p.tiedParams += global.getTensorType().getNumElements();
+    }
   p.post.params = s.parameters - p.pre.params - p.layers * p.layer.params;
   double perSample = 1.0 / std::max<int64_t>(1, s.batch);
   scale(p.pre, perSample);
@@ -385,7 +387,11 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   double tMicro = (t.compute + t.recompute + t.tensorParallel) / mcount;
   if (pp > 1) {
     double p2p = collectiveTime(Collective::SendRecv, boundary, 2, tp * dp, c);
-    t.pipelineComm = mcount * 2 * v * p2p;
+    // Plus, once per step, the tied weights' gradients between the first and
+    // the last stage.
+    double tied = (m.elementBytes >= 4 ? 4 : 2) * m.tiedParams / edge;
+    t.pipelineComm = mcount * 2 * v * p2p +
+                     (tied > 0 ? collectiveTime(Collective::SendRecv, tied, 2, tp * dp, c) : 0);
     t.bubble = double(pp - 1) / v * tMicro;
   }
 
@@ -396,7 +402,8 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
     for (int64_t k = d; k < chunks; k += pp)
       params += chunkLayers[k] * m.layer.params / tp +
                 (k == 0 ? m.pre.params / edge : 0) +
-                (k == chunks - 1 ? m.post.params / edge : 0);
+                (k == chunks - 1 ? m.post.params / edge : 0) +
+                (k == chunks - 1 && chunks > 1 ? m.tiedParams / edge : 0);
     return params;
   };
   double devParams = 0;
@@ -475,6 +482,10 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
                              edgeReduces) *
                        sent(Collective::AllReduce, boundary, tp) +
                    mcount * sends * boundary;
+    // The first and the last stage send each other their part of the tied
+    // weights' gradient.
+    if (pp > 1 && (d == 0 || d == (chunks - 1) % pp))
+      bytes += weightBytes * m.tiedParams / edge;
     double reduce = sent(Collective::ReduceScatter, weightBytes * params, dp);
     double gather = sent(Collective::AllGather, weightBytes * params, dp);
     if (plan.zero >= 3) // per microbatch: gather before forward and backward
@@ -527,10 +538,32 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
     // computes and of the one prefetched, and the gradient of the part being
     // reduce-scattered; three times the largest part (a layer, the embedding
     // or the head).
+    double largestPart = std::max({m.layer.params / tp, first ? m.pre.params / edge : 0.0,
+                                   last ? m.post.params / edge : 0.0});
     if (plan.zero >= 3)
-      mem.buffers += 3 * weightBytes *
-                     std::max({m.layer.params / tp, first ? m.pre.params / edge : 0.0,
-                               last ? m.post.params / edge : 0.0});
+      mem.buffers += 3 * weightBytes * largestPart;
+    // Where the communicator stages what it receives in the device's memory
+    // (local-cpu: colo's MPI rings), one chunk of the largest reduction: the
+    // tensor-parallel all-reduce of a layer's output (1/tp of it) or the
+    // data-parallel reduction of a gradient bucket (1/dp of it: the stage's
+    // gradients, up to colo compile's default --bucket-mb of 25 MiB), two
+    // chunks for ZeRO's reduce-scatter over more than two ranks. A pipeline
+    // stage also holds a copy of each activation or gradient it sends
+    // (b·s·h per boundary and microbatch), and the first and last stages of
+    // their tied weights' gradient, until the end of the step.
+    if (c.collectiveStaging > 0) {
+      constexpr double kBucketBytes = 25.0 * (1 << 20);
+      double chunk = tp > 1 ? boundary / tp : 0;
+      if (dp > 1) {
+        double bucket = std::min(weightBytes * stageParams(d), kBucketBytes);
+        chunk = std::max(chunk, (plan.zero >= 1 && dp > 2 ? 2 : 1) * bucket / dp);
+      }
+      double sends = 0;
+      for (int64_t k = d; k < chunks; k += pp)
+        sends += (k < chunks - 1) + (k > 0);
+      double tiedSend = pp > 1 && (first || last) ? weightBytes * m.tiedParams / edge : 0;
+      mem.staging = c.collectiveStaging * (chunk + mcount * sends * boundary + tiedSend);
+    }
     if (mem.total() > worst.total())
       worst = mem;
   }
@@ -566,6 +599,8 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
                      "  activations%9.2f GiB\n  buffers    %9.2f GiB\n",
                      gb(mem.params), gb(mem.grads), gb(mem.optimizer), gb(mem.activations),
                      gb(mem.buffers));
+  if (c.collectiveStaging > 0)
+    os << llvm::format("  staging    %9.2f GiB\n", gb(mem.staging));
   const TimeBreakdown &t = p.time;
   os << llvm::format("step time    %.3f s\n", p.stepTime);
   auto line = [&](const char *name, double s) {

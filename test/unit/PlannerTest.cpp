@@ -186,6 +186,55 @@ TEST(PlannerPredict, VocabParallelSplitsEmbeddingAndHead) {
   EXPECT_NEAR(r.memory.buffers, c.workspace + 2 * 2.0 * m.seq * m.vocab * 4 / 2, 1);
 }
 
+// GPT-2's wte is tied to the LM head: with pipeline stages the last one keeps a
+// copy, and the two exchange their gradients once per step.
+TEST(PlannerPredict, PipelineStagesShareTiedWeights) {
+  ModelProfile m = handModel(1e9, 1e6);
+  m.elementBytes = 4;
+  m.pre.params = 3e6;
+  ClusterSpec c = cluster("a100-80g:1x2");
+  Plan plan = cantFail(parsePlan("pp=2,mbs=1,micro=2,schedule=1f1b"));
+  Prediction untied = cantFail(predict(m, c, plan));
+  m.tiedParams = 3e6;
+  Prediction tied = cantFail(predict(m, c, plan));
+  // Stage 1: 4 layers and the copy, 7e6 parameters like stage 0.
+  EXPECT_NEAR(tied.memory.params, 4 * 7e6, 1);
+  double boundary = 1.0 * m.seq * m.hidden * 4;
+  EXPECT_NEAR(untied.commBytesDevice, 2 * boundary, 1);
+  EXPECT_NEAR(tied.commBytesDevice, 2 * boundary + 4 * 3e6, 1);
+  EXPECT_NEAR(tied.commBytesAll, 2 * (2 * boundary + 4 * 3e6), 1);
+  EXPECT_GT(tied.time.pipelineComm, untied.time.pipelineComm);
+}
+
+// colo's MPI rings on local-cpu receive into one chunk of the largest
+// reduction (runtime/MpiCommunicator.cpp); NCCL's buffers on a GPU are in the
+// workspace.
+TEST(PlannerMemory, CollectiveStagingIsOneChunk) {
+  ModelProfile m = handModel(1e9, 1e6);
+  m.elementBytes = 4;
+  ClusterSpec gpu = cluster("a100-80g:1x8");
+  EXPECT_EQ(gpu.collectiveStaging, 0);
+  EXPECT_EQ(cantFail(predict(m, gpu, cantFail(parsePlan("dp=8,mbs=1,micro=1")))).memory.staging,
+            0);
+  ClusterSpec c = gpu;
+  c.collectiveStaging = 1;
+  auto staging = [&](const char *plan) {
+    Plan p = cantFail(parsePlan(plan));
+    c.devicesPerNode = p.worldSize();
+    return cantFail(predict(m, c, p)).memory.staging;
+  };
+  double grads = 4.0 * 8 * 1e6; // fp32, 8 layers: 32 MB, one 25 MiB bucket
+  double bucket = 25.0 * (1 << 20);
+  EXPECT_NEAR(staging("dp=4,mbs=1,micro=1"), bucket / 4, 1);
+  EXPECT_NEAR(staging("dp=2,zero=2,mbs=1,micro=1"), bucket / 2, 1);
+  EXPECT_NEAR(staging("dp=4,zero=2,mbs=1,micro=1"), 2 * bucket / 4, 1);
+  // Tensor parallelism: 1/tp of a layer output's all-reduce; the gradients'
+  // bucket of each dp group is 1/tp of the parameters.
+  EXPECT_NEAR(staging("tp=2,mbs=2,micro=1"), 2.0 * m.seq * m.hidden * 4 / 2, 1);
+  EXPECT_NEAR(staging("dp=2,tp=4,mbs=1,micro=1"), std::min(grads / 4, bucket) / 2, 1);
+  EXPECT_EQ(staging("dp=1,mbs=1,micro=1"), 0);
+}
+
 // Ring all-reduce: 2(n-1)/n S/B + 2(n-1) alpha (REFERENCES.md).
 TEST(PlannerComm, RingWithinANode) {
   ClusterSpec c = cluster("a100-80g");
@@ -261,6 +310,17 @@ TEST(PlannerPlan, InlineAndJsonRoundTrip) {
   EXPECT_EQ(p.str(), q.str());
 }
 
+TEST(PlannerPlan, VocabInlineAndJson) {
+  Plan p = cantFail(parsePlan("dp=2,tp=2,vocab"));
+  EXPECT_TRUE(p.vocabParallel);
+  EXPECT_EQ(p.str(), "dp=2,tp=2,pp=1,vocab,zero=0,mbs=1,micro=1");
+  Plan q = cantFail(parsePlanJSON(R"({"mesh": {"tp": 2}, "vocab": true})", "test"));
+  EXPECT_TRUE(q.vocabParallel);
+  EXPECT_EQ(cantFail(parsePlanJSON(llvm::formatv("{0}", toJSON(p)).str(), "test")).str(),
+            p.str());
+  EXPECT_FALSE(cantFail(parsePlan("tp=2")).vocabParallel);
+}
+
 TEST(PlannerPlan, InvalidPlansNameTheConstraint) {
   auto message = [](const char *text) {
     auto p = parsePlan(text);
@@ -274,6 +334,7 @@ TEST(PlannerPlan, InvalidPlansNameTheConstraint) {
   EXPECT_NE(message("pp=4,micro=6,schedule=interleaved,v=2").find("multiple of pp"),
             std::string::npos);
   EXPECT_NE(message("sp").find("tp > 1"), std::string::npos);
+  EXPECT_NE(message("dp=2,vocab").find("vocab parallelism needs tp > 1"), std::string::npos);
   EXPECT_NE(toString(parsePlanJSON("{\"mesh\": {\"dp\": \"x\"}}", "f").takeError())
                 .find("integer"),
             std::string::npos);

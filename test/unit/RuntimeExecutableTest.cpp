@@ -220,6 +220,29 @@ TEST(RuntimeSession, SnapshotRestoresTheParametersOfTheLastStep) {
   EXPECT_EQ(bad, "linear.weight");
 }
 
+TEST(RuntimeSession, ReportsItsMemory) {
+  ExeDir e;
+  buildToy(e);
+  auto exe = e.load();
+  Session s(exe);
+  MemoryReport m = s.memory();
+  EXPECT_EQ(m.arena, (std::max<int64_t>(exe->program().arena_bytes(), 1) + 63) / 64 * 64);
+  EXPECT_GT(m.stateAndInputs, 0);
+  EXPECT_EQ(m.planned(), m.arena + m.stateAndInputs);
+  EXPECT_EQ(m.peakExtra, 0);
+  // The snapshot is the runtime's; whole weights are saved from their buffers.
+  s.setSnapshots(true);
+  setToyInputs(s, 1, 3);
+  s.step();
+  s.saveWeights(e.dir / "weights.safetensors");
+  m = s.memory();
+  EXPECT_EQ(m.snapshot, 4);
+  EXPECT_EQ(m.saving, 0);
+  EXPECT_EQ(m.communication, 0);
+  EXPECT_EQ(m.peakExtra, 4);
+  EXPECT_EQ(m.peak(), m.planned() + 4);
+}
+
 TEST(RuntimeSession, ProfilesEveryStep) {
   ExeDir e;
   buildToy(e);

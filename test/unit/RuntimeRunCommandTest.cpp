@@ -114,6 +114,11 @@ TEST(RuntimeRunCommand, TrainsAndWritesWeights) {
   EXPECT_NE(r.out.find("wrote the weights (1 tensor) to " + exe + "/weights.safetensors"),
             std::string::npos);
   EXPECT_EQ(savedWeight(exe + "/weights.safetensors"), 2.625f);
+  // The runtime's memory: the snapshot (one f32 parameter) is all it adds.
+  EXPECT_NE(r.out.find("; runtime extra at most 0.0 MB (communication 0.0 MB, saving "
+                       "weights 0.0 MB, snapshot 0.0 MB, scratch 0.0 MB); peak "),
+            std::string::npos)
+      << r.out;
 
   // -o, --weights (continue from them), --save-state and --profile.
   Result again = runColo(

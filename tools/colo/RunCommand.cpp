@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <new>
 #include <thread>
@@ -360,6 +361,20 @@ int run(const std::string &dir) {
                    stepBytes / runSteps, all / runSteps);
   }
   session.saveWeights(output);
+  // What this run held in host memory, per rank: the program's buffers and
+  // the runtime's own staging (the largest over the ranks, each figure).
+  rt::MemoryReport mem = session.memory();
+  int64_t figures[] = {mem.planned(), mem.arena,   mem.stateAndInputs,
+                       mem.peakExtra, mem.communication, mem.saving,
+                       mem.snapshot,  mem.scratch, mem.peak()};
+  if (comm)
+    comm->allReduce(figures, std::size(figures), rt::I64, rt::ReduceOp::Max, comm->world());
+  out << formatv("memory: {0} planned per rank (arena {1}, state and inputs {2}); "
+                 "runtime extra at most {3} (communication {4}, saving weights {5}, "
+                 "snapshot {6}, scratch {7}); peak {8}\n",
+                 megabytes(figures[0]), megabytes(figures[1]), megabytes(figures[2]),
+                 megabytes(figures[3]), megabytes(figures[4]), megabytes(figures[5]),
+                 megabytes(figures[6]), megabytes(figures[7]), megabytes(figures[8]));
   if (rank != 0)
     return 0;
   out << "wrote the weights (" << tensors(exe->parameters().size()) << ") to "

@@ -42,6 +42,11 @@ struct ClusterSpec {
   /// Bytes per device that the software reserves beyond the model's tensors:
   /// CUDA context, NCCL and cuBLAS workspaces, allocator slack on a GPU.
   double workspace = double(1 << 30);
+  /// 1 where the collectives stage what they receive in the device's memory
+  /// (colo's MPI rings on `local-cpu`: one chunk of the largest reduction,
+  /// two for a reduce-scatter over more than two ranks), 0 where the
+  /// library's buffers are part of the workspace (NCCL on a GPU).
+  double collectiveStaging = 0;
 
   int64_t worldSize() const { return nodes * devicesPerNode; }
 };

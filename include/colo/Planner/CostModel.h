@@ -38,6 +38,10 @@ struct ModelProfile {
   /// and one before the head's input gradient); `colo plan --vocab-parallel`
   /// predicts a run of that kind.
   bool vocabParallel = false;
+  /// Parameters the head shares with the embedding (GPT-2's wte, tied to the
+  /// LM head), counted once in `pre`. With pipeline stages the last stage
+  /// keeps a copy, and the two exchange their gradients every step.
+  double tiedParams = 0;
   double totalParams() const;
   /// Forward FLOPs per sample (the model FLOPs MFU counts are 3x this).
   double forwardFlops() const;
@@ -50,7 +54,12 @@ mlir::FailureOr<ModelProfile> profileModel(mlir::ModuleOp module);
 /// Per-device memory of a plan, bytes.
 struct MemoryBreakdown {
   double params = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0;
-  double total() const { return params + grads + optimizer + activations + buffers; }
+  /// The communicator's staging of received chunks (ClusterSpec::
+  /// collectiveStaging): one chunk of the largest reduction.
+  double staging = 0;
+  double total() const {
+    return params + grads + optimizer + activations + buffers + staging;
+  }
 };
 
 /// Step time of a plan, seconds, as the critical path sees it.

@@ -94,6 +94,13 @@ public:
   /// Seconds any single wait may take before the call throws Error.
   void setTimeout(double seconds) { timeout_ = seconds; }
   double timeout() const { return timeout_; }
+  /// Host memory the communicator holds besides the caller's buffers
+  /// (reduction staging, copies of asynchronous sends, gathered blobs), now
+  /// and at most since construction, bytes. A backend that stages nothing in
+  /// host memory reports 0.
+  virtual int64_t stagingBytes() const { return 0; }
+  virtual int64_t peakStagingBytes() const { return 0; }
+
   const CommStats &stats() const { return stats_; }
   void resetStats() { stats_ = {}; }
 

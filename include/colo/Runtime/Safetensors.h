@@ -17,6 +17,7 @@
 #include "colo/Runtime/DType.h"
 #include "colo/Runtime/ExternalData.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -69,6 +70,13 @@ struct TensorView {
 /// aligned, as the reference implementation does.
 void writeSafetensors(const std::string &path, const std::vector<TensorView> &tensors,
                       const std::map<std::string, std::string> &metadata = {});
+/// The same file with the data streamed: `writeData(i, out)` writes tensor
+/// i's bytes (numElements(shape) * dtypeSize(dtype), exactly) when its turn
+/// comes, so a writer that puts tensors together one at a time holds one at a
+/// time; the views' `data` is not read.
+void writeSafetensors(const std::string &path, const std::vector<TensorView> &tensors,
+                      const std::map<std::string, std::string> &metadata,
+                      const std::function<void(size_t, std::ostream &)> &writeData);
 
 } // namespace colo::runtime
 

@@ -41,6 +41,21 @@ struct StepTime {
   double seconds = 0;
 };
 
+/// Host memory a session holds, bytes. The program plans the arena and the
+/// state and input block; the runtime adds the rest, and reports the most it
+/// held at once (peakExtra) besides the breakdown of each part's largest.
+struct MemoryReport {
+  int64_t arena = 0;          ///< TEMP buffers (Program.arena_bytes)
+  int64_t stateAndInputs = 0; ///< STATE, CONSTANT and INPUT buffers
+  int64_t snapshot = 0;       ///< the copy of the parameters (setSnapshots)
+  int64_t scratch = 0;        ///< operand scratch (convolutions, 16-bit GEMMs)
+  int64_t communication = 0;  ///< the communicator's staging, at its peak
+  int64_t saving = 0;         ///< saveWeights' staging, at its peak
+  int64_t peakExtra = 0;      ///< the most of the four above held at once
+  int64_t planned() const { return arena + stateAndInputs; }
+  int64_t peak() const { return planned() + peakExtra; }
+};
+
 class Session {
 public:
   /// Allocates the memory, loads the initial state and prepares every step.
@@ -79,8 +94,10 @@ public:
   int64_t stepCounter() const;
 
   /// Writes the parameters (Program.param_names) under their PyTorch names,
-  /// whole: with several ranks every rank calls it, the blocks of sharded
-  /// parameters are gathered and rank 0 writes the file.
+  /// whole, in name order: with several ranks every rank calls it, the blocks
+  /// of sharded parameters are gathered and rank 0 writes the file. Whole
+  /// tensors are written from their buffers; rank 0 stages one tensor that
+  /// it puts together and one block it receives at a time.
   void saveWeights(const std::string &path) const;
   /// Writes every STATE buffer under its buffer name (a resumable checkpoint;
   /// loadWeights reads it back).
@@ -99,6 +116,8 @@ public:
   bool restoreSnapshot();
   /// Bytes a snapshot copies (the parameters).
   int64_t snapshotBytes() const;
+  /// The memory this session has held so far (this rank's).
+  MemoryReport memory() const;
   /// True if every floating-point parameter is finite (on every rank: with
   /// several, all call it); otherwise `firstBad` gets the PyTorch name of the
   /// first one that is not.
@@ -130,6 +149,9 @@ private:
   /// sharded).
   void fill(int32_t id, const void *whole);
   bool localParametersFinite(std::string *firstBad) const;
+  /// Updates the peak of the runtime's extra memory: the snapshot and the
+  /// scratch, with `communication` and `saving` bytes of staging held now.
+  void noteExtra(int64_t communication, int64_t saving = 0) const;
 
   std::shared_ptr<const Executable> exe_;
   Communicator *comm_;
@@ -147,6 +169,8 @@ private:
   std::vector<Event> events_;
   int64_t steps_ = 0;
   std::chrono::steady_clock::time_point start_;
+  int64_t plannedBlock_ = 0;             // bytes of the state and input block
+  mutable int64_t peakExtra_ = 0, peakSaving_ = 0;
 };
 
 } // namespace colo::runtime
