@@ -14,9 +14,9 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/MathExtras.h"
 
-#include <numeric>
 #include <cmath>
 #include <cstdlib>
+#include <numeric>
 
 namespace colo {
 #define GEN_PASS_DEF_COLOBUILDTRAINSTEP
@@ -62,14 +62,14 @@ public:
     for (auto &[param, grad] : *grads)
       grad = GradientOp::create(b, loc, grad.getType(), grad,
                                 FlatSymbolRefAttr::get(param.getSymNameAttr()));
-    if (o.maxGradNorm > 0 && failed(clipGradients(*grads)))
     FailureOr<Value> finite = scale ? unscale(*grads, scale) : Value();
     if (failed(finite))
       return failure();
+    if (o.maxGradNorm > 0 && failed(clipGradients(*grads)))
       return failure();
     Value lr = learningRate(stepCount);
-    for (auto &[param, grad] : *grads)
     Value optimizerStep = *finite ? countSkippedSteps(stepCount, *finite) : stepCount;
+    for (auto &[param, grad] : *grads)
       update(param, grad, lr, optimizerStep, *finite);
     if (*finite)
       updateLossScale(scale, *finite);
@@ -275,19 +275,6 @@ private:
                                 .getResult();
       g = MulOp::create(b, loc, g, c);
     }
-    return success();
-  }
-
-  GlobalOp createGlobal(StringRef name, RankedTensorType type, Attribute init) {
-    // After the model's own globals, before the functions.
-    OpBuilder mb(module.lookupSymbol("forward"));
-    auto global = GlobalOp::create(mb, loc, mb.getStringAttr(name), TypeAttr::get(type),
-                                   init, /*trainable=*/nullptr);
-    global->setAttr("colo.optimizer_state", mb.getUnitAttr());
-    return global;
-  }
-
-  /// The number of this update, counting from 1, kept in the global colo.step:
   }
 
   /// torch.nn.utils.clip_grad_norm_: scale every gradient by
@@ -303,9 +290,9 @@ private:
     Value coef = DivOp::create(b, loc, f32(o.maxGradNorm),
                                AddOp::create(b, loc, norm, f32(1e-6)));
     scaleGradients(grads, MinimumOp::create(b, loc, coef, f32(1.0)));
-  /// read and incremented first (dropout keys use it), stored at the end.
-  Value incrementStepCounter() {
-    auto type = RankedTensorType::get({}, b.getIntegerType(64));
+    return success();
+  }
+
   /// The loss scale (0-d f32): a constant, or under dynamic scaling the
   /// global colo.loss_scale; null without loss scaling.
   Value lossScale() {
@@ -368,6 +355,19 @@ private:
                           SelectOp::create(b, loc, finite, kept, i64(0)));
   }
 
+  GlobalOp createGlobal(StringRef name, RankedTensorType type, Attribute init) {
+    // After the model's own globals, before the functions.
+    OpBuilder mb(module.lookupSymbol("forward"));
+    auto global = GlobalOp::create(mb, loc, mb.getStringAttr(name), TypeAttr::get(type),
+                                   init, /*trainable=*/nullptr);
+    global->setAttr("colo.optimizer_state", mb.getUnitAttr());
+    return global;
+  }
+
+  /// The number of this update, counting from 1, kept in the global colo.step:
+  /// read and incremented first (dropout keys use it), stored at the end.
+  Value incrementStepCounter() {
+    auto type = RankedTensorType::get({}, b.getIntegerType(64));
     GlobalOp counter =
         createGlobal("colo.step", type, DenseElementsAttr::get(type, int64_t(0)));
     OpBuilder::InsertionGuard guard(b);
@@ -449,6 +449,7 @@ private:
       GlobalStoreOp::create(b, paramLoc, name, v);
     };
     states.clear();
+    stateValues.clear();
     Operation *updateOp;
     if (o.optimizer == "sgd" || o.optimizer == "lars") {
       bool buffered = o.optimizer == "lars" || o.momentum != 0;
@@ -462,7 +463,6 @@ private:
         updateOp = LarsUpdateOp::create(b, paramLoc, p, grad, buf, lr, stepCount,
                                         f64(o.momentum), f64(weightDecay()),
                                         f64(o.trustCoefficient), f64(epsilon()));
-    stateValues.clear();
     } else {
       Value m = state(param, "exp_avg"), v = state(param, "exp_avg_sq");
       if (o.optimizer == "lamb")
@@ -525,6 +525,9 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
     o.warmupSteps = warmupSteps;
     o.totalSteps = totalSteps;
     o.seed = seed;
+    o.lossScale = lossScale;
+    o.initScale = initScale;
+    o.scaleWindow = scaleWindow;
     return o;
   }
 
@@ -538,13 +541,19 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
     if (schedule != "constant" && schedule != "cosine")
       return fail("unknown schedule '" + schedule + "' (expected constant or cosine)");
     if (schedule == "cosine" && totalSteps <= warmupSteps)
-    o.lossScale = lossScale;
-    o.initScale = initScale;
-    o.scaleWindow = scaleWindow;
       return fail("schedule=cosine needs total-steps (" + Twine(static_cast<int64_t>(totalSteps)) +
                   ") greater than warmup-steps (" + Twine(static_cast<int64_t>(warmupSteps)) + ")");
     if (warmupSteps < 0 || maxGradNorm < 0)
       return fail("warmup-steps and max-grad-norm must not be negative");
+    if (lossScale != "none" && lossScale != "dynamic") {
+      char *end = nullptr;
+      double factor = std::strtod(lossScale.c_str(), &end);
+      if (lossScale.empty() || *end || !(factor > 0) || !std::isfinite(factor))
+        return fail("loss-scale must be none, dynamic or a positive number, got '" +
+                    lossScale + "'");
+    }
+    if (!(initScale > 0) || scaleWindow < 1)
+      return fail("init-scale must be positive and scale-window at least 1");
     if (nesterov && (momentum <= 0 || dampening != 0))
       return fail("nesterov needs momentum > 0 and dampening 0 (as torch.optim.SGD)");
     return success();
@@ -558,15 +567,6 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
       return signalPassFailure();
     }
     if (module.lookupSymbol("train_step")) {
-    if (lossScale != "none" && lossScale != "dynamic") {
-      char *end = nullptr;
-      double factor = std::strtod(lossScale.c_str(), &end);
-      if (lossScale.empty() || *end || !(factor > 0) || !std::isfinite(factor))
-        return fail("loss-scale must be none, dynamic or a positive number, got '" +
-                    lossScale + "'");
-    }
-    if (!(initScale > 0) || scaleWindow < 1)
-      return fail("init-scale must be positive and scale-window at least 1");
       module.emitError("the module already has a @train_step");
       return signalPassFailure();
     }

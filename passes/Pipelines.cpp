@@ -75,13 +75,6 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   }
   if (parallel.sequenceParallel)
     pm.addPass(createColoSequenceParallel(ColoSequenceParallelOptions{parallel.tp}));
-  bool pipelined = parallel.pp > 1 || parallel.micro > 1;
-  if (pipelined)
-    pm.addPass(createColoPipelineStages(
-        ColoPipelineStagesOptions{parallel.pp * parallel.virtualStages}));
-  // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
-  std::string spaced = options;
-  std::replace(spaced.begin(), spaced.end(), ',', ' ');
   std::string precision = takeOption(options, "precision").value_or("fp32");
   if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
     errors << "unknown precision '" << precision << "' (expected fp32, bf16 or fp16)";
@@ -92,6 +85,13 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   // fp16 gradients overflow and underflow without it (bf16 has f32's range).
   if (precision == "fp16" && !llvm::StringRef(options).contains("loss-scale="))
     options += ",loss-scale=dynamic";
+  bool pipelined = parallel.pp > 1 || parallel.micro > 1;
+  if (pipelined)
+    pm.addPass(createColoPipelineStages(
+        ColoPipelineStagesOptions{parallel.pp * parallel.virtualStages}));
+  // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
+  std::string spaced = options;
+  std::replace(spaced.begin(), spaced.end(), ',', ' ');
   if (parallel.tp > 1 && needsWholeNorms(spaced)) {
     errors << "lamb and lars are not implemented with tensor parallelism yet "
               "(their trust ratios need norms of whole parameters, of which each "
