@@ -520,6 +520,8 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
             return SmallVector<Value>{shard::AllReduceOp::create(
                 b, gb.loc, g, a.getGrid(), a.getGridAxes(), shard::ReductionKind::Sum)};
           })
+          // A constant to differentiation (PyTorch's detach()).
+          .Case([&](StopGradientOp) -> Grads { return SmallVector<Value>{Value()}; })
           .Case([&](shard::AllReduceOp r) -> Grads {
             if (r.getReduction() != shard::ReductionKind::Sum)
               return r.emitOpError()

@@ -5,6 +5,7 @@
 #include "colo/Passes/Mesh.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Passes/Pipeline.h"
+#include "colo/Passes/VocabParallel.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
@@ -93,19 +94,31 @@ private:
     return ConstantOp::create(b, loc, DenseElementsAttr::get(type, v));
   }
 
+  /// Through the function, so that argument attributes (colo.int_max) stay
+  /// one per argument.
   Value addArgument(RankedTensorType type, StringRef name) {
-    return step.front().addArgument(type, NameLoc::get(b.getStringAttr(name)));
+    unsigned i = step.getNumArguments();
+    (void)step.insertArgument(i, type, DictionaryAttr(), NameLoc::get(b.getStringAttr(name)));
+    return step.getArgument(i);
   }
 
   FailureOr<Value> buildLoss(Value output) {
     RankedTensorType out = tensorType(output);
     Location lossLoc = NameLoc::get(b.getStringAttr("loss"));
-    auto crossEntropy = [&](Value logits, Value labels) {
+    bool vocabParallel = step->hasAttr(kVocabParallelAttr);
+    auto crossEntropy = [&](Value logits, Value labels) -> FailureOr<Value> {
+      if (vocabParallel)
+        return buildVocabParallelCrossEntropy(b, lossLoc, step, logits, labels, o.ignoreIndex,
+                                              o.labelSmoothing);
       return CrossEntropyOp::create(b, lossLoc, logits, labels,
                                     b.getI64IntegerAttr(o.ignoreIndex),
                                     b.getF64FloatAttr(o.labelSmoothing))
           .getResult();
     };
+    if (vocabParallel && o.loss != "cross-entropy" && o.loss != "lm")
+      return step.emitError() << "loss=" << o.loss << " of vocab-parallel logits (each tp "
+                              << "rank holds a block of the vocabulary): use loss=lm or "
+                              << "cross-entropy";
     if (o.loss == "output") {
       if (out.getRank() != 0 || !isa<FloatType>(out.getElementType()))
         return step.emitError() << "loss=output needs a scalar float first result, got "

@@ -66,6 +66,13 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
     pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{parallel.dp * parallel.micro}));
   if (parallel.ulysses > 1)
     pm.addPass(createColoUlysses(ColoUlyssesOptions{parallel.ulysses}));
+  if (parallel.vocabParallel && parallel.tp < 2) {
+    errors << "vocab parallelism needs tensor parallelism (tp > 1)";
+    return mlir::failure();
+  }
+  // Before colo-tensor-parallel, so that it leaves the split LM head alone.
+  if (parallel.vocabParallel)
+    pm.addPass(createColoVocabParallel(ColoVocabParallelOptions{parallel.tp}));
   // The backward is derived from the sharded forward.
   if (parallel.tp > 1)
     pm.addPass(createColoTensorParallel(ColoTensorParallelOptions{parallel.tp}));

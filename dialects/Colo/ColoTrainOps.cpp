@@ -129,6 +129,22 @@ void AllReduceGradOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<DropAllReduceGrad>(context);
 }
 
+namespace {
+/// Not a folder, for the reason DropAllReduceGrad is not.
+struct DropStopGradient : OpRewritePattern<StopGradientOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(StopGradientOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+} // namespace
+
+void StopGradientOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                 MLIRContext *context) {
+  results.add<DropStopGradient>(context);
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//

@@ -186,6 +186,10 @@ private:
   int64_t intRange(Value v) {
     if (!isa<IntegerType>(tensorType(v).getElementType()))
       return 0;
+    // Ids that colo-vocab-parallel rebased to the rank's block of the table.
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      if (auto max = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "colo.int_max"))
+        return max.getInt();
     for (Operation *user : v.getUsers()) {
       if (auto emb = dyn_cast<EmbeddingOp>(user))
         return tensorType(emb.getTable()).getDimSize(0);

@@ -820,6 +820,10 @@ LogicalResult Evaluator::run(Operation *op) {
         set(a.getResult(), get(a.getInput()));
         return success();
       })
+      .Case([&](StopGradientOp s) {
+        set(s.getResult(), get(s.getInput()));
+        return success();
+      })
       .Case([&](ReshapeOp r) {
         HostArray a = get(r.getInput());
         a.shape = shapeOf(r.getResult());

@@ -31,6 +31,8 @@ std::string Plan::str() const {
   std::string s = formatv("dp={0},tp={1},pp={2}", dp, tp, pp).str();
   if (sequenceParallel)
     s += ",sp";
+  if (vocabParallel)
+    s += ",vocab";
   if (ulysses > 1)
     s += formatv(",ulysses={0}", ulysses).str();
   s += formatv(",zero={0},mbs={1},micro={2}", zero, microBatch, microBatches).str();
@@ -76,6 +78,10 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     p.sequenceParallel = value.empty() || value == "1" || value == "true";
     return Error::success();
   }
+  if (key == "vocab") {
+    p.vocabParallel = value.empty() || value == "1" || value == "true";
+    return Error::success();
+  }
   if (key == "schedule") {
     if (value == "gpipe") p.schedule = Schedule::GPipe;
     else if (value == "1f1b") p.schedule = Schedule::OneFOneB;
@@ -103,7 +109,7 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
-             "' (dp, tp, pp, sp, ulysses, zero, mbs, micro, schedule, v, recompute, offload)");
+             "' (dp, tp, pp, sp, vocab, ulysses, zero, mbs, micro, schedule, v, recompute, offload)");
 }
 
 static Error check(Plan &p, StringRef what) {
@@ -115,6 +121,8 @@ static Error check(Plan &p, StringRef what) {
     p.virtualStages = 1;
   if (p.sequenceParallel && p.tp == 1)
     return bad(what + ": sequence parallelism needs tp > 1");
+  if (p.vocabParallel && p.tp == 1)
+    return bad(what + ": vocab parallelism needs tp > 1");
   if (p.sequenceParallel && p.ulysses > 1)
     return bad(what + ": choose one sequence parallelism: Megatron's 'sp' (with tp) or "
                       "'ulysses' (its own mesh axis)");
@@ -188,14 +196,14 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
           {"sequence_parallel", "sp"}, {"zero", "zero"}, {"micro_batch", "mbs"},
           {"micro_batches", "micro"}, {"schedule", "schedule"},
           {"virtual_stages", "v"}, {"recompute", "recompute"}, {"offload", "offload"},
-          {"ulysses", "ulysses"}};
+          {"ulysses", "ulysses"}, {"vocab", "vocab"}};
       const char *field = nullptr;
       for (auto [jsonKey, f] : keys)
         if (k == jsonKey)
           field = f;
       if (!field)
         return bad(what + ": unknown key '" + k +
-                   "' (mesh, sequence_parallel, ulysses, zero, micro_batch, micro_batches, "
+                   "' (mesh, sequence_parallel, vocab, ulysses, zero, micro_batch, micro_batches, "
                    "schedule, virtual_stages, recompute, offload, stages)");
       std::string text;
       if (auto s = value.getAsString()) text = s->str();
@@ -231,6 +239,8 @@ json::Value toJSON(const Plan &p) {
   };
   if (p.ulysses > 1)
     o["ulysses"] = p.ulysses;
+  if (p.vocabParallel)
+    o["vocab"] = true;
   return o;
 }
 

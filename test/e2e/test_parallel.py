@@ -166,6 +166,47 @@ def megatron_sp(tp, W, dp=1):
     return sent
 
 
+def vocab_split(k):
+    """The tables vocabulary parallelism splits: the token embedding and the LM
+    head (GPT-2's wte is both)."""
+    return "wte" in k or "embed_tokens" in k or "lm_head" in k
+
+
+def megatron_vocab(tp, W, dp=1):
+    """Megatron TP with the vocabulary split: TP's 4 all-reduces per layer, and
+    per tensor-parallel group and step 2 more of b*s*h floats (the partial
+    embeddings summed in the forward; the LM head's input gradient summed in
+    the backward, as at the entry of any column-parallel region; the replicated
+    LM head had neither) and 3 of b*(s-1) floats, one value per predicted
+    token: the largest logit (max), the sum of exponentials and the target's
+    logit (sum). Ring all-reduce bytes are linear in the size, so the dp groups'
+    b/dp samples add up to the whole batch. With dp > 1, in each of the tp
+    data-parallel groups, the all-reduce of the rank's gradients (the embedding
+    and head blocks now among the sharded ones) and of the loss."""
+    sent = megatron(tp) + 2 * ring_all_reduce_bytes(tp, BATCH * SEQ * HIDDEN) + \
+        3 * ring_all_reduce_bytes(tp, BATCH * (SEQ - 1))
+    if dp > 1:
+        P = sum(w.size for w in W.values())
+        replicated = tp_replicated(W) - sum(w.size for k, w in W.items() if vocab_split(k))
+        sent += ring_all_reduce_bytes(dp, P + (tp - 1) * replicated) + \
+            tp * ring_all_reduce_bytes(dp, 1)
+    return sent
+
+
+def megatron_sp_vocab(tp, W):
+    """Both: sequence parallelism's volume, and the vocabulary's: the embeddings'
+    sum becomes a reduce-scatter, (p-1) b*s*h, whose gradient is the all-gather
+    that sequence parallelism already counts for the embeddings; the gather
+    before the LM head now sums its gradient parts by a reduce-scatter, (p-1)
+    b*s*h, where it took the rank's slice; the loss's 3 all-reduces of b*(s-1)
+    values; and GPT-2's position embeddings, which meet the split tokens whole,
+    have their [s, h] gradient all-reduced (each rank's tokens give part of it)."""
+    n = BATCH * SEQ * HIDDEN
+    wpe = SEQ * HIDDEN if any("wpe" in k for k in W) else 0
+    return megatron_sp(tp, W) + 2 * (tp - 1) * n * 4 + \
+        3 * ring_all_reduce_bytes(tp, BATCH * (SEQ - 1)) + ring_all_reduce_bytes(tp, wpe)
+
+
 def pipeline(pp, W, chunks=None):
     """Pipeline stages exchange the residual stream of every microbatch once
     forward and once backward at each of their chunks - 1 boundaries (b*s*h
@@ -221,6 +262,9 @@ PLANS = {
     # One sample per tensor-parallel group: the tokens are split along the
     # sequence (with more, along the batch).
     "dp=4,tp=2,sp": lambda P, W: megatron_sp(2, W, dp=4),
+    "tp=2,vocab": lambda P, W: megatron_vocab(2, W),
+    "dp=2,tp=2,vocab": lambda P, W: megatron_vocab(2, W, dp=2),
+    "tp=2,sp,vocab": lambda P, W: megatron_sp_vocab(2, W),
     "micro=2": lambda P, W: 0,
     "pp=2,micro=2,schedule=gpipe": lambda P, W: pipeline(2, W),
     "pp=4,micro=4,schedule=1f1b": lambda P, W: pipeline(4, W),
@@ -231,11 +275,13 @@ PLANS = {
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
     [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=2", "dp=2,zero=3", "tp=2",
                                           "dp=2,tp=2", "tp=2,sp", "dp=2,tp=2,sp",
+                                          "tp=2,vocab", "dp=2,tp=2,vocab", "tp=2,sp,vocab",
                                           "pp=2,micro=2,schedule=gpipe",
                                           "pp=4,micro=4,schedule=1f1b",
                                           "pp=2,micro=4,schedule=interleaved,v=2",
                                           "dp=2,pp=2,tp=2,zero=1,micro=2")] + \
-    [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd")] + \
+    [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
+     ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \
     [("llama", "ulysses=2", "adamw")]
 
@@ -330,6 +376,10 @@ def test_a_lost_rank_ends_the_run(fault, baseline, tmp_path):
     ("dp=2,tp=2,zero=3", ["ZeRO stage 3", "tensor parallelism", "not implemented"]),
     ("dp=2,sp", ["sequence parallelism needs tp > 1"]),
     ("dp=2,tp=4,sp", ["tp = 4 does not divide dimension 0 (size 2)", "sequence parallelism"]),
+    ("dp=2,vocab", ["vocab parallelism needs tp > 1"]),
+    # The vocabulary (256) is checked before the heads (4).
+    ("tp=3,vocab", ["tp = 3 does not divide the vocabulary (size 256)"]),
+    ("tp=2,vocab,pp=2", ["vocab parallelism with pipeline parallelism", "not implemented"]),
     ("dp=two", ["dp"]),
 ])
 def test_invalid_plans_are_rejected(plan, words, baseline, tmp_path):

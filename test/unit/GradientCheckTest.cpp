@@ -501,6 +501,27 @@ INSTANTIATE_TEST_SUITE_P(, GradientCheck, ::testing::ValuesIn(cases()),
                            return info.param.name;
                          });
 
+// colo.stop_gradient is differentiable with a zero gradient: its rule gives
+// its operand none (a finite difference would see the identity instead).
+TEST_F(GradientRules, StopGradientGivesNoGradient) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"(
+    func.func @f(%x: tensor<2xf64>) -> tensor<2xf64> {
+      %y = colo.stop_gradient %x : tensor<2xf64>
+      return %y : tensor<2xf64>
+    })",
+                                                             &ctx);
+  ASSERT_TRUE(module);
+  auto func = module->lookupSymbol<func::FuncOp>("f");
+  Operation *ret = func.getBody().front().getTerminator();
+  Operation *op = ret->getPrevNode();
+  OpBuilder b(ret);
+  FailureOr<SmallVector<Value>> grads =
+      colo::buildOperandGradients(b, op, {op->getResult(0)});
+  ASSERT_TRUE(succeeded(grads));
+  ASSERT_EQ(grads->size(), 1u);
+  EXPECT_FALSE((*grads)[0]);
+}
+
 // Ops outside the differentiable set say so instead of building nothing.
 using GradientRuleErrors = GradientRules;
 

@@ -106,6 +106,11 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
   // The parser rejects sp without tp; colo-sequence-parallel reports token
   // counts tp does not divide, on the op.
   options.sequenceParallel = plan->sequenceParallel;
+  // The parser rejects vocab without tp; colo-vocab-parallel reports a
+  // vocabulary tp does not divide.
+  if (plan->vocabParallel && (plan->pp > 1 || plan->microBatches > 1))
+    return unsupported("vocab parallelism with pipeline parallelism or microbatches");
+  options.vocabParallel = plan->vocabParallel;
   options.zero = plan->zero;
   options.pp = plan->pp;
   options.micro = plan->microBatches;

@@ -27,6 +27,7 @@ struct ParallelOptions {
   double bucketMb = 25;  ///< gradient bytes per all-reduce
   int64_t zero = 0;      ///< ZeRO stage (1, 2: colo-zero instead of colo-data-parallel)
   bool sequenceParallel = false; ///< colo-sequence-parallel (needs tp > 1)
+  bool vocabParallel = false; ///< colo-vocab-parallel (needs tp > 1)
   int64_t pp = 1;        ///< pipeline ranks (colo-pipeline-stages, colo-pipeline)
   int64_t virtualStages = 1; ///< stages per pipeline rank (interleaved schedule)
   int64_t micro = 1;     ///< microbatches per step (gradient accumulation)
@@ -36,7 +37,8 @@ struct ParallelOptions {
 
 /// The train-step pipeline: the plan's mesh (colo-create-mesh), the batch
 /// split for data parallelism (colo-split-batch), tensor and sequence
-/// parallelism of the forward (colo-tensor-parallel, colo-sequence-parallel),
+/// parallelism of the forward (colo-vocab-parallel, colo-tensor-parallel,
+/// colo-sequence-parallel),
 /// mixed precision (colo-autocast, for `precision=bf16|fp16` in `options`),
 /// colo-build-train-step with the other `options` (its pass options as
 /// `key=value` separated by commas or spaces), the plan passes

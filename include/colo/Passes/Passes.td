@@ -653,6 +653,80 @@ def ColoTensorParallel : Pass<"colo-tensor-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def ColoVocabParallel : Pass<"colo-vocab-parallel", "::mlir::ModuleOp"> {
+  let summary = "Megatron-style vocabulary-parallel embedding, LM head and loss";
+  let description = [{
+    Megatron-LM's vocabulary parallelism (plan `tp=N,vocab`) on `func`
+    (`@forward`), before `colo-tensor-parallel` and `colo-build-train-step`.
+    The function's first result must be an LM head: a `colo.matmul` of the
+    hidden states with a trainable weight read as `[hidden, vocab]` or
+    through a `[1, 0]` transpose of `[vocab, hidden]`, returned directly or
+    through reshapes that keep the vocabulary last.
+
+    - The head's weight becomes a sharded global (`colo.shard = {axis =
+      "tp", dim = <vocab>, parts = N}`): each rank computes its block of the
+      logits, the head's input passes through `colo.all_reduce_grad`
+      (identity forward, gradient all-reduced), and the function returns
+      the block.
+    - Lookups of token ids (ids read from an argument) in the head's table
+      (GPT-2's tied `wte`) or in another `[vocab, hidden]` table (Llama's
+      `embed_tokens`) are split the same way: each rank looks up the ids of
+      its block (`ids - start`, where `start` is the rank's element of a
+      constant taken by `shard.all_slice`), zeroes the rows of other ids,
+      and the partial embeddings are summed by `shard.all_reduce`, whose
+      gradient is the replicated gradient: the table's gradient is local.
+      The ids argument gets `colo.int_max = vocab` for the data checks.
+    - The function records `colo.vocab_parallel = N`, from which
+      `colo-build-train-step` computes the loss on the blocks (max, sum of
+      exponentials and target logit each all-reduced over `tp`, as Megatron's
+      vocab-parallel cross-entropy; no gradient through the max).
+
+    Errors: no LM head, N not dividing the vocabulary, a split global that
+    something other than these lookups and the head reads. `tp=1` changes
+    nothing.
+
+    Before (`tp=2`):
+    ```mlir
+    %w = colo.global_load @wte : tensor<256x64xf32>
+    %x = colo.embedding %w, %ids : tensor<256x64xf32>, tensor<4x16xi64>
+    ...
+    %wt = colo.transpose %w permutation = [1, 0] : tensor<256x64xf32>
+    %y = colo.matmul %h, %wt : tensor<4x16x64xf32>, tensor<64x256xf32>
+    return %y : tensor<4x16x256xf32>
+    ```
+    After (`@wte` gets `colo.shard = {axis = "tp", dim = 0, parts = 2}`):
+    ```mlir
+    %starts = colo.constant dense<[0, 128]> : tensor<2xi64>
+    %s = shard.all_slice %starts on @mesh grid_axes = [0] slice_axis = 0
+         : tensor<2xi64> -> tensor<1xi64>
+    %start = colo.reshape %s : tensor<1xi64> -> tensor<i64>
+    %w = colo.global_load @wte : tensor<128x64xf32>
+    %local = colo.sub %ids, %start : tensor<4x16xi64>, tensor<i64>
+    %lo = colo.maximum %local, %c0 : tensor<4x16xi64>, tensor<i64>
+    %row = colo.minimum %lo, %c127 : tensor<4x16xi64>, tensor<i64>
+    %mine = colo.compare eq, %row, %local : tensor<4x16xi64>, tensor<4x16xi64>
+    %e = colo.embedding %w, %row : tensor<128x64xf32>, tensor<4x16xi64>
+    %m = colo.reshape %mine : tensor<4x16xi1> -> tensor<4x16x1xi1>
+    %p = colo.select %m, %e, %zero : tensor<4x16x1xi1>, tensor<4x16x64xf32>, tensor<f32>
+    %x = shard.all_reduce %p on @mesh grid_axes = [0] : tensor<4x16x64xf32> -> tensor<4x16x64xf32>
+    ...
+    %wt = colo.transpose %w permutation = [1, 0] : tensor<128x64xf32>
+    %hg = colo.all_reduce_grad %h on @mesh grid_axes = [0] : tensor<4x16x64xf32>
+    %y = colo.matmul %hg, %wt : tensor<4x16x64xf32>, tensor<64x128xf32>
+    return %y : tensor<4x16x128xf32>
+    ```
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", "1", "Ranks on the tensor-parallel mesh axis">,
+    Option<"func", "func", "std::string", "\"forward\"",
+           "Name of the function to split">,
+  ];
+  let statistics = [
+    Statistic<"numEmbeddings", "num-embeddings", "Embedding lookups split over the vocabulary">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def ColoSequenceParallel : Pass<"colo-sequence-parallel", "::mlir::ModuleOp"> {
   let summary = "Megatron-style sequence parallelism between the tensor-parallel regions";
   let description = [{

@@ -20,6 +20,7 @@ enum class Offload { None, Optimizer };
 struct Plan {
   int64_t dp = 1, tp = 1, pp = 1;
   bool sequenceParallel = false;
+  bool vocabParallel = false; // Megatron's vocab-parallel embedding, LM head and loss
   int64_t ulysses = 1; // DeepSpeed-Ulysses sequence-parallel ranks (mesh axis "sp")
   int zero = 0;
   int64_t microBatch = 1;   // samples per microbatch
@@ -33,7 +34,7 @@ struct Plan {
 
   int64_t worldSize() const { return dp * tp * pp * ulysses; }
   int64_t globalBatch() const { return dp * microBatch * microBatches; }
-  /// Short form: dp=16,tp=8,pp=8,sp,zero=1,mbs=1,micro=96,schedule=interleaved,v=2
+  /// Short form: dp=16,tp=8,pp=8,sp,vocab,zero=1,mbs=1,micro=96,schedule=interleaved,v=2
   std::string str() const;
 };
 

@@ -76,6 +76,27 @@ def Colo_AllReduceGradOp : Colo_CostedOp<"all_reduce_grad",
   let hasCanonicalizer = 1;
 }
 
+def Colo_StopGradientOp : Colo_CostedOp<"stop_gradient",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "Identity through which no gradient flows";
+  let description = [{
+    PyTorch's `detach()`: the forward value is the operand, and
+    differentiation treats the result as a constant. The vocabulary-parallel
+    cross-entropy (`colo-vocab-parallel`) subtracts the maximum logit over
+    all ranks through it: the loss does not depend on that shift, and the
+    maximum's all-reduce has no gradient. Like `colo.all_reduce_grad`, the
+    op stays until the step is differentiated; canonicalization then
+    removes it.
+    ```mlir
+    %m = colo.stop_gradient %max : tensor<4x15x1xf32>
+    ```
+  }];
+  let arguments = (ins Colo_FloatTensor:$input);
+  let results = (outs Colo_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasCanonicalizer = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//
