@@ -7,9 +7,8 @@
 #     recomputation, vocabulary 51200, sequence 2048) against the throughput
 #     they report. Their per-GPU figures count the recomputed forward, so the
 #     comparison is with colo's hardware FLOP/s (model FLOP/s x 4/3).
-#     Megatron-LM splits the embedding and LM head over the vocabulary, which
-#     colo's own tensor parallelism does not: --vocab-parallel predicts them
-#     as Megatron runs them.
+#     Megatron-LM splits the embedding and LM head over the vocabulary
+#     (colo's plan key vocab): --vocab-parallel predicts them as it runs them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 colo=${COLO:-$root/build/bin/colo}
