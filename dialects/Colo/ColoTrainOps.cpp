@@ -112,12 +112,13 @@ LogicalResult AllReduceGradOp::verifySymbolUses(SymbolTableCollection &symbolTab
 }
 
 namespace {
-/// Not a folder: the greedy driver that colo-build-train-step runs before
-/// differentiating (attention decomposition) folds, and would drop the op's
-/// gradient rule with it.
-struct DropAllReduceGrad : OpRewritePattern<AllReduceGradOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AllReduceGradOp op, PatternRewriter &rewriter) const override {
+/// Replaces a marker op that only carries a gradient rule by its input, once
+/// differentiation is done. Not a folder: the greedy driver that
+/// colo-build-train-step runs before differentiating (attention
+/// decomposition) folds, and would drop the rule with it.
+template <typename MarkerOp> struct DropMarker : OpRewritePattern<MarkerOp> {
+  using OpRewritePattern<MarkerOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(MarkerOp op, PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, op.getInput());
     return success();
   }
@@ -126,23 +127,12 @@ struct DropAllReduceGrad : OpRewritePattern<AllReduceGradOp> {
 
 void AllReduceGradOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                                   MLIRContext *context) {
-  results.add<DropAllReduceGrad>(context);
+  results.add<DropMarker<AllReduceGradOp>>(context);
 }
-
-namespace {
-/// Not a folder, for the reason DropAllReduceGrad is not.
-struct DropStopGradient : OpRewritePattern<StopGradientOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(StopGradientOp op, PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, op.getInput());
-    return success();
-  }
-};
-} // namespace
 
 void StopGradientOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                                  MLIRContext *context) {
-  results.add<DropStopGradient>(context);
+  results.add<DropMarker<StopGradientOp>>(context);
 }
 
 //===----------------------------------------------------------------------===//

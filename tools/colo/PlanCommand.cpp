@@ -47,8 +47,8 @@ cl::opt<bool> planNoRecompute("no-recompute",
                               cl::sub(planCmd));
 cl::opt<bool> planVocabParallel(
     "vocab-parallel",
-    cl::desc("Predict tensor parallelism as Megatron-LM runs it, the embedding and LM "
-             "head split over the vocabulary (colo's compiled plans keep them whole)"),
+    cl::desc("Split the embedding and LM head over the vocabulary under tensor "
+             "parallelism, as Megatron-LM does (the plan key vocab)"),
     cl::sub(planCmd));
 cl::opt<unsigned> planThreads("threads", cl::desc("Search threads (default: all cores)"),
                               cl::init(0), cl::sub(planCmd));
@@ -141,6 +141,7 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
     Expected<Plan> plan = parsePlan(planExplain);
     if (!plan)
       return reportError(toString(plan.takeError()));
+    model->vocabParallel = model->vocabParallel || plan->vocabParallel;
     if (planBatch.getNumOccurrences() && plan->globalBatch() != planBatch)
       return reportError(formatv("the plan's global batch dp*mbs*micro = {0} differs "
                                  "from --global-batch {1}",
@@ -176,6 +177,11 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
     errs() << "\r" << std::string(60, ' ') << "\r";
   if (!result)
     return reportError(toString(result.takeError()));
+  // The plans say how they were predicted, so that colo compile runs them so.
+  auto markVocab = [](Prediction &p) { p.plan.vocabParallel = planVocabParallel && p.plan.tp > 1; };
+  llvm::for_each(result->best, markVocab);
+  if (result->closest)
+    markVocab(*result->closest);
 
   if (planJson) {
     json::Array plans;
