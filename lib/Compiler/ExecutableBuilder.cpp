@@ -187,9 +187,14 @@ private:
     if (!isa<IntegerType>(tensorType(v).getElementType()))
       return 0;
     // Ids that colo-vocab-parallel rebased to the rank's block of the table.
+    // Read defensively: passes that add or drop block arguments (the
+    // pipeline's stage functions) may leave the function's argument
+    // attribute array shorter than its arguments.
     if (auto arg = dyn_cast<BlockArgument>(v))
-      if (auto max = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "colo.int_max"))
-        return max.getInt();
+      if (ArrayAttr attrs = func.getAllArgAttrs(); attrs && arg.getArgNumber() < attrs.size())
+        if (auto dict = dyn_cast<DictionaryAttr>(attrs[arg.getArgNumber()]))
+          if (auto max = dict.getAs<IntegerAttr>("colo.int_max"))
+            return max.getInt();
     for (Operation *user : v.getUsers()) {
       if (auto emb = dyn_cast<EmbeddingOp>(user))
         return tensorType(emb.getTable()).getDimSize(0);
