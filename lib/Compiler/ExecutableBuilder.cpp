@@ -655,6 +655,7 @@ private:
     for (Value v : outputs)
       results.push_back(map.lookup(v));
     func::ReturnOp::create(kb, ops.back()->getLoc(), results);
+    symbol = reuseIdenticalKernel(kernel);
 
     for (Value v : outputs) {
       FailureOr<int> id = result(v.getDefiningOp(), cast<OpResult>(v).getResultNumber());
@@ -669,6 +670,29 @@ private:
     return success();
   }
 
+  /// Transformer layers repeat: a kernel identical (up to locations) to one
+  /// emitted before is erased and the earlier one's symbol returned, so the
+  /// library compiles and holds each distinct kernel once.
+  std::string reuseIdenticalKernel(func::FuncOp kernel) {
+    llvm::hash_code key = hash_value(kernel.getFunctionType());
+    kernel.getBody().walk([&](Operation *op) {
+      key = llvm::hash_combine(
+          key, OperationEquivalence::computeHash(op, OperationEquivalence::ignoreHashValue,
+                                                 OperationEquivalence::ignoreHashValue,
+                                                 OperationEquivalence::IgnoreLocations));
+    });
+    SmallVector<func::FuncOp> &same = kernelsByHash[key];
+    for (func::FuncOp other : same)
+      if (other.getFunctionType() == kernel.getFunctionType() &&
+          OperationEquivalence::isRegionEquivalentTo(&other.getBody(), &kernel.getBody(),
+                                                     OperationEquivalence::IgnoreLocations)) {
+        kernel.erase();
+        return other.getSymName().str();
+      }
+    same.push_back(kernel);
+    return kernel.getSymName().str();
+  }
+
   func::FuncOp func;
   SymbolTable symbols;
   ExecutablePlan plan;
@@ -677,6 +701,7 @@ private:
   llvm::StringMap<int> stateOf;
   llvm::SetVector<Operation *> group;
   int kernelCount = 0;
+  DenseMap<llvm::hash_code, SmallVector<func::FuncOp>> kernelsByHash;
   std::string symbolPrefix;
 };
 } // namespace
