@@ -126,6 +126,21 @@ Value maxAlong(OpBuilder &b, Location loc, Value x, int64_t axis, Type acc) {
                         })[0];
 }
 
+/// The sum of exp(x - mx) along `axis`, in `acc`. Softmax, the loss and
+/// its gradient build the same reduction, which CSE then computes once when
+/// they are in one kernel.
+Value sumExpAlong(OpBuilder &b, Location loc, Value x, Value mx, int64_t axis, Type acc) {
+  RankedTensorType type = tensorType(x);
+  int64_t rank = type.getRank();
+  return buildReduction(
+      b, loc, type.getShape(), {axis},
+      {{x, identity(b, rank)}, {mx, dropDimsMap(rank, {axis}, b.getContext())}},
+      {zeroAttr(b, acc)}, [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+        Arith m{nb, l};
+        return SmallVector<Value>{m.add(a[0], m.exp(m.sub(in[0], in[1])))};
+      })[0];
+}
+
 Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis, bool log) {
   RankedTensorType type = tensorType(x);
   int64_t rank = type.getRank();
@@ -133,13 +148,7 @@ Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis, bool log) 
   Type acc = computeType(type.getElementType());
   AffineMap id = identity(b, rank), kept = dropDimsMap(rank, {axis}, b.getContext());
   Value mx = maxAlong(b, loc, x, axis, acc);
-  Value sum = buildReduction(b, loc, type.getShape(), {axis}, {{x, id}, {mx, kept}},
-                             {zeroAttr(b, acc)},
-                             [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-                               Arith m{nb, l};
-                               return SmallVector<Value>{
-                                   m.add(a[0], m.exp(m.sub(in[0], in[1])))};
-                             })[0];
+  Value sum = sumExpAlong(b, loc, x, mx, axis, acc);
   return buildMapped(b, loc, type, {{x, id}, {mx, kept}, {sum, kept}},
                      [log](OpBuilder &nb, Location l, ValueRange a) {
                        Arith m{nb, l};
@@ -437,19 +446,22 @@ struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
     AffineMap id = identity(b, rank), perPos = dropDimsMap(rank, {positions}, b.getContext());
 
     Value mx = maxAlong(b, loc, logits, positions, acc);
-    SmallVector<Value> sums = buildReduction(
-        b, loc, type.getShape(), {positions}, {{logits, id}, {mx, perPos}},
-        {zeroAttr(b, acc), zeroAttr(b, acc)},
-        [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-          Arith m{nb, l};
-          return SmallVector<Value>{m.add(a[0], m.exp(m.sub(in[0], in[1]))),
-                                    m.add(a[1], in[0])};
-        });
-
+    Value sumExp = sumExpAlong(b, loc, logits, mx, positions, acc);
     AffineMap pos = identity(b, positions);
+    SmallVector<std::pair<Value, AffineMap>> perPosition = {
+        {labels, pos}, {mx, pos}, {sumExp, pos}};
+    // The sum of the logits only feeds label smoothing.
+    if (eps != 0.0)
+      perPosition.push_back(
+          {buildReduction(b, loc, type.getShape(), {positions}, {{logits, id}},
+                          {zeroAttr(b, acc)},
+                          [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                            return SmallVector<Value>{Arith{nb, l}.add(a[0], in[0])};
+                          })[0],
+           pos});
+
     SmallVector<Value> totals = buildReduction(
-        b, loc, tensorType(labels).getShape(), range(0, positions),
-        {{labels, pos}, {mx, pos}, {sums[0], pos}, {sums[1], pos}},
+        b, loc, tensorType(labels).getShape(), range(0, positions), perPosition,
         {zeroAttr(b, acc), zeroAttr(b, acc)},
         [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
           Arith m{nb, l};
@@ -467,9 +479,11 @@ struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
           at.push_back(idx);
           Value xl = promote(nb, l, tensor::ExtractOp::create(nb, l, logits, at));
           Value logZ = m.add(in[1], m.log(in[2]));
-          Value nll = m.sub(logZ, xl);
-          Value smooth = m.sub(logZ, m.div(in[3], m.c(acc, classes)));
-          Value loss = m.add(m.mul(m.c(acc, 1.0 - eps), nll), m.mul(m.c(acc, eps), smooth));
+          Value loss = m.sub(logZ, xl);
+          if (eps != 0.0) {
+            Value smooth = m.sub(logZ, m.div(in[3], m.c(acc, classes)));
+            loss = m.add(m.mul(m.c(acc, 1.0 - eps), loss), m.mul(m.c(acc, eps), smooth));
+          }
           Value zero = m.c(acc, 0.0);
           return SmallVector<Value>{m.add(a[0], m.select(valid, loss, zero)),
                                     m.add(a[1], m.select(valid, m.c(acc, 1.0), zero))};
@@ -511,12 +525,7 @@ struct CrossEntropyBackwardPattern : OpConversionPattern<CrossEntropyBackwardOp>
     };
 
     Value mx = maxAlong(b, loc, logits, positions, acc);
-    Value sum = buildReduction(
-        b, loc, type.getShape(), {positions}, {{logits, id}, {mx, perPos}},
-        {zeroAttr(b, acc)}, [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-          Arith m{nb, l};
-          return SmallVector<Value>{m.add(a[0], m.exp(m.sub(in[0], in[1])))};
-        })[0];
+    Value sum = sumExpAlong(b, loc, logits, mx, positions, acc);
     Value count = buildReduction(
         b, loc, tensorType(labels).getShape(), range(0, positions),
         {{labels, identity(b, positions)}}, {zeroAttr(b, acc)},

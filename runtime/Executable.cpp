@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <dlfcn.h>
+#include <malloc.h>
+#include <mutex>
 
 #include <set>
 
@@ -552,6 +554,14 @@ void Executable::loadKernels() {
                 "' is not a complete executable: the program calls kernels "
                 "but '" +
                 path + "' does not exist");
+  // Kernels malloc and free their temporaries (a few MB) on every call.
+  // glibc serves such sizes by mmap and returns them at free, so each call
+  // would fault its pages in again; keep them in the heap for reuse instead.
+  static std::once_flag keepLargeBlocks;
+  std::call_once(keepLargeBlocks, [] {
+    ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  });
   // RTLD_NOW: an unresolved symbol inside the library is reported here, not
   // in the middle of a step.
   library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
