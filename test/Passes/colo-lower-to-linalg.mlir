@@ -262,15 +262,18 @@ func.func @gather_axis1(%x: tensor<4x10xf32>, %i: tensor<3xi64>) -> tensor<4x3xf
 
 // -----
 
-// Per row: max, then sum(exp(x - max)) and sum(x) in one generic; then one
-// reduction over the rows reads the logit at the label and counts the rows
-// whose label is not ignore_index.
+// Per row: max, sum(exp(x - max)) (the reduction the gradient builds too)
+// and, for label smoothing only, sum(x); then one reduction over the rows
+// reads the logit at the label and counts the rows whose label is not
+// ignore_index.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: (%[[X:.*]]: tensor<4x5xf32>, %[[L:.*]]: tensor<4xi64>)
 // CHECK: %[[MAX:.*]] = linalg.generic
-// CHECK: %[[SUMS:.*]]:2 = linalg.generic
+// CHECK: %[[SUMEXP:.*]] = linalg.generic
+// CHECK: math.exp
+// CHECK: %[[SUM:.*]] = linalg.generic
 // CHECK: %[[TOT:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]
-// CHECK-SAME: ins(%[[L]], %[[MAX]], %[[SUMS]]#0, %[[SUMS]]#1 :
+// CHECK-SAME: ins(%[[L]], %[[MAX]], %[[SUMEXP]], %[[SUM]] :
 // CHECK: %[[IGN:.*]] = arith.constant -1 : i64
 // CHECK: %[[VALID:.*]] = arith.cmpi ne, %{{.*}}, %[[IGN]] : i64
 // CHECK: tensor.extract %[[X]]
@@ -283,6 +286,20 @@ func.func @gather_axis1(%x: tensor<4x10xf32>, %i: tensor<3xi64>) -> tensor<4x3xf
 // CHECK: return %[[R]] : tensor<f32>
 func.func @cross_entropy(%x: tensor<4x5xf32>, %l: tensor<4xi64>) -> tensor<f32> {
   %y = colo.cross_entropy %x, %l {ignore_index = -1 : i64, label_smoothing = 0.25 : f64} : tensor<4x5xf32>, tensor<4xi64>
+  return %y : tensor<f32>
+}
+
+// -----
+
+// Without label smoothing the sum of the logits is not computed.
+// CHECK-LABEL: func.func @cross_entropy_unsmoothed
+// CHECK: %[[MAX:.*]] = linalg.generic
+// CHECK: %[[SUMEXP:.*]] = linalg.generic
+// CHECK-NOT: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: ins(%{{.*}}, %[[MAX]], %[[SUMEXP]] :
+func.func @cross_entropy_unsmoothed(%x: tensor<4x5xf32>, %l: tensor<4xi64>) -> tensor<f32> {
+  %y = colo.cross_entropy %x, %l {ignore_index = -1 : i64, label_smoothing = 0.0 : f64} : tensor<4x5xf32>, tensor<4xi64>
   return %y : tensor<f32>
 }
 
