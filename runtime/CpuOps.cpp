@@ -21,11 +21,14 @@ namespace colo::runtime {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// (batch - 1) * stride + (rows - 1) * ld + cols, saturated to int64.
-int64_t span(int64_t batch, int64_t stride, int64_t rows, int64_t ld, int64_t cols) {
-  if (batch <= 0 || rows <= 0 || cols <= 0)
+/// (outer - 1) * outerStride + (batch - 1) * stride + (rows - 1) * ld + cols,
+/// saturated to int64.
+int64_t span(int64_t outer, int64_t outerStride, int64_t batch, int64_t stride,
+             int64_t rows, int64_t ld, int64_t cols) {
+  if (outer <= 0 || batch <= 0 || rows <= 0 || cols <= 0)
     return 0;
-  __int128 v = __int128(batch - 1) * stride + __int128(rows - 1) * ld + cols;
+  __int128 v = __int128(outer - 1) * outerStride + __int128(batch - 1) * stride +
+               __int128(rows - 1) * ld + cols;
   return v > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
                                                  : int64_t(v);
 }
@@ -33,12 +36,14 @@ int64_t orOne(int64_t v) { return v == 0 ? 1 : v; }
 } // namespace
 
 int64_t GemmGeometry::elementsA() const {
-  return span(batch, strideA, transA ? k : m, lda, transA ? m : k);
+  return span(batchOuter, outerStrideA, batch, strideA, transA ? k : m, lda, transA ? m : k);
 }
 int64_t GemmGeometry::elementsB() const {
-  return span(batch, strideB, transB ? n : k, ldb, transB ? k : n);
+  return span(batchOuter, outerStrideB, batch, strideB, transB ? n : k, ldb, transB ? k : n);
 }
-int64_t GemmGeometry::elementsC() const { return span(batch, strideC, m, ldc, n); }
+int64_t GemmGeometry::elementsC() const {
+  return span(batchOuter, outerStrideC, batch, strideC, m, ldc, n);
+}
 
 GemmGeometry geometryOf(const Gemm &g) {
   GemmGeometry r;
@@ -54,6 +59,10 @@ GemmGeometry geometryOf(const Gemm &g) {
   r.strideA = g.stride_a();
   r.strideB = g.stride_b();
   r.strideC = g.stride_c();
+  r.batchOuter = orOne(g.batch_outer());
+  r.outerStrideA = g.outer_stride_a();
+  r.outerStrideB = g.outer_stride_b();
+  r.outerStrideC = g.outer_stride_c();
   r.alpha = g.has_alpha() ? g.alpha() : 1.0;
   r.beta = g.has_beta() ? g.beta() : 0.0;
   return r;
@@ -65,8 +74,9 @@ std::string checkGeometry(const GemmGeometry &g) {
   if (g.m < 1 || g.n < 1 || g.k < 1)
     return "m, n and k must be positive (m " + str(g.m) + ", n " + str(g.n) + ", k " +
            str(g.k) + ")";
-  if (g.batch < 1)
-    return "batch " + str(g.batch) + " is negative";
+  if (g.batch < 1 || g.batchOuter < 1)
+    return "batch " + str(g.batch) + " or batch_outer " + str(g.batchOuter) +
+           " is negative";
   if (g.m > kMax || g.n > kMax || g.k > kMax || g.lda > kMax || g.ldb > kMax ||
       g.ldc > kMax)
     return "a dimension exceeds BLAS's 32-bit limit";
@@ -77,10 +87,15 @@ std::string checkGeometry(const GemmGeometry &g) {
     return "ldb " + str(g.ldb) + " is less than the stored row length " + str(colsB);
   if (g.ldc < g.n)
     return "ldc " + str(g.ldc) + " is less than n " + str(g.n);
-  if (g.strideA < 0 || g.strideB < 0 || g.strideC < 0)
+  if (g.strideA < 0 || g.strideB < 0 || g.strideC < 0 || g.outerStrideA < 0 ||
+      g.outerStrideB < 0 || g.outerStrideC < 0)
     return "batch strides must not be negative";
-  if (g.batch > 1 && g.strideC > 0 && g.strideC < span(1, 0, g.m, g.ldc, g.n))
+  if (g.batch > 1 && g.strideC > 0 && g.strideC < span(1, 0, 1, 0, g.m, g.ldc, g.n))
     return "stride_c " + str(g.strideC) + " makes the batch's C matrices overlap";
+  if (g.batchOuter > 1 && g.outerStrideC > 0 &&
+      g.outerStrideC < span(1, 0, g.batch, g.strideC, g.m, g.ldc, g.n))
+    return "outer_stride_c " + str(g.outerStrideC) +
+           " makes the outer batch's C matrices overlap";
   return "";
 }
 
@@ -161,19 +176,27 @@ std::string checkGeometry(const WindowGeometry &g, bool isConv) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The batch of float GEMMs of `g`; a batch with stride_c 0 sums its
-/// products into the one C.
+/// Runs `gemm(A, B, C, beta)` for every product of `g`'s batch. A level
+/// whose C stride is 0 sums its products into one C: every product after
+/// the first into a C adds to it.
+template <typename T, typename Gemm>
+void forEachProduct(const GemmGeometry &g, const T *A, const T *B, T *C, Gemm gemm) {
+  for (int64_t o = 0; o < g.batchOuter; ++o)
+    for (int64_t i = 0; i < g.batch; ++i) {
+      bool again = (g.strideC == 0 && i > 0) || (g.outerStrideC == 0 && o > 0);
+      gemm(A + o * g.outerStrideA + i * g.strideA, B + o * g.outerStrideB + i * g.strideB,
+           C + o * g.outerStrideC + i * g.strideC, again ? 1.0 : g.beta);
+    }
+}
+
+CBLAS_TRANSPOSE cblasTrans(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
 void sgemmBatch(const GemmGeometry &g, const float *A, const float *B, float *C) {
-  CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
-  CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
-  float beta = float(g.beta);
-  for (int64_t i = 0; i < g.batch; ++i) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), float(g.alpha),
-                A + i * g.strideA, int(g.lda), B + i * g.strideB, int(g.ldb), beta,
-                C + i * g.strideC, int(g.ldc));
-    if (g.strideC == 0)
-      beta = 1;
-  }
+  forEachProduct(g, A, B, C, [&](const float *a, const float *b, float *c, double beta) {
+    cblas_sgemm(CblasRowMajor, cblasTrans(g.transA), cblasTrans(g.transB), int(g.m),
+                int(g.n), int(g.k), float(g.alpha), a, int(g.lda), b, int(g.ldb),
+                float(beta), c, int(g.ldc));
+  });
 }
 
 /// A 16-bit GEMM as the hardware runs one: 16-bit operands, float
@@ -214,18 +237,14 @@ PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void 
     };
   if (dtype == F64)
     return [=] {
-      CBLAS_TRANSPOSE ta = g.transA ? CblasTrans : CblasNoTrans;
-      CBLAS_TRANSPOSE tb = g.transB ? CblasTrans : CblasNoTrans;
-      auto *A = static_cast<const double *>(a), *B = static_cast<const double *>(b);
-      auto *C = static_cast<double *>(c);
-      double beta = g.beta;
-      for (int64_t i = 0; i < g.batch; ++i) {
-        cblas_dgemm(CblasRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), g.alpha,
-                    A + i * g.strideA, int(g.lda), B + i * g.strideB, int(g.ldb), beta,
-                    C + i * g.strideC, int(g.ldc));
-        if (g.strideC == 0)
-          beta = 1;
-      }
+      forEachProduct(g, static_cast<const double *>(a), static_cast<const double *>(b),
+                     static_cast<double *>(c),
+                     [&](const double *A, const double *B, double *C, double beta) {
+                       cblas_dgemm(CblasRowMajor, cblasTrans(g.transA),
+                                   cblasTrans(g.transB), int(g.m), int(g.n), int(g.k),
+                                   g.alpha, A, int(g.lda), B, int(g.ldb), beta, C,
+                                   int(g.ldc));
+                     });
     };
   if (dtype == BF16 || dtype == F16)
     return prepareHalfGemm(g, dtype, a, b, c, std::move(scratch));

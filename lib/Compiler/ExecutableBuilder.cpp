@@ -42,21 +42,43 @@ FailureOr<rt::DType> dtypeOf(Operation *op, Type t) {
   return op->emitError() << "no runtime element type for " << t;
 }
 
-/// A transpose that swaps only the last two dimensions.
-bool swapsLastTwo(TransposeOp t) {
-  ArrayRef<int64_t> perm = t.getPermutation();
-  int64_t n = perm.size();
-  if (n < 2 || perm[n - 1] != n - 2 || perm[n - 2] != n - 1)
-    return false;
-  for (int64_t i = 0; i + 2 < n; ++i)
-    if (perm[i] != i)
-      return false;
-  return true;
+/// How a GEMM step reads an operand of logical shape [batch..., rows, cols]
+/// in place: from `stored`'s buffer, rows and columns transposed or not,
+/// with leading dimension `ld` and these element strides of the batch
+/// dimensions.
+struct GemmOperand {
+  Value stored;
+  bool trans;
+  int64_t ld;
+  SmallVector<int64_t> batchStrides;
+};
+
+/// `v` read through `perm` (logical dimension i is dimension perm[i] of the
+/// row-major `stored`); none if neither of the last two logical dimensions
+/// is the stored innermost one, which BLAS needs.
+std::optional<GemmOperand> gemmOperand(Value stored, ArrayRef<int64_t> perm) {
+  ArrayRef<int64_t> shape = tensorType(stored).getShape();
+  int64_t r = shape.size();
+  if (r < 2)
+    return std::nullopt;
+  SmallVector<int64_t> strides(r, 1);
+  for (int64_t d = r - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  int64_t rows = strides[perm[r - 2]], cols = strides[perm[r - 1]];
+  if (rows != 1 && cols != 1)
+    return std::nullopt;
+  GemmOperand o{stored, cols != 1, cols != 1 ? cols : rows, {}};
+  for (int64_t i = 0; i + 2 < r; ++i)
+    o.batchStrides.push_back(strides[perm[i]]);
+  return o;
 }
 
-/// Transposes that GEMM steps absorb as transpose flags.
+/// Transposes that GEMM steps absorb by reading their input in place: a
+/// permutation that GEMMs read through (gemmOperand) with at most two batch
+/// dimensions, so that any product's batch fits the step's two levels.
 bool feedsOnlyGemms(TransposeOp t) {
-  return swapsLastTwo(t) && !t->use_empty() &&
+  return !t->use_empty() && t.getPermutation().size() <= 4 &&
+         gemmOperand(t.getInput(), t.getPermutation()) &&
          llvm::all_of(t->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); });
 }
 
@@ -555,51 +577,77 @@ private:
     return p;
   }
 
-  /// `lhs[..., m, k] x rhs[..., k, n]` as one (strided batched) GEMM.
+  /// `lhs[..., m, k] x rhs[..., k, n]` as one GEMM step over at most two
+  /// levels of batch, reading transposed operands in place.
   LogicalResult visitMatmul(MatmulOp mm) {
-    auto operand = [&](Value v, bool &trans) -> FailureOr<int> {
-      trans = false;
-      if (auto t = v.getDefiningOp<TransposeOp>(); t && feedsOnlyGemms(t)) {
-        trans = true;
-        v = t.getInput();
-      }
-      return materialize(v);
+    auto operand = [&](Value v) {
+      if (auto t = v.getDefiningOp<TransposeOp>(); t && feedsOnlyGemms(t))
+        return *gemmOperand(t.getInput(), t.getPermutation());
+      return *gemmOperand(v, llvm::to_vector(llvm::seq<int64_t>(0, tensorType(v).getRank())));
     };
-    bool transA, transB;
-    FailureOr<int> a = operand(mm.getLhs(), transA);
-    FailureOr<int> b = operand(mm.getRhs(), transB);
-    FailureOr<int> c = result(mm);
+    GemmOperand lhs = operand(mm.getLhs()), rhs = operand(mm.getRhs());
+    FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored), c = result(mm);
     if (failed(a) || failed(b) || failed(c))
       return failure();
-    RankedTensorType lt = tensorType(mm.getLhs()), rt_ = tensorType(mm.getRhs()),
-                     ot = tensorType(mm.getResult());
+    RankedTensorType lt = tensorType(mm.getLhs()), ot = tensorType(mm.getResult());
     int64_t m = lt.getDimSize(lt.getRank() - 2), k = lt.getShape().back(),
-            n = rt_.getShape().back();
-    auto batchOf = [](RankedTensorType t) {
-      int64_t p = 1;
-      for (int64_t d : t.getShape().drop_back(2))
-        p *= d;
-      return p;
-    };
-    int64_t batchL = batchOf(lt), batchR = batchOf(rt_), batch = batchOf(ot);
+            n = ot.getShape().back();
     rt::Gemm *g = addStep(mm)->mutable_gemm();
-    g->set_trans_a(transA), g->set_trans_b(transB);
+    g->set_trans_a(lhs.trans), g->set_trans_b(rhs.trans);
     g->set_a(*a), g->set_b(*b), g->set_c(*c);
-    g->set_lda(transA ? m : k), g->set_ldb(transB ? k : n), g->set_ldc(n);
-    g->set_k(k), g->set_n(n);
-    if (batchR == 1 && !transA) {
-      // Rows of every batch are contiguous: one product of batch * m rows.
-      g->set_m(batchL * m), g->set_batch(1);
+    g->set_lda(lhs.ld), g->set_ldb(rhs.ld), g->set_ldc(n);
+    g->set_m(m), g->set_k(k), g->set_n(n);
+
+    // Batch dimensions of the result, aligned right with each operand's (a
+    // missing or size-1 operand dimension is broadcast: stride 0), then
+    // merged where every operand steps through them as through one.
+    struct Level {
+      int64_t size, a, b, c;
+    };
+    ArrayRef<int64_t> batchShape = ot.getShape().drop_back(2);
+    auto strideIn = [&](const GemmOperand &o, RankedTensorType t, size_t d) -> int64_t {
+      int64_t offset = int64_t(batchShape.size()) - int64_t(o.batchStrides.size());
+      int64_t i = int64_t(d) - offset;
+      return i < 0 || t.getDimSize(i) == 1 ? 0 : o.batchStrides[i];
+    };
+    SmallVector<Level> levels;
+    int64_t cStride = m * n;
+    for (size_t d = batchShape.size(); d-- > 0;) {
+      if (batchShape[d] != 1)
+        levels.insert(levels.begin(), {batchShape[d], strideIn(lhs, lt, d),
+                                       strideIn(rhs, tensorType(mm.getRhs()), d), cStride});
+      cStride *= batchShape[d];
+    }
+    for (size_t i = 0; i + 1 < levels.size();) {
+      Level &o = levels[i], &in = levels[i + 1];
+      if (o.a == in.a * in.size && o.b == in.b * in.size && o.c == in.c * in.size) {
+        in.size *= o.size;
+        levels.erase(levels.begin() + i);
+      } else {
+        ++i;
+      }
+    }
+    if (levels.size() > 2)
+      return mm.emitError() << "matrix product with more than two batch dimensions "
+                               "that cannot be merged is not supported by the CPU "
+                               "lowering: "
+                            << lt << " x " << tensorType(mm.getRhs());
+    if (levels.size() == 1 && levels[0].b == 0 && !lhs.trans && levels[0].a == m * lhs.ld) {
+      // A's matrices follow one another and B is shared: one product of
+      // batch * m rows.
+      g->set_m(levels[0].size * m);
       return success();
     }
-    if ((batchL != batch && batchL != 1) || (batchR != batch && batchR != 1))
-      return mm.emitError() << "matrix product with partially broadcast batch "
-                               "dimensions is not supported by the CPU lowering: "
-                            << lt << " x " << rt_;
-    g->set_m(m), g->set_batch(batch);
-    g->set_stride_a(batchL == 1 ? 0 : m * k);
-    g->set_stride_b(batchR == 1 ? 0 : k * n);
-    g->set_stride_c(m * n);
+    if (!levels.empty()) {
+      const Level &in = levels.back();
+      g->set_batch(in.size);
+      g->set_stride_a(in.a), g->set_stride_b(in.b), g->set_stride_c(in.c);
+    }
+    if (levels.size() == 2) {
+      const Level &o = levels.front();
+      g->set_batch_outer(o.size);
+      g->set_outer_stride_a(o.a), g->set_outer_stride_b(o.b), g->set_outer_stride_c(o.c);
+    }
     return success();
   }
 

@@ -393,6 +393,21 @@ TEST(RuntimeValidation, Steps) {
       },
       {"lda 1 is less than the stored row length 2"});
   expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t a = e.b.temp("a", F32, {64});
+        Gemm &g = e.b.gemm(a, a, a, 2, 2, 2);
+        g.set_batch(2), g.set_stride_c(4);
+        g.set_batch_outer(2), g.set_outer_stride_c(4);
+      },
+      {"outer_stride_c 4 makes the outer batch's C matrices overlap"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) {
+        int32_t a = e.b.temp("a", F32, {8});
+        Gemm &g = e.b.gemm(a, a, a, 2, 2, 2);
+        g.set_batch_outer(3), g.set_outer_stride_a(4);
+      },
+      {"operand a buffer", "has 8 elements", "needs at least"});
+  expectInvalid(
       [](ExeDir &e, Toy &t) { e.b.copy(t.x, t.step, "copy"); },
       {"step 3 'copy' (copy): src buffer 2 'x' has 4 bytes, dst buffer 1 'step' "
        "has 8"});

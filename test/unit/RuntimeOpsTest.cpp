@@ -104,6 +104,7 @@ struct GemmCase {
   int64_t m = 3, n = 4, k = 5, batch = 1;
   int64_t lda = 0, ldb = 0, ldc = 0; // 0: packed
   int64_t sa = 0, sb = 0, sc = 0;
+  int64_t outer = 1, osa = 0, osb = 0, osc = 0; // the outer batch level
   double alpha = 1, beta = 0;
   bool setAlphaBeta = false;
 };
@@ -114,35 +115,38 @@ void naiveGemm(const GemmCase &g, const std::vector<T> &A, const std::vector<T> 
   int64_t lda = g.lda ? g.lda : (g.ta ? g.m : g.k);
   int64_t ldb = g.ldb ? g.ldb : (g.tb ? g.k : g.n);
   int64_t ldc = g.ldc ? g.ldc : g.n;
-  for (int64_t i = 0; i < g.batch; ++i)
-    for (int64_t r = 0; r < g.m; ++r)
-      for (int64_t c = 0; c < g.n; ++c) {
-        double acc = 0;
-        for (int64_t kk = 0; kk < g.k; ++kk) {
-          double a = g.ta ? A[i * g.sa + kk * lda + r] : A[i * g.sa + r * lda + kk];
-          double b = g.tb ? B[i * g.sb + c * ldb + kk] : B[i * g.sb + kk * ldb + c];
-          acc += a * b;
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t i = 0; i < g.batch; ++i)
+      for (int64_t r = 0; r < g.m; ++r)
+        for (int64_t c = 0; c < g.n; ++c) {
+          int64_t pa = o * g.osa + i * g.sa, pb = o * g.osb + i * g.sb;
+          double acc = 0;
+          for (int64_t kk = 0; kk < g.k; ++kk) {
+            double a = g.ta ? A[pa + kk * lda + r] : A[pa + r * lda + kk];
+            double b = g.tb ? B[pb + c * ldb + kk] : B[pb + kk * ldb + c];
+            acc += a * b;
+          }
+          T &out = C[o * g.osc + i * g.sc + r * ldc + c];
+          // A C stride of 0 on a level sums that level's products into one C.
+          bool again = (g.sc == 0 && i > 0) || (g.osc == 0 && o > 0);
+          out = T(g.alpha * acc + (again ? 1.0 : g.beta) * out);
         }
-        T &out = C[i * g.sc + r * ldc + c];
-        // stride_c = 0 with a batch sums the products into one C.
-        double beta = (g.sc == 0 && i > 0) ? 1.0 : g.beta;
-        out = T(g.alpha * acc + beta * out);
-      }
 }
 
 template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
   int64_t lda = g.lda ? g.lda : (g.ta ? g.m : g.k);
   int64_t ldb = g.ldb ? g.ldb : (g.tb ? g.k : g.n);
   int64_t ldc = g.ldc ? g.ldc : g.n;
-  auto extent = [](int64_t batch, int64_t stride, int64_t rows, int64_t ld,
-                   int64_t cols) {
-    return size_t((batch - 1) * stride + (rows - 1) * ld + cols);
+  auto extent = [&](int64_t outerStride, int64_t stride, int64_t rows, int64_t ld,
+                    int64_t cols) {
+    return size_t((g.outer - 1) * outerStride + (g.batch - 1) * stride + (rows - 1) * ld +
+                  cols);
   };
   std::vector<T> A =
-      randomValues<T>(extent(g.batch, g.sa, g.ta ? g.k : g.m, lda, g.ta ? g.m : g.k), 1);
+      randomValues<T>(extent(g.osa, g.sa, g.ta ? g.k : g.m, lda, g.ta ? g.m : g.k), 1);
   std::vector<T> B =
-      randomValues<T>(extent(g.batch, g.sb, g.tb ? g.n : g.k, ldb, g.tb ? g.k : g.n), 2);
-  std::vector<T> C = randomValues<T>(extent(g.batch, g.sc, g.m, ldc, g.n), 3);
+      randomValues<T>(extent(g.osb, g.sb, g.tb ? g.n : g.k, ldb, g.tb ? g.k : g.n), 2);
+  std::vector<T> C = randomValues<T>(extent(g.osc, g.sc, g.m, ldc, g.n), 3);
   OpProgram p;
   int32_t a = p.input("a", dtype, A), b = p.input("b", dtype, B),
           c = p.state("c", dtype, C);
@@ -156,6 +160,10 @@ template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
   gemm.set_stride_a(g.sa);
   gemm.set_stride_b(g.sb);
   gemm.set_stride_c(g.sc);
+  gemm.set_batch_outer(g.outer);
+  gemm.set_outer_stride_a(g.osa);
+  gemm.set_outer_stride_b(g.osb);
+  gemm.set_outer_stride_c(g.osc);
   if (g.setAlphaBeta) {
     gemm.set_alpha(g.alpha);
     gemm.set_beta(g.beta);
@@ -224,6 +232,24 @@ TEST(RuntimeGemm, StrideZeroOutputSumsTheBatch) {
   g.sc = 0;
   g.beta = 1;
   g.setAlphaBeta = true;
+  checkGemm<float>(g, F32);
+}
+
+// Attention's q k^T read in place: q is [batch 2, seq 3, heads 2, dim 5] and
+// k is [2, 4, 2, 5]; the products run over (batch, head) into a contiguous
+// [2, 2, 3, 4].
+TEST(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
+  GemmCase g;
+  g.m = 3, g.n = 4, g.k = 5, g.tb = true;
+  g.lda = g.ldb = 2 * 5;
+  g.outer = 2, g.batch = 2;
+  g.osa = 3 * 2 * 5, g.sa = 5;
+  g.osb = 4 * 2 * 5, g.sb = 5;
+  g.osc = 2 * 3 * 4, g.sc = 3 * 4;
+  checkGemm<float>(g, F32);
+  checkGemm<double>(g, F64);
+  g.osc = 0; // the outer level summed into one C per head
+  g.beta = 1, g.setAlphaBeta = true;
   checkGemm<float>(g, F32);
 }
 

@@ -26,6 +26,7 @@ using PreparedOp = std::function<void()>;
 struct GemmGeometry {
   bool transA, transB;
   int64_t m, n, k, batch, lda, ldb, ldc, strideA, strideB, strideC;
+  int64_t batchOuter, outerStrideA, outerStrideB, outerStrideC;
   double alpha, beta;
   /// Elements of A, B, C the batch touches (0 if a size is not positive).
   int64_t elementsA() const;
