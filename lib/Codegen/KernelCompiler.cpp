@@ -117,33 +117,6 @@ struct ApproximateMathPass
   }
 };
 
-/// Lets the combining step of every reduction be reassociated (fastmath
-/// `reassoc`): a strict left-to-right float sum, max or product is one
-/// dependency chain that LLVM may neither vectorize nor interleave. The
-/// reordered sums differ from the strict ones by rounding only, as PyTorch's
-/// vectorized reductions do.
-struct ReassociateReductionsPass
-    : PassWrapper<ReassociateReductionsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReassociateReductionsPass)
-  StringRef getArgument() const final { return "colo-reassociate-reductions"; }
-  StringRef getDescription() const final {
-    return "Marks the combining ops of linalg reductions reassociable";
-  }
-  void runOnOperation() override {
-    getOperation()->walk([](linalg::GenericOp generic) {
-      if (generic.getNumReductionLoops() == 0)
-        return;
-      for (BlockArgument acc : generic.getRegionOutputArgs())
-        for (Operation *user : acc.getUsers())
-          if (auto fm = dyn_cast<arith::ArithFastMathInterface>(user))
-            user->setAttr(fm.getFastMathAttrName(),
-                          arith::FastMathFlagsAttr::get(
-                              user->getContext(), fm.getFastMathFlagsAttr().getValue() |
-                                                      arith::FastMathFlags::reassoc));
-    });
-  }
-};
-
 struct PrepareKernelsPass
     : PassWrapper<PrepareKernelsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrepareKernelsPass)
@@ -372,7 +345,6 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
 
   // Buffers -> loops -> LLVM, with the bare-pointer calling convention
   // (every shape is static).
-  pm.addPass(std::make_unique<ReassociateReductionsPass>());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(std::make_unique<ApproximateMathPass>());
   pm.addPass(memref::createExpandStridedMetadataPass());
