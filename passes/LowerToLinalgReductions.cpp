@@ -443,7 +443,7 @@ struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
     Type acc = computeType(type.getElementType());
     double eps = op.getLabelSmoothing().convertToDouble();
     int64_t ignore = op.getIgnoreIndex();
-    AffineMap id = identity(b, rank), perPos = dropDimsMap(rank, {positions}, b.getContext());
+    AffineMap id = identity(b, rank);
 
     Value mx = maxAlong(b, loc, logits, positions, acc);
     Value sumExp = sumExpAlong(b, loc, logits, mx, positions, acc);

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -61,9 +62,7 @@ std::optional<GemmOperand> gemmOperand(Value stored, ArrayRef<int64_t> perm) {
   int64_t r = shape.size();
   if (r < 2)
     return std::nullopt;
-  SmallVector<int64_t> strides(r, 1);
-  for (int64_t d = r - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
+  SmallVector<int64_t> strides = computeStrides(shape);
   int64_t rows = strides[perm[r - 2]], cols = strides[perm[r - 1]];
   if (rows != 1 && cols != 1)
     return std::nullopt;
@@ -589,7 +588,8 @@ private:
     FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored), c = result(mm);
     if (failed(a) || failed(b) || failed(c))
       return failure();
-    RankedTensorType lt = tensorType(mm.getLhs()), ot = tensorType(mm.getResult());
+    RankedTensorType lt = tensorType(mm.getLhs()), rt_ = tensorType(mm.getRhs()),
+                     ot = tensorType(mm.getResult());
     int64_t m = lt.getDimSize(lt.getRank() - 2), k = lt.getShape().back(),
             n = ot.getShape().back();
     rt::Gemm *g = addStep(mm)->mutable_gemm();
@@ -615,7 +615,7 @@ private:
     for (size_t d = batchShape.size(); d-- > 0;) {
       if (batchShape[d] != 1)
         levels.insert(levels.begin(), {batchShape[d], strideIn(lhs, lt, d),
-                                       strideIn(rhs, tensorType(mm.getRhs()), d), cStride});
+                                       strideIn(rhs, rt_, d), cStride});
       cStride *= batchShape[d];
     }
     for (size_t i = 0; i + 1 < levels.size();) {
@@ -631,7 +631,7 @@ private:
       return mm.emitError() << "matrix product with more than two batch dimensions "
                                "that cannot be merged is not supported by the CPU "
                                "lowering: "
-                            << lt << " x " << tensorType(mm.getRhs());
+                            << lt << " x " << rt_;
     if (levels.size() == 1 && levels[0].b == 0 && !lhs.trans && levels[0].a == m * lhs.ld) {
       // A's matrices follow one another and B is shared: one product of
       // batch * m rows.
