@@ -55,34 +55,84 @@ int64_t flopsOf(Operation *op) {
     return cost.getFlops();
   return 0;
 }
+} // namespace
 
-/// The cut positions (cut after ops[i]) among `candidates` that split the
-/// prefix costs into `stages` segments with the smallest largest segment.
-SmallVector<int64_t> balance(ArrayRef<int64_t> prefix, ArrayRef<int64_t> candidates,
-                             int64_t stages) {
+PipelineCutPoints colo::findPipelineCutPoints(Block &body) {
+  PipelineCutPoints cuts;
+  DenseSet<Operation *> varying;
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || varying.contains(def);
+        })) {
+      varying.insert(&op);
+      cuts.ops.push_back(&op);
+    }
+  int64_t n = cuts.ops.size();
+  DenseMap<Operation *, int64_t> index;
+  for (auto [i, op] : llvm::enumerate(cuts.ops))
+    index[op] = i;
+
+  // liveAfter[i]: values defined at or before ops[i] and used after it.
+  std::vector<int64_t> born(n + 1, 0), died(n + 1, 0), liveAfter(n, 0);
+  for (auto [i, op] : llvm::enumerate(cuts.ops))
+    for (Value r : op->getResults()) {
+      int64_t last = -1;
+      for (Operation *user : r.getUsers())
+        last = std::max(last, varying.contains(user) ? index[user] : n);
+      if (last > static_cast<int64_t>(i))
+        ++born[i], ++died[last];
+    }
+  cuts.prefix.assign(n + 1, 0);
+  int64_t live = 0, fewest = std::numeric_limits<int64_t>::max();
+  for (int64_t i = 0; i < n; ++i) {
+    cuts.prefix[i + 1] = cuts.prefix[i] + flopsOf(cuts.ops[i]) + 1;
+    live += born[i] - died[i];
+    liveAfter[i] = live;
+    if (i + 1 < n)
+      fewest = std::min(fewest, live);
+  }
+  for (int64_t i = 0; i + 1 < n; ++i)
+    if (liveAfter[i] == fewest)
+      cuts.candidates.push_back(i);
+  cuts.fewestCrossing = fewest;
+  return cuts;
+}
+
+SmallVector<int64_t> colo::balanceStageCuts(ArrayRef<double> prefix,
+                                            ArrayRef<int64_t> candidates, int64_t stages) {
   int64_t n = prefix.size() - 1, k = candidates.size();
-  constexpr int64_t inf = std::numeric_limits<int64_t>::max();
+  if (stages <= 1 || k < stages - 1)
+    return {};
+  constexpr double inf = std::numeric_limits<double>::infinity();
   // best[j][c]: the smallest largest cost of j + 1 segments ending with a cut
   // at candidates[c]; the last segment runs to the end.
   auto cutAt = [&](int64_t c) { return candidates[c] + 1; };
-  std::vector<std::vector<int64_t>> best(stages, std::vector<int64_t>(k, inf)),
-      from(stages, std::vector<int64_t>(k, -1));
+  std::vector<std::vector<double>> best(stages, std::vector<double>(k, inf));
+  std::vector<std::vector<int64_t>> from(stages, std::vector<int64_t>(k, -1));
   for (int64_t c = 0; c < k; ++c)
     best[0][c] = prefix[cutAt(c)];
+  // The last segment only grows as its start moves back: once it alone
+  // exceeds the best found, no earlier start can match it. Going back, `<=`
+  // keeps the earliest start among equals.
   for (int64_t j = 1; j + 1 < stages; ++j)
     for (int64_t c = 0; c < k; ++c)
-      for (int64_t p = 0; p < c; ++p) {
+      for (int64_t p = c - 1; p >= 0; --p) {
+        double segment = prefix[cutAt(c)] - prefix[cutAt(p)];
+        if (segment > best[j][c])
+          break;
         if (best[j - 1][p] == inf)
           continue;
-        int64_t cost = std::max(best[j - 1][p], prefix[cutAt(c)] - prefix[cutAt(p)]);
-        if (cost < best[j][c])
+        double cost = std::max(best[j - 1][p], segment);
+        if (cost <= best[j][c])
           best[j][c] = cost, from[j][c] = p;
       }
-  int64_t last = -1, bestCost = inf;
+  int64_t last = -1;
+  double bestCost = inf;
   for (int64_t c = 0; c < k; ++c) {
     if (best[stages - 2][c] == inf)
       continue;
-    int64_t cost = std::max(best[stages - 2][c], prefix[n] - prefix[cutAt(c)]);
+    double cost = std::max(best[stages - 2][c], prefix[n] - prefix[cutAt(c)]);
     if (cost < bestCost)
       bestCost = cost, last = c;
   }
@@ -92,6 +142,7 @@ SmallVector<int64_t> balance(ArrayRef<int64_t> prefix, ArrayRef<int64_t> candida
   return cuts;
 }
 
+namespace {
 struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStages> {
   using Base::Base;
 
@@ -109,61 +160,23 @@ struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStage
     }
     Block &body = forward.front();
 
-    // The ops that depend on the inputs, in order: what the stages run.
-    DenseSet<Operation *> varying;
-    SmallVector<Operation *> ops;
-    for (Operation &op : body.without_terminator())
-      if (llvm::any_of(op.getOperands(), [&](Value v) {
-            Operation *def = v.getDefiningOp();
-            return !def || varying.contains(def);
-          })) {
-        varying.insert(&op);
-        ops.push_back(&op);
-      }
+    PipelineCutPoints points = findPipelineCutPoints(body);
+    ArrayRef<Operation *> ops = points.ops;
     int64_t n = ops.size();
     if (n < stages) {
       forward.emitError() << "cannot cut @forward into " << static_cast<int64_t>(stages)
                           << " pipeline stages: it has " << n << " ops on the inputs";
       return signalPassFailure();
     }
-    DenseMap<Operation *, int64_t> index;
-    for (auto [i, op] : llvm::enumerate(ops))
-      index[op] = i;
-
-    // live[i]: values defined at or before ops[i] and used after it.
-    std::vector<int64_t> born(n + 1, 0), died(n + 1, 0);
-    for (auto [i, op] : llvm::enumerate(ops))
-      for (Value r : op->getResults()) {
-        int64_t last = -1;
-        for (Operation *user : r.getUsers())
-          last = std::max(last, varying.contains(user) ? index[user] : n);
-        if (last > static_cast<int64_t>(i))
-          ++born[i], ++died[last];
-      }
-    std::vector<int64_t> prefix(n + 1, 0);
-    SmallVector<int64_t> candidates;
-    int64_t live = 0, fewest = std::numeric_limits<int64_t>::max();
-    std::vector<int64_t> liveAfter(n, 0);
-    for (int64_t i = 0; i < n; ++i) {
-      prefix[i + 1] = prefix[i] + flopsOf(ops[i]) + 1;
-      live += born[i] - died[i];
-      liveAfter[i] = live;
-      if (i + 1 < n)
-        fewest = std::min(fewest, live);
-    }
-    for (int64_t i = 0; i + 1 < n; ++i)
-      if (liveAfter[i] == fewest)
-        candidates.push_back(i);
-    if (static_cast<int64_t>(candidates.size()) < stages - 1) {
+    if (static_cast<int64_t>(points.candidates.size()) < stages - 1) {
       forward.emitError() << "cannot cut @forward into " << static_cast<int64_t>(stages)
-                          << " pipeline stages: only " << candidates.size()
-                          << " places where " << fewest
+                          << " pipeline stages: only " << points.candidates.size()
+                          << " places where " << points.fewestCrossing
                           << " value(s) cross (between layers); use fewer stages";
       return signalPassFailure();
     }
 
-    SmallVector<int64_t> cuts =
-        stages > 1 ? balance(prefix, candidates, stages) : SmallVector<int64_t>{};
+    SmallVector<int64_t> cuts = balanceStageCuts(points.prefix, points.candidates, stages);
     for (int64_t i = 0, s = 0; i < n; ++i) {
       while (s < static_cast<int64_t>(cuts.size()) && i >= cuts[s])
         ++s;
@@ -172,6 +185,7 @@ struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStage
 
     // Copy the input-independent ops into each stage that uses them, users
     // first so that a copy's own operands are copied for its stage too.
+    DenseSet<Operation *> varying(ops.begin(), ops.end());
     SmallVector<Operation *> invariant;
     for (Operation &op : body.without_terminator())
       if (!varying.contains(&op))

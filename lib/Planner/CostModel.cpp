@@ -5,6 +5,7 @@
 
 #include "colo/Analysis/ModelSummary.h"
 #include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/Pipeline.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
@@ -16,6 +17,19 @@
 using namespace mlir;
 
 namespace colo::planner {
+
+PartCost &PartCost::operator+=(const PartCost &o) {
+  matmulFlops += o.matmulFlops;
+  otherFlops += o.otherFlops;
+  memoryBytes += o.memoryBytes;
+  attentionFlops += o.attentionFlops;
+  params += o.params;
+  ops += o.ops;
+  savedReplicated += o.savedReplicated;
+  savedSplit += o.savedSplit;
+  savedScores += o.savedScores;
+  return *this;
+}
 
 double ModelProfile::totalParams() const {
   return pre.params + layers * layer.params + post.params;
@@ -59,27 +73,28 @@ void addCost(PartCost &c, Operation *op) {
     c.attentionFlops += flops;
 }
 
-/// True when `v` does not depend on the batch: a parameter or constant, or a
-/// view, transpose or cast of one (a transposed weight).
-bool isWeightLike(Value v) {
+/// The parameter or constant `v` is, or is a view, transpose or cast of (a
+/// transposed weight); null when `v` depends on the batch.
+Operation *weightSource(Value v) {
   while (Operation *def = v.getDefiningOp()) {
     if (isa<GlobalLoadOp, ConstantOp>(def))
-      return true;
+      return def;
     if (!isa<ReshapeOp, TransposeOp, BroadcastToOp, ConvertOp>(def) ||
         def->getNumOperands() != 1)
-      return false;
+      return nullptr;
     v = def->getOperand(0);
   }
-  return false;
+  return nullptr;
 }
 
 /// Adds the forward values that `op`'s backward reads to the bytes kept for
 /// backward, each value once (`kept`); a reshape is a view of its operand, so
 /// the operand's buffer is what is kept. Linear and data-movement ops (adds,
 /// slices, transposes, concatenations, sums) read none of their inputs
-/// backward; every other op is taken to read its non-weight operands, and
-/// attention its output too (the fused kernel recomputes the scores from
-/// q, k, v and the output).
+/// backward; every other op is taken to read its non-weight operands.
+/// Attention is differentiated as colo-decompose-attention writes it: its
+/// matmuls read q, k, v and the probabilities, which the softmax backward
+/// reads too (in f32, and again in the 16-bit type the second matmul takes).
 void addSaved(PartCost &c, Operation *op, int64_t hidden, llvm::DenseSet<Value> &kept) {
   if (isa<AddOp, SubOp, NegOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, BroadcastToOp,
           ReduceSumOp, ReduceMeanOp, ConvertOp, GlobalLoadOp, ConstantOp>(op))
@@ -88,16 +103,39 @@ void addSaved(PartCost &c, Operation *op, int64_t hidden, llvm::DenseSet<Value> 
     while (auto reshape = v.getDefiningOp<ReshapeOp>())
       v = reshape->getOperand(0);
     auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || isWeightLike(v) || !kept.insert(v).second)
+    if (!t || weightSource(v) || !kept.insert(v).second)
       return;
     (t.getRank() > 0 && t.getShape().back() == hidden ? c.savedReplicated
                                                       : c.savedSplit) += bytesOf(t);
   };
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    for (Value v : {attention.getQuery(), attention.getKey(), attention.getValue()})
+      keep(v);
+    auto q = cast<RankedTensorType>(attention.getQuery().getType());
+    auto k = cast<RankedTensorType>(attention.getKey().getType());
+    int64_t bits = q.getElementTypeBitWidth();
+    double perScore = 4 + (bits < 32 ? bits / 8 : 0);
+    double scores = q.getNumElements() / q.getShape().back() * k.getDimSize(2) * perScore;
+    c.savedScores += scores;
+    c.savedSplit += scores;
+    return;
+  }
   for (Value v : op->getOperands())
     keep(v);
-  if (isa<AttentionOp>(op))
-    for (Value r : op->getResults())
-      keep(r);
+}
+
+/// Adds the trainable parameters `op` reads that no earlier op of the layer
+/// read (`counted`) to `c`.
+void addParams(PartCost &c, Operation *op, ModuleOp module,
+               llvm::StringSet<llvm::MallocAllocator> &counted) {
+  for (Value v : op->getOperands()) {
+    auto load = dyn_cast_or_null<GlobalLoadOp>(weightSource(v));
+    if (!load || !counted.insert(load.getGlobal()).second)
+      continue;
+    if (auto global = module.lookupSymbol<GlobalOp>(load.getGlobal());
+        global && global.getTrainable())
+      c.params += global.getTensorType().getNumElements();
+  }
 }
 
 void scale(PartCost &c, double f) {
@@ -107,6 +145,7 @@ void scale(PartCost &c, double f) {
   c.attentionFlops *= f;
   c.savedReplicated *= f;
   c.savedSplit *= f;
+  c.savedScores *= f;
 }
 } // namespace
 
@@ -145,6 +184,16 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   p.seq = boundary.getRank() >= 2 ? boundary.getShape()[boundary.getRank() - 2] : 1;
   p.elementBytes = std::max<int64_t>(1, boundary.getElementTypeBitWidth() / 8);
 
+  // The first layer's ops, split where colo-pipeline-stages may cut.
+  llvm::DenseSet<Operation *> cutAfter;
+  {
+    PipelineCutPoints points = findPipelineCutPoints(func.front());
+    for (int64_t i : points.candidates)
+      cutAfter.insert(points.ops[i]);
+  }
+  p.segments.emplace_back();
+  llvm::StringSet<llvm::MallocAllocator> layerGlobals;
+
   bool seenLayer = false;
   llvm::StringSet<llvm::MallocAllocator> preGlobals, postGlobals;
   llvm::DenseSet<Value> kept;
@@ -158,8 +207,12 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
     if (inAnyLayer) {
       seenLayer = true;
       if (inBlock(path, first)) {
-        addCost(p.layer, op);
-        addSaved(p.layer, op, p.hidden, kept);
+        PartCost &segment = p.segments.back();
+        addCost(segment, op);
+        addSaved(segment, op, p.hidden, kept);
+        addParams(segment, op, module, layerGlobals);
+        if (cutAfter.contains(op) && segment.ops > 0)
+          p.segments.emplace_back();
       }
       return;
     }
@@ -173,7 +226,17 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
     if (auto mm = dyn_cast<MatmulOp>(op); mm && seenLayer)
       p.vocab = std::max<int64_t>(p.vocab, mm.getType().getShape().back());
   });
+  if (p.segments.size() > 1 && p.segments.back().ops == 0)
+    p.segments.pop_back();
+  for (const PartCost &segment : p.segments)
+    p.layer += segment;
+  // The model summary counts each layer's parameters; where the operands
+  // seen here miss some (read other than through a load), share them out.
+  double found = p.layer.params;
   p.layer.params = blocks.parametersPerBlock;
+  for (PartCost &segment : p.segments)
+    segment.params = found > 0 ? segment.params * p.layer.params / found
+                               : p.layer.params / p.segments.size();
   for (auto global : module.getOps<GlobalOp>())
     if (global.getTrainable() && preGlobals.contains(global.getSymName())) {
       p.pre.params += global.getTensorType().getNumElements();
@@ -184,6 +247,8 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   double perSample = 1.0 / std::max<int64_t>(1, s.batch);
   scale(p.pre, perSample);
   scale(p.layer, perSample);
+  for (PartCost &segment : p.segments)
+    scale(segment, perSample);
   scale(p.post, perSample);
   return p;
 }
@@ -226,36 +291,6 @@ double collectiveTime(Collective kind, double bytes, int64_t n, int64_t stride,
   double inter = ring(bytes / perNode, nodes, c.interBandwidth, c.interLatency, factor);
   return intra + inter;
 }
-
-namespace {
-/// Splits `costs` into `parts` contiguous groups minimizing the largest sum
-/// (dynamic programming); returns the group sizes.
-std::vector<int64_t> balance(const std::vector<double> &costs, int64_t parts) {
-  int64_t n = costs.size();
-  std::vector<double> prefix(n + 1, 0);
-  for (int64_t i = 0; i < n; ++i)
-    prefix[i + 1] = prefix[i] + costs[i];
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(parts + 1, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<int64_t>> cut(parts + 1, std::vector<int64_t>(n + 1, 0));
-  best[0][0] = 0;
-  for (int64_t k = 1; k <= parts; ++k)
-    for (int64_t i = k; i <= n; ++i)
-      for (int64_t j = k - 1; j < i; ++j) {
-        double v = std::max(best[k - 1][j], prefix[i] - prefix[j]);
-        if (v < best[k][i]) {
-          best[k][i] = v;
-          cut[k][i] = j;
-        }
-      }
-  std::vector<int64_t> sizes(parts);
-  for (int64_t k = parts, i = n; k >= 1; --k) {
-    sizes[k - 1] = i - cut[k][i];
-    i = cut[k][i];
-  }
-  return sizes;
-}
-} // namespace
 
 llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
                                    const Plan &plan) {
@@ -306,9 +341,16 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
          tPost = timeOf(m.post, edge);
 
   // Stage partition: pre + layers + post into pp * v chunks; device d holds
-  // chunks d, d + pp, ... (interleaving).
+  // chunks d, d + pp, ... (interleaving). A chunk is a run of layer segments;
+  // without given stages they are balanced as colo-pipeline-stages balances
+  // them (FLOPs, plus one per kernel), so that the prediction is of the
+  // stages the compiler makes.
   int64_t chunks = pp * v;
-  std::vector<int64_t> chunkLayers;
+  std::vector<PartCost> segments = m.segments;
+  if (segments.empty())
+    segments = {m.layer};
+  int64_t segmentsPerLayer = segments.size(), units = m.layers * segmentsPerLayer;
+  std::vector<int64_t> chunkBegin; // in segments; chunk k ends where k + 1 begins
   if (!plan.stages.empty()) {
     if (static_cast<int64_t>(plan.stages.size()) != chunks)
       return bad("the plan gives " + llvm::Twine(plan.stages.size()) + " stages for " +
@@ -317,29 +359,57 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
     for (auto [lo, hi] : plan.stages) {
       if (lo != expect || hi <= lo)
         return bad("stage layer ranges must cover the layers in order, without gaps");
-      chunkLayers.push_back(hi - lo);
+      chunkBegin.push_back(lo * segmentsPerLayer);
       expect = hi;
     }
     if (expect != m.layers)
       return bad("stage ranges cover " + llvm::Twine(expect) + " of " +
                  llvm::Twine(m.layers) + " layers");
-  } else if (chunks == 1) {
-    chunkLayers = {m.layers};
   } else {
-    // Balance layers plus the embedding (first chunk) and head (last).
-    std::vector<double> costs(m.layers, tLayer);
-    costs.front() += tPre;
-    costs.back() += tPost;
-    chunkLayers = balance(costs, chunks);
+    auto cost = [&](const PartCost &part, int64_t split) {
+      return b * (part.matmulFlops + part.otherFlops) / split + part.ops;
+    };
+    std::vector<double> prefix(units + 1, 0);
+    llvm::SmallVector<int64_t> candidates;
+    for (int64_t u = 0; u < units; ++u) {
+      prefix[u + 1] = prefix[u] + cost(segments[u % segmentsPerLayer], tp) +
+                      (u == 0 ? cost(m.pre, edge) : 0) +
+                      (u == units - 1 ? cost(m.post, edge) : 0);
+      if (u + 1 < units)
+        candidates.push_back(u);
+    }
+    chunkBegin = {0};
+    for (int64_t cut : balanceStageCuts(prefix, candidates, chunks))
+      chunkBegin.push_back(cut);
   }
-  std::vector<double> deviceTime(pp, 0), deviceLayers(pp, 0);
+  chunkBegin.push_back(units);
+  std::vector<PartCost> chunkPart(chunks);
+  std::vector<double> chunkLayers(chunks);
   for (int64_t k = 0; k < chunks; ++k) {
-    double t = chunkLayers[k] * tLayer + (k == 0 ? tPre : 0) + (k == chunks - 1 ? tPost : 0);
-    deviceTime[k % pp] += t;
-    deviceLayers[k % pp] += chunkLayers[k];
+    for (int64_t u = chunkBegin[k]; u < chunkBegin[k + 1]; ++u)
+      chunkPart[k] += segments[u % segmentsPerLayer];
+    chunkLayers[k] = double(chunkBegin[k + 1] - chunkBegin[k]) / segmentsPerLayer;
   }
-  double tF = *std::max_element(deviceTime.begin(), deviceTime.end());
+  // The forward time of one microbatch on device d.
+  auto deviceTimeOf = [&](int64_t d, int what) {
+    double time = 0;
+    for (int64_t k = d; k < chunks; k += pp)
+      time += timeOf(chunkPart[k], tp, what) + (k == 0 ? timeOf(m.pre, edge, what) : 0) +
+              (k == chunks - 1 ? timeOf(m.post, edge, what) : 0);
+    return time;
+  };
+  std::vector<double> deviceLayers(pp, 0), deviceAttention(pp, 0);
+  for (int64_t k = 0; k < chunks; ++k) {
+    deviceLayers[k % pp] += chunkLayers[k];
+    deviceAttention[k % pp] += chunkPart[k].attentionFlops;
+  }
+  double tF = 0;
+  int64_t slowest = 0;
+  for (int64_t d = 0; d < pp; ++d)
+    if (double time = deviceTimeOf(d, All); time > tF)
+      tF = time, slowest = d;
   double maxLayers = *std::max_element(deviceLayers.begin(), deviceLayers.end());
+  double maxAttention = *std::max_element(deviceAttention.begin(), deviceAttention.end());
 
   Prediction p;
   p.plan = plan;
@@ -351,7 +421,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   if (plan.recompute == Recompute::Full)
     t.recompute = mcount * tF;
   else if (plan.recompute == Recompute::Selective)
-    t.recompute = mcount * maxLayers * b * m.layer.attentionFlops / tp / peak;
+    t.recompute = mcount * b * maxAttention / tp / peak;
 
   // Megatron tensor parallelism: two all-reduces of b*s*h forward, two
   // backward per layer (all-gather + reduce-scatter pairs of the same volume
@@ -368,21 +438,9 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   // The same compute divided by kind, on the slowest device.
   {
     double share = tF > 0 ? (t.compute + t.recompute) / tF : 0;
-    auto deviceTime = [&](int64_t d, int what) {
-      double time = 0;
-      for (int64_t k = d; k < chunks; k += pp)
-        time += chunkLayers[k] * timeOf(m.layer, tp, what) +
-                (k == 0 ? timeOf(m.pre, edge, what) : 0) +
-                (k == chunks - 1 ? timeOf(m.post, edge, what) : 0);
-      return time * share;
-    };
-    int64_t slowest = 0;
-    for (int64_t d = 1; d < pp; ++d)
-      if (deviceTime(d, All) > deviceTime(slowest, All))
-        slowest = d;
-    p.computeMatmul = deviceTime(slowest, Matmul);
-    p.computeMemory = deviceTime(slowest, Memory);
-    p.computeLaunch = deviceTime(slowest, Launch);
+    p.computeMatmul = share * deviceTimeOf(slowest, Matmul);
+    p.computeMemory = share * deviceTimeOf(slowest, Memory);
+    p.computeLaunch = share * deviceTimeOf(slowest, Launch);
   }
   double tMicro = (t.compute + t.recompute + t.tensorParallel) / mcount;
   if (pp > 1) {
@@ -400,7 +458,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   auto stageParams = [&](int64_t d) {
     double params = 0;
     for (int64_t k = d; k < chunks; k += pp)
-      params += chunkLayers[k] * m.layer.params / tp +
+      params += chunkPart[k].params / tp +
                 (k == 0 ? m.pre.params / edge : 0) +
                 (k == chunks - 1 ? m.post.params / edge : 0) +
                 (k == chunks - 1 && chunks > 1 ? m.tiedParams / edge : 0);
@@ -471,11 +529,9 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
     return kind == Collective::AllReduce ? 2 * share : share;
   };
   for (int64_t d = 0; d < pp; ++d) {
-    double layers = 0, sends = 0;
-    for (int64_t k = d; k < chunks; k += pp) {
-      layers += chunkLayers[k];
+    double layers = deviceLayers[d], sends = 0;
+    for (int64_t k = d; k < chunks; k += pp)
       sends += (k < chunks - 1) + (k > 0); // activations forward, gradients back
-    }
     double params = stageParams(d);
     double edgeReduces = m.vocabParallel ? (d == 0) + ((chunks - 1) % pp == d) : 0;
     double bytes = mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) +
@@ -503,19 +559,21 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
                     : pp > 1 ? std::min<double>(mcount, pp) : 1;
   if (plan.schedule == Schedule::Interleaved)
     inflight *= 1 + double(pp - 1) / (pp * v);
-  double savedPerLayer =
-      plan.recompute == Recompute::Full
-          ? boundary / (plan.sequenceParallel ? tp : 1)
-          : b * (m.layer.savedReplicated / (plan.sequenceParallel ? tp : 1) +
-                 m.layer.savedSplit / tp);
-  double workingLayer =
-      b * (m.layer.savedReplicated / (plan.sequenceParallel ? tp : 1) + m.layer.savedSplit / tp);
+  // Bytes a part of the layers keeps for backward per microbatch (under full
+  // recompute, each layer's input only).
+  auto layerSaved = [&](const PartCost &part) {
+    double scores = plan.recompute == Recompute::Selective ? part.savedScores : 0;
+    return b * (part.savedReplicated / (plan.sequenceParallel ? tp : 1) +
+                (part.savedSplit - scores) / tp);
+  };
   MemoryBreakdown worst;
   for (int64_t d = 0; d < pp; ++d) {
-    double layers = 0;
+    double saved = 0;
     bool first = d == 0, last = (chunks - 1) % pp == d;
     for (int64_t k = d; k < chunks; k += pp)
-      layers += chunkLayers[k];
+      saved += plan.recompute == Recompute::Full
+                   ? chunkLayers[k] * boundary / (plan.sequenceParallel ? tp : 1)
+                   : layerSaved(chunkPart[k]);
     MemoryBreakdown mem = modelStateMemory(stageParams(d), plan.zero, dp,
                                            plan.offload == Offload::Optimizer,
                                            m.elementBytes);
@@ -527,8 +585,8 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
                                     part.savedSplit / tp)
                              : b * (part.savedReplicated + part.savedSplit);
     };
-    mem.activations = inflightHere * layers * savedPerLayer +
-                      (plan.recompute == Recompute::Full ? workingLayer : 0) +
+    mem.activations = inflightHere * saved +
+                      (plan.recompute == Recompute::Full ? layerSaved(m.layer) : 0) +
                       (first ? inflightHere * partSaved(m.pre) : 0) +
                       (last ? partSaved(m.post) : 0);
     // Workspace, plus the fp32 logits the loss keeps and their gradient,
@@ -590,7 +648,7 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
      << " devices\n";
   os << "stages       ";
   for (size_t i = 0; i < p.stageLayers.size(); ++i)
-    os << (i ? " | " : "") << p.stageLayers[i];
+    os << (i ? " | " : "") << llvm::format("%g", p.stageLayers[i]);
   os << " layers\n";
   const MemoryBreakdown &mem = p.memory;
   os << llvm::format("memory       %.2f GiB per device of %.2f GiB (%s)\n", gb(mem.total()),

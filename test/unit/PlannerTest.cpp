@@ -96,15 +96,32 @@ TEST(PlannerPredict, TensorParallelReplicatesEmbeddingAndHead) {
 }
 
 // Only what backward reads is kept: per GPT-2 layer and token about 17
-// hidden-sized vectors (norm inputs, matmul inputs, q/k/v and the attention
-// output, the GELU input), not every intermediate result.
+// hidden-sized vectors (norm inputs, matmul inputs, q/k/v, the GELU input),
+// not every intermediate result; and the attention probabilities, heads x s
+// per token, in f32 for the softmax and in bf16 for the second matmul
+// (Korthikanti et al.'s 5as/h term, for colo's decomposed attention).
 TEST(PlannerMemory, SavedActivationsAreWhatBackwardReads) {
   mlir::MLIRContext ctx;
   ModelProfile m = gpt2Small(ctx);
-  double perToken = (m.layer.savedReplicated + m.layer.savedSplit) / m.seq /
-                    (m.hidden * m.elementBytes);
+  ASSERT_EQ(m.elementBytes, 2);
+  double vector = m.seq * m.hidden * m.elementBytes;
+  double perToken =
+      (m.layer.savedReplicated + m.layer.savedSplit - m.layer.savedScores) / vector;
   EXPECT_GT(perToken, 14);
   EXPECT_LT(perToken, 20);
+  EXPECT_DOUBLE_EQ(m.layer.savedScores, m.heads * m.seq * m.seq * (4.0 + 2.0));
+}
+
+// Selective recompute (Korthikanti et al.) keeps no attention probabilities.
+TEST(PlannerMemory, SelectiveRecomputeDropsTheScores) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  ClusterSpec c = cluster("a100-80g:1x1");
+  Prediction none = cantFail(predict(m, c, cantFail(parsePlan("dp=1,mbs=2,micro=1"))));
+  Prediction sel = cantFail(
+      predict(m, c, cantFail(parsePlan("dp=1,mbs=2,micro=1,recompute=selective"))));
+  EXPECT_NEAR(none.memory.activations - sel.memory.activations,
+              2 * m.layers * m.layer.savedScores, 1);
 }
 
 // The compute split adds up to compute + recompute.
@@ -266,8 +283,8 @@ TEST(PlannerPredict, PipelineBubbleIsPMinusOneOverM) {
   Prediction r = cantFail(predict(m, c, p));
   // No tensor parallelism: a microbatch is its forward and backward.
   EXPECT_NEAR(r.time.bubble / r.time.compute, 3.0 / 8, 1e-9);
-  int64_t layers = 0;
-  for (int64_t l : r.stageLayers)
+  double layers = 0;
+  for (double l : r.stageLayers)
     layers += l;
   EXPECT_EQ(layers, 12);
   Plan v = cantFail(parsePlan("dp=1,tp=1,pp=4,mbs=1,micro=8,schedule=interleaved,v=3"));

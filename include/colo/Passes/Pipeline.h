@@ -16,6 +16,7 @@
 #include "mlir/IR/Operation.h"
 
 #include <optional>
+#include <vector>
 
 namespace colo {
 
@@ -50,6 +51,30 @@ struct StageLabeler : mlir::OpBuilder::Listener {
 /// stages were chosen) one: the latest stage among their operands'
 /// producers, else the earliest among their users, else 0.
 void inferMissingStages(mlir::Block &block);
+
+/// Where a forward function can be cut into pipeline stages.
+struct PipelineCutPoints {
+  /// The ops that depend on the inputs, in order: what the stages run (the
+  /// rest, parameter loads and constants, is copied where it is used).
+  llvm::SmallVector<mlir::Operation *> ops;
+  /// prefix[i]: the cost of ops[0, i) (FLOPs, plus one per op).
+  std::vector<double> prefix;
+  /// Indices i such that a cut may go after ops[i]: where the fewest values
+  /// cross (between transformer layers and their sub-blocks, the residual
+  /// stream alone).
+  llvm::SmallVector<int64_t> candidates;
+  int64_t fewestCrossing = 0;
+};
+PipelineCutPoints findPipelineCutPoints(mlir::Block &body);
+
+/// The cuts among `candidates` (cut after op i is position i + 1) that split
+/// the costs `prefix` into `stages` consecutive segments with the smallest
+/// largest segment (dynamic programming; ties go to the earliest cut). Both
+/// colo-pipeline-stages and the planner cut with it, so that the planner
+/// predicts the stages the compiler makes.
+llvm::SmallVector<int64_t> balanceStageCuts(llvm::ArrayRef<double> prefix,
+                                            llvm::ArrayRef<int64_t> candidates,
+                                            int64_t stages);
 
 } // namespace colo
 

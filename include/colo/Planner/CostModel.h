@@ -23,6 +23,13 @@ struct PartCost {
   /// Bytes kept for backward: tensors of the hidden size (replicated by
   /// tensor parallelism unless sequence parallel) and the rest (split).
   double savedReplicated = 0, savedSplit = 0;
+  /// Of the rest, the attention probabilities (heads x s x s per sample):
+  /// colo's training step differentiates attention as the ops it stands for,
+  /// so its softmax output is kept, unless selective recompute recomputes
+  /// the attention core (Korthikanti et al.'s 5as/h term).
+  double savedScores = 0;
+
+  PartCost &operator+=(const PartCost &o);
 };
 
 /// The model as the planner sees it: embedding (pre), `layers` identical
@@ -31,6 +38,10 @@ struct ModelProfile {
   int64_t layers = 0, seq = 1, hidden = 1, heads = 1, vocab = 0;
   int64_t elementBytes = 2;
   PartCost pre, layer, post;
+  /// The layer in the pieces a pipeline stage boundary may fall between
+  /// (where colo-pipeline-stages may cut: between a pre-norm transformer's
+  /// attention and MLP blocks too); they add up to `layer`.
+  std::vector<PartCost> segments;
   /// How tensor parallelism treats the embedding and the LM head. colo's
   /// colo-tensor-parallel keeps them whole on every rank (false). Megatron-LM
   /// splits them over the vocabulary (true: parameters, FLOPs and logits
@@ -85,8 +96,9 @@ struct Prediction {
   /// How compute + recompute divide on the slowest device: matmul-class ops
   /// at the peak, memory-bound ops at the bandwidth, kernel launches.
   double computeMatmul = 0, computeMemory = 0, computeLaunch = 0;
-  /// Layers per stage (the balanced or given partition).
-  std::vector<int64_t> stageLayers;
+  /// Layers per stage (the balanced or given partition), in fractions where
+  /// a stage ends inside a layer.
+  std::vector<double> stageLayers;
 };
 
 /// Predicts time and memory of `plan` for `global batch = plan.globalBatch()`
