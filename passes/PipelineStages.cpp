@@ -5,6 +5,7 @@
 // from the cost interface), by dynamic programming. Ops that do not depend on
 // the inputs (parameter loads, constants, masks) are copied into every stage
 // that uses them, so a stage needs from its predecessors only activations.
+#include "colo/Analysis/ModelSummary.h"
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Passes/Pipeline.h"
@@ -146,6 +147,42 @@ namespace {
 struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStages> {
   using Base::Base;
 
+  /// The cuts that end the stages at `layerEnds`: each at the last place to
+  /// cut before the first op of the layer that follows.
+  LogicalResult cutsAtLayers(ModuleOp module, func::FuncOp forward,
+                             const PipelineCutPoints &points, SmallVector<int64_t> &cuts) {
+    ModelSummary summary = summarize(module);
+    const RepeatedBlocks *layers = findLayers(summary);
+    if (!layers)
+      return forward.emitError("cannot cut @forward at layers: no repeated blocks "
+                               "(layers) found");
+    if (static_cast<int64_t>(layerEnds.size()) != stages || layerEnds[layerEnds.size() - 1] != layers->count)
+      return forward.emitError() << "layer-ends must give one end per stage ("
+                                 << static_cast<int64_t>(stages)
+                                 << "), the last the number of layers (" << layers->count
+                                 << ")";
+    for (int64_t s = 0; s + 1 < stages; ++s) {
+      int64_t end = layerEnds[s], previous = s ? layerEnds[s - 1] : 0;
+      if (end <= previous || end >= layers->count)
+        return forward.emitError() << "layer-ends must increase from 1 to the number of layers ("
+                                   << layers->count << "): stage " << s << " ends at " << end
+                                   << ", after " << previous;
+      auto next = llvm::find_if(points.ops, [&](Operation *op) {
+        return layers->contains(modulePath(op->getLoc()), end);
+      });
+      int64_t firstOfNext = next - points.ops.begin(), cut = -1;
+      for (int64_t c : points.candidates)
+        if (c < firstOfNext)
+          cut = c + 1;
+      if (cut <= (cuts.empty() ? 0 : cuts.back()))
+        return forward.emitError() << "no place to cut @forward between layers "
+                                   << end - 1 << " and " << end << " ("
+                                   << layers->path(end) << ")";
+      cuts.push_back(cut);
+    }
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
@@ -176,7 +213,12 @@ struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStage
       return signalPassFailure();
     }
 
-    SmallVector<int64_t> cuts = balanceStageCuts(points.prefix, points.candidates, stages);
+    SmallVector<int64_t> cuts;
+    if (layerEnds.empty()) {
+      cuts = balanceStageCuts(points.prefix, points.candidates, stages);
+    } else if (failed(cutsAtLayers(module, forward, points, cuts))) {
+      return signalPassFailure();
+    }
     for (int64_t i = 0, s = 0; i < n; ++i) {
       while (s < static_cast<int64_t>(cuts.size()) && i >= cuts[s])
         ++s;

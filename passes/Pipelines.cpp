@@ -95,7 +95,9 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   bool pipelined = parallel.pp > 1 || parallel.micro > 1;
   if (pipelined)
     pm.addPass(createColoPipelineStages(
-        ColoPipelineStagesOptions{parallel.pp * parallel.virtualStages}));
+        ColoPipelineStagesOptions{parallel.pp * parallel.virtualStages,
+                                  llvm::SmallVector<int64_t>(parallel.stageLayerEnds.begin(),
+                                                             parallel.stageLayerEnds.end())}));
   // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
   std::string spaced = options;
   std::replace(spaced.begin(), spaced.end(), ',', ' ');

@@ -261,4 +261,20 @@ llvm::json::Value toJSON(const ModelSummary &s) {
   };
 }
 
+std::string RepeatedBlocks::path(int64_t i) const { return blockName(prefix, first + i); }
+
+bool RepeatedBlocks::contains(StringRef modulePath, int64_t i) const {
+  std::string block = path(i);
+  return modulePath.starts_with(block) &&
+         (modulePath.size() == block.size() || modulePath[block.size()] == '.');
+}
+
+const RepeatedBlocks *findLayers(const ModelSummary &s) {
+  const RepeatedBlocks *layers = nullptr;
+  for (const RepeatedBlocks &b : s.blocks)
+    if (!layers || b.count * b.opsPerBlock > layers->count * layers->opsPerBlock)
+      layers = &b;
+  return layers;
+}
+
 } // namespace colo

@@ -46,16 +46,6 @@ int64_t bytesOf(Type t) {
   return rt ? (rt.getNumElements() * rt.getElementTypeBitWidth() + 7) / 8 : 0;
 }
 
-bool inBlock(StringRef path, StringRef block) {
-  return path.starts_with(block) &&
-         (path.size() == block.size() || path[block.size()] == '.');
-}
-
-std::string blockPath(const RepeatedBlocks &b, int64_t i) {
-  return (StringRef(b.prefix).ends_with("_") ? b.prefix : b.prefix + ".") +
-         std::to_string(i);
-}
-
 void addCost(PartCost &c, Operation *op) {
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost)
@@ -154,25 +144,19 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   auto func = module.lookupSymbol<func::FuncOp>("forward");
   if (!func)
     return emitError(module.getLoc(), "the module has no forward function");
-  if (s.blocks.empty())
+  const RepeatedBlocks *layers = findLayers(s);
+  if (!layers)
     return emitError(module.getLoc(),
                      "no repeated blocks (layers) found: the planner needs a model "
                      "built of layers");
-  const RepeatedBlocks &blocks = *std::max_element(
-      s.blocks.begin(), s.blocks.end(), [](const RepeatedBlocks &a, const RepeatedBlocks &b) {
-        return a.count * a.opsPerBlock < b.count * b.opsPerBlock;
-      });
-  std::string first = blockPath(blocks, blocks.first);
-  std::vector<std::string> layerPaths;
-  for (int64_t i = 0; i < blocks.count; ++i)
-    layerPaths.push_back(blockPath(blocks, blocks.first + i));
+  const RepeatedBlocks &blocks = *layers;
 
   ModelProfile p;
   p.layers = blocks.count;
   // The hidden size and sequence: the shape of the tensor leaving a layer.
   Operation *lastInLayer = nullptr;
   func.walk([&](Operation *op) {
-    if (op->getNumResults() == 1 && inBlock(modulePath(op->getLoc()), first))
+    if (op->getNumResults() == 1 && blocks.contains(modulePath(op->getLoc()), 0))
       lastInLayer = op;
     if (auto att = dyn_cast<AttentionOp>(op); att && p.heads == 1)
       p.heads = cast<RankedTensorType>(att.getQuery().getType()).getDimSize(1);
@@ -201,12 +185,12 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
     if (isa<func::FuncOp, func::ReturnOp>(op))
       return;
     std::string path = modulePath(op->getLoc());
-    bool inAnyLayer = llvm::any_of(layerPaths, [&](const std::string &l) {
-      return inBlock(path, l);
-    });
+    bool inAnyLayer = false;
+    for (int64_t i = 0; i < blocks.count && !inAnyLayer; ++i)
+      inAnyLayer = blocks.contains(path, i);
     if (inAnyLayer) {
       seenLayer = true;
-      if (inBlock(path, first)) {
+      if (blocks.contains(path, 0)) {
         PartCost &segment = p.segments.back();
         addCost(segment, op);
         addSaved(segment, op, p.hidden, kept);

@@ -16,6 +16,7 @@ float32 tensor from float64); the worst tensor and PyTorch's distance for that
 same tensor are printed (the per-tensor distances of two different roundings
 vary: Llama's last down_proj is 2.6e-5 from one rank at dp=2 where PyTorch's
 happens to be 7e-6)."""
+import json
 import os
 import re
 import signal
@@ -310,6 +311,44 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
         assert comm and comm[1] == PLANS[plan](params, want_w) + clip, (comm, params)
     else:
         assert comm is not None
+
+
+def test_given_stages_are_where_the_pipeline_cuts(baseline):
+    """A plan file's `stages` cut the pipeline where they say (one layer on the
+    first rank, three and the head on the second; balanced by cost, the cut
+    would go elsewhere), and the step still matches one rank."""
+    tmp, path, params, floor, (want, want_w, _) = baseline("gpt2", "adamw")
+    plan = tmp / "stages.json"
+    plan.write_text(json.dumps({"mesh": {"pp": 2}, "micro_batches": 2, "schedule": "1f1b",
+                                "stages": [[0, 1], [1, LAYERS]]}))
+    exe, ir = tmp / "stages-adamw", tmp / "stages-ir"
+    run_colo("compile", path, "-o", exe, "--train", TRAIN["adamw"], "--plan", plan,
+             "--dump-ir", ir)
+    step = (ir / "1-train-step.mlir").read_text()
+    first = step[step.index("func.func @train_step_stage0"):step.index("func.func @train_step_stage1")]
+    assert "h.0." in first and "h.1." not in first
+    losses, weights, comm = train(tmp, path, str(plan), "adamw", exe)
+    assert len(losses) == STEPS
+    assert float(np.max(np.abs(np.array(losses) - want) / np.abs(want))) <= RTOL
+    for k, w in want_w.items():
+        err = float(np.abs(weights[k] - w).max() / max(np.abs(w).max(), 1e-12))
+        assert err <= max(RTOL, 2 * max(floor.values())), k
+    assert comm[1] == pipeline(2, want_w)
+
+
+@pytest.mark.parametrize("stages,words", [
+    ([[0, 1], [2, LAYERS]], ["stage 1 is layers [2, 4)", "without gaps"]),
+    ([[0, 1], [1, 2], [2, LAYERS]], ["3 stages for pp x v = 2"]),
+    ([[0, 1], [1, 9]], ["the last the number of layers (4)"]),
+])
+def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
+    tmp, path = baseline("gpt2")[:2]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"mesh": {"pp": 2}, "micro_batches": 2, "stages": stages}))
+    proc = run_colo("compile", path, "-o", tmp_path / "exe", "--train", TRAIN["adamw"],
+                    "--plan", plan, check=False)
+    assert proc.returncode == 1 and all(w in proc.stderr for w in words), proc.stderr
+    assert not (tmp_path / "exe" / "program.pb").exists()
 
 
 def start_ranks(exe, tmp, *extra):

@@ -88,8 +88,22 @@ static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
   };
   if (plan->pp > 1 && plan->zero > 1)
     return unsupported("ZeRO stage 2 or 3 with pipeline parallelism");
-  if (!plan->stages.empty())
-    return unsupported("explicit pipeline stage boundaries (stages are balanced by cost)");
+  // colo-pipeline-stages checks the ends against the model's layers.
+  int64_t chunks = plan->pp * plan->virtualStages;
+  if (!plan->stages.empty() && static_cast<int64_t>(plan->stages.size()) != chunks)
+    return reportError("--plan " + plan->str() + ": it gives " + Twine(plan->stages.size()) +
+                       " stages for pp x v = " + Twine(chunks) + " pipeline chunks"),
+           failure();
+  for (auto [i, range] : llvm::enumerate(plan->stages)) {
+    int64_t begin = i ? plan->stages[i - 1].second : 0;
+    if (range.first != begin || range.second <= range.first)
+      return reportError("--plan " + plan->str() + ": stage " + Twine(i) + " is layers [" +
+                         Twine(range.first) + ", " + Twine(range.second) +
+                         "); the stages must cover the layers in order from 0, "
+                         "without gaps"),
+             failure();
+    options.stageLayerEnds.push_back(range.second);
+  }
   if (plan->zero > 3)
     return reportError("--plan " + plan->str() + ": ZeRO stage " + Twine(plan->zero) +
                        " is not implemented (stages 1, 2 and 3 are)"),

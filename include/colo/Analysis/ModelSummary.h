@@ -17,6 +17,12 @@ struct RepeatedBlocks {
   std::string prefix;
   int64_t first = 0, count = 0;
   int64_t opsPerBlock = 0, flopsPerBlock = 0, parametersPerBlock = 0;
+
+  /// The module path of the i-th block of the run (from 0): "h" -> "h.3",
+  /// "layers.encoder_layer_" -> "layers.encoder_layer_3".
+  std::string path(int64_t i) const;
+  /// Whether an op of module path `path` belongs to the i-th block.
+  bool contains(llvm::StringRef path, int64_t i) const;
 };
 
 struct ModelSummary {
@@ -39,6 +45,10 @@ std::string modulePath(mlir::Location loc);
 /// (trainable globals), forward cost from the cost interface, op counts and
 /// repeated blocks found from the module paths.
 ModelSummary summarize(mlir::ModuleOp module);
+
+/// The model's layers: the run of repeated blocks covering the most ops;
+/// null when there is none.
+const RepeatedBlocks *findLayers(const ModelSummary &summary);
 
 void printSummary(const ModelSummary &summary, llvm::raw_ostream &os);
 llvm::json::Value toJSON(const ModelSummary &summary);

@@ -5,6 +5,8 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
+#include <string>
+#include <vector>
 
 namespace colo {
 
@@ -30,6 +32,9 @@ struct ParallelOptions {
   bool vocabParallel = false; ///< colo-vocab-parallel (needs tp > 1)
   int64_t pp = 1;        ///< pipeline ranks (colo-pipeline-stages, colo-pipeline)
   int64_t virtualStages = 1; ///< stages per pipeline rank (interleaved schedule)
+  /// Where each pipeline stage ends, in layers (a plan's `stages`); empty:
+  /// colo-pipeline-stages balances the stages' cost.
+  std::vector<int64_t> stageLayerEnds;
   int64_t micro = 1;     ///< microbatches per step (gradient accumulation)
   std::string schedule = "1f1b"; ///< gpipe, 1f1b or interleaved
   int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")

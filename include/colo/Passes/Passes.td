@@ -420,10 +420,20 @@ def ColoPipelineStages : Pass<"colo-pipeline-stages", "::mlir::ModuleOp"> {
     each gradient op gets the stage of the op it differentiates, the loss
     the last stage; colo-pipeline then splits the step by them.
 
-    Errors: fewer places to cut than `stages - 1` (more stages than layers).
+    With `layer-ends` (a plan's `stages`), the cuts are given in layers
+    instead: stage `s` ends after layer `layer-ends[s]` - 1 of the repeated
+    blocks the model summary finds, at the last place before that layer's
+    next one where the fewest values cross.
+
+    Errors: fewer places to cut than `stages - 1` (more stages than layers);
+    `layer-ends` not one increasing end per stage, the last the number of
+    layers, or naming a layer boundary with no place to cut.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", "1", "Pipeline stages (ranks x virtual stages)">,
+    ListOption<"layerEnds", "layer-ends", "int64_t",
+               "The layer each stage ends before (its last layer + 1), one per stage; "
+               "empty: balance the stages' cost">,
   ];
 }
 
