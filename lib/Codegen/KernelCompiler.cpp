@@ -62,6 +62,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
@@ -394,6 +395,14 @@ LogicalResult emitObject(ModuleOp module, StringRef objPath,
   std::call_once(initTargets, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // Lets the loop vectorizer take loops with strict floating-point sums:
+    // the work around a sum (the exponentials of a softmax or a loss) runs in
+    // vector lanes while the additions keep their sequential order, so the
+    // results are bit for bit the scalar loop's. x86 does not enable it by
+    // default, and LLVM reads it only from its command-line option.
+    auto &options = llvm::cl::getRegisteredOptions();
+    if (auto it = options.find("force-ordered-reductions"); it != options.end())
+      (void)it->second->addOccurrence(0, "force-ordered-reductions", "true");
   });
 
   llvm::LLVMContext llvmContext;

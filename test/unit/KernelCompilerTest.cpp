@@ -759,6 +759,55 @@ TEST_F(KernelCompilerTest, TranscendentalsCallNoLibm) {
     EXPECT_FALSE(StringRef(llvmIR).contains(f)) << f.str() << " is called:\n" << llvmIR;
 }
 
+// A sum over computed values (softmax's exponentials) vectorizes as an
+// ordered reduction: the exponentials in vector lanes, the additions in their
+// sequential order, so the result is bit for bit the scalar loop's.
+TEST_F(KernelCompilerTest, StrictSumsVectorizeInOrder) {
+  OwningOpRef<ModuleOp> module = parse(R"mlir(
+    func.func @forward(%x: tensor<4x1000xf32>) -> tensor<4xf32> {
+      %e = colo.exp %x : tensor<4x1000xf32>
+      %s = colo.reduce_sum %e dims = [1] : tensor<4x1000xf32>
+      return %s : tensor<4xf32>
+    }
+  )mlir");
+  ASSERT_TRUE(module);
+  std::string llvmIR;
+  llvm::raw_string_ostream os(llvmIR);
+  colo::KernelCompileOptions opts;
+  opts.llvmIRDump = &os;
+  Entry forward = compile(*module, opts);
+  ASSERT_NE(forward, nullptr);
+  EXPECT_TRUE(StringRef(llvmIR).contains("@llvm.vector.reduce.fadd.v")) << llvmIR;
+  EXPECT_FALSE(StringRef(llvmIR).contains("reassoc")) << llvmIR;
+
+  std::vector<float> x(4000), sums(4);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-3, 3);
+  for (float &v : x)
+    v = uniform(rng);
+  void *args[] = {x.data(), sums.data()};
+  forward(args);
+  // The same exponentials, summed one after the other.
+  std::vector<float> e(4000);
+  void *expArgs[] = {x.data(), e.data()};
+  OwningOpRef<ModuleOp> expOnly = parse(R"mlir(
+    func.func @forward(%x: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
+      %e = colo.exp %x : tensor<4x1000xf32>
+      return %e : tensor<4x1000xf32>
+    }
+  )mlir");
+  ASSERT_TRUE(expOnly);
+  Entry exp = compile(*expOnly);
+  ASSERT_NE(exp, nullptr);
+  exp(expArgs);
+  for (int r = 0; r < 4; ++r) {
+    float sequential = 0;
+    for (int i = 0; i < 1000; ++i)
+      sequential += e[r * 1000 + i];
+    EXPECT_EQ(sums[r], sequential) << "row " << r;
+  }
+}
+
 TEST_F(KernelCompilerTest, SeveralKernelsInOneObject) {
   OwningOpRef<ModuleOp> module = parse(R"mlir(
     func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
