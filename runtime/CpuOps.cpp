@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -176,17 +177,43 @@ std::string checkGeometry(const WindowGeometry &g, bool isConv) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The threads BLAS and the batched products use (setThreads).
+int gThreads = 1;
+
 /// Runs `gemm(A, B, C, beta)` for every product of `g`'s batch. A level
 /// whose C stride is 0 sums its products into one C: every product after
-/// the first into a C adds to it.
+/// the first into a C adds to it. Products into distinct Cs (attention's
+/// heads) run side by side, one BLAS thread each: a BLAS threading each small
+/// product spends more on waking its threads than on the product. Each
+/// product is the same BLAS call either way, so the results are the same.
 template <typename T, typename Gemm>
 void forEachProduct(const GemmGeometry &g, const T *A, const T *B, T *C, Gemm gemm) {
-  for (int64_t o = 0; o < g.batchOuter; ++o)
-    for (int64_t i = 0; i < g.batch; ++i) {
-      bool again = (g.strideC == 0 && i > 0) || (g.outerStrideC == 0 && o > 0);
-      gemm(A + o * g.outerStrideA + i * g.strideA, B + o * g.outerStrideB + i * g.strideB,
-           C + o * g.outerStrideC + i * g.strideC, again ? 1.0 : g.beta);
-    }
+  int64_t products = g.batchOuter * g.batch;
+  auto run = [&](int64_t p) {
+    int64_t o = p / g.batch, i = p % g.batch;
+    bool again = (g.strideC == 0 && i > 0) || (g.outerStrideC == 0 && o > 0);
+    gemm(A + o * g.outerStrideA + i * g.strideA, B + o * g.outerStrideB + i * g.strideB,
+         C + o * g.outerStrideC + i * g.strideC, again ? 1.0 : g.beta);
+  };
+  bool sums = (g.strideC == 0 && g.batch > 1) || (g.outerStrideC == 0 && g.batchOuter > 1);
+  int threads = static_cast<int>(std::min<int64_t>(gThreads, products));
+  if (sums || threads < 2) {
+    for (int64_t p = 0; p < products; ++p)
+      run(p);
+    return;
+  }
+  openblas_set_num_threads(1);
+  std::vector<std::thread> workers;
+  for (int t = 1; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (int64_t p = t; p < products; p += threads)
+        run(p);
+    });
+  for (int64_t p = 0; p < products; p += threads)
+    run(p);
+  for (std::thread &w : workers)
+    w.join();
+  openblas_set_num_threads(gThreads);
 }
 
 CBLAS_TRANSPOSE cblasTrans(bool t) { return t ? CblasTrans : CblasNoTrans; }
@@ -503,8 +530,11 @@ PreparedOp preparePool(const Pool2d &pool, float *x, float *y, float *dx, float 
 }
 
 void setThreads(int n) {
-  if (n <= 0)
+  if (n <= 0) {
+    gThreads = openblas_get_num_threads();
     return;
+  }
+  gThreads = n;
   openblas_set_num_threads(n);
   omp_set_num_threads(n);
 }
