@@ -253,6 +253,52 @@ TEST(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
   checkGemm<float>(g, F32);
 }
 
+// With several threads the products into distinct Cs run side by side and
+// the summed ones in order: the same results as one thread, bit for bit.
+TEST(RuntimeGemm, ProductsOnSeveralThreadsMatchOneThread) {
+  GemmCase heads;
+  heads.m = 3, heads.n = 4, heads.k = 5, heads.tb = true;
+  heads.lda = heads.ldb = 2 * 5;
+  heads.outer = 3, heads.batch = 2;
+  heads.osa = 3 * 2 * 5, heads.sa = 5;
+  heads.osb = 4 * 2 * 5, heads.sb = 5;
+  heads.osc = 2 * 3 * 4, heads.sc = 3 * 4;
+  GemmCase summed = heads;
+  summed.osc = 0;
+  summed.beta = 1, summed.setAlphaBeta = true;
+  for (const GemmCase &g : {heads, summed}) {
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 3}) {
+      setThreads(threads);
+      OpProgram p;
+      auto extent = [&](int64_t os, int64_t s, int64_t rows, int64_t ld, int64_t cols) {
+        return size_t((g.outer - 1) * os + (g.batch - 1) * s + (rows - 1) * ld + cols);
+      };
+      int32_t a = p.input("a", F32, randomValues<float>(extent(g.osa, g.sa, g.m, g.lda, g.k), 1));
+      int32_t b = p.input("b", F32, randomValues<float>(extent(g.osb, g.sb, g.n, g.ldb, g.k), 2));
+      int32_t c = p.state("c", F32, randomValues<float>(extent(g.osc, g.sc, g.m, g.n, g.n), 3));
+      Gemm &gemm = p.builder.gemm(a, b, c, g.m, g.n, g.k);
+      gemm.set_trans_b(true);
+      gemm.set_batch(g.batch);
+      gemm.set_lda(g.lda);
+      gemm.set_ldb(g.ldb);
+      gemm.set_stride_a(g.sa);
+      gemm.set_stride_b(g.sb);
+      gemm.set_stride_c(g.sc);
+      gemm.set_batch_outer(g.outer);
+      gemm.set_outer_stride_a(g.osa);
+      gemm.set_outer_stride_b(g.osb);
+      gemm.set_outer_stride_c(g.osc);
+      gemm.set_beta(g.beta);
+      p.run();
+      results.push_back(p.read<float>(c));
+    }
+    setThreads(1);
+    EXPECT_EQ(results[0], results[1]);
+    checkGemm<float>(g, F32);
+  }
+}
+
 TEST(RuntimeGemm, Float64) {
   GemmCase g;
   g.ta = true;
