@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -133,7 +134,10 @@ void naiveGemm(const GemmCase &g, const std::vector<T> &A, const std::vector<T> 
         }
 }
 
-template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
+/// Runs `g` on random A, B and C; returns (the C it computed, the inputs).
+template <typename T>
+std::pair<std::vector<T>, std::array<std::vector<T>, 3>> runGemm(const GemmCase &g,
+                                                                 DType dtype) {
   int64_t lda = g.lda ? g.lda : (g.ta ? g.m : g.k);
   int64_t ldb = g.ldb ? g.ldb : (g.tb ? g.k : g.n);
   int64_t ldc = g.ldc ? g.ldc : g.n;
@@ -142,14 +146,13 @@ template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
     return size_t((g.outer - 1) * outerStride + (g.batch - 1) * stride + (rows - 1) * ld +
                   cols);
   };
-  std::vector<T> A =
-      randomValues<T>(extent(g.osa, g.sa, g.ta ? g.k : g.m, lda, g.ta ? g.m : g.k), 1);
-  std::vector<T> B =
-      randomValues<T>(extent(g.osb, g.sb, g.tb ? g.n : g.k, ldb, g.tb ? g.k : g.n), 2);
-  std::vector<T> C = randomValues<T>(extent(g.osc, g.sc, g.m, ldc, g.n), 3);
+  std::array<std::vector<T>, 3> in = {
+      randomValues<T>(extent(g.osa, g.sa, g.ta ? g.k : g.m, lda, g.ta ? g.m : g.k), 1),
+      randomValues<T>(extent(g.osb, g.sb, g.tb ? g.n : g.k, ldb, g.tb ? g.k : g.n), 2),
+      randomValues<T>(extent(g.osc, g.sc, g.m, ldc, g.n), 3)};
   OpProgram p;
-  int32_t a = p.input("a", dtype, A), b = p.input("b", dtype, B),
-          c = p.state("c", dtype, C);
+  int32_t a = p.input("a", dtype, in[0]), b = p.input("b", dtype, in[1]),
+          c = p.state("c", dtype, in[2]);
   Gemm &gemm = p.builder.gemm(a, b, c, g.m, g.n, g.k);
   gemm.set_trans_a(g.ta);
   gemm.set_trans_b(g.tb);
@@ -169,8 +172,13 @@ template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
     gemm.set_beta(g.beta);
   }
   p.run();
-  naiveGemm(g, A, B, C);
-  expectNear(p.read<T>(c), C, dtype == F32 ? 1e-5 : 1e-12, "gemm");
+  return {p.read<T>(c), std::move(in)};
+}
+
+template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
+  auto [got, in] = runGemm<T>(g, dtype);
+  naiveGemm(g, in[0], in[1], in[2]);
+  expectNear(got, in[2], dtype == F32 ? 1e-5 : 1e-12, "gemm");
 }
 
 TEST(RuntimeGemm, TransposeFlags) {
@@ -238,7 +246,7 @@ TEST(RuntimeGemm, StrideZeroOutputSumsTheBatch) {
 // Attention's q k^T read in place: q is [batch 2, seq 3, heads 2, dim 5] and
 // k is [2, 4, 2, 5]; the products run over (batch, head) into a contiguous
 // [2, 2, 3, 4].
-TEST(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
+GemmCase headsInPlace() {
   GemmCase g;
   g.m = 3, g.n = 4, g.k = 5, g.tb = true;
   g.lda = g.ldb = 2 * 5;
@@ -246,6 +254,11 @@ TEST(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
   g.osa = 3 * 2 * 5, g.sa = 5;
   g.osb = 4 * 2 * 5, g.sb = 5;
   g.osc = 2 * 3 * 4, g.sc = 3 * 4;
+  return g;
+}
+
+TEST(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
+  GemmCase g = headsInPlace();
   checkGemm<float>(g, F32);
   checkGemm<double>(g, F64);
   g.osc = 0; // the outer level summed into one C per head
@@ -256,46 +269,16 @@ TEST(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
 // With several threads the products into distinct Cs run side by side and
 // the summed ones in order: the same results as one thread, bit for bit.
 TEST(RuntimeGemm, ProductsOnSeveralThreadsMatchOneThread) {
-  GemmCase heads;
-  heads.m = 3, heads.n = 4, heads.k = 5, heads.tb = true;
-  heads.lda = heads.ldb = 2 * 5;
-  heads.outer = 3, heads.batch = 2;
-  heads.osa = 3 * 2 * 5, heads.sa = 5;
-  heads.osb = 4 * 2 * 5, heads.sb = 5;
-  heads.osc = 2 * 3 * 4, heads.sc = 3 * 4;
-  GemmCase summed = heads;
+  GemmCase summed = headsInPlace();
   summed.osc = 0;
   summed.beta = 1, summed.setAlphaBeta = true;
-  for (const GemmCase &g : {heads, summed}) {
-    std::vector<std::vector<float>> results;
-    for (int threads : {1, 3}) {
-      setThreads(threads);
-      OpProgram p;
-      auto extent = [&](int64_t os, int64_t s, int64_t rows, int64_t ld, int64_t cols) {
-        return size_t((g.outer - 1) * os + (g.batch - 1) * s + (rows - 1) * ld + cols);
-      };
-      int32_t a = p.input("a", F32, randomValues<float>(extent(g.osa, g.sa, g.m, g.lda, g.k), 1));
-      int32_t b = p.input("b", F32, randomValues<float>(extent(g.osb, g.sb, g.n, g.ldb, g.k), 2));
-      int32_t c = p.state("c", F32, randomValues<float>(extent(g.osc, g.sc, g.m, g.n, g.n), 3));
-      Gemm &gemm = p.builder.gemm(a, b, c, g.m, g.n, g.k);
-      gemm.set_trans_b(true);
-      gemm.set_batch(g.batch);
-      gemm.set_lda(g.lda);
-      gemm.set_ldb(g.ldb);
-      gemm.set_stride_a(g.sa);
-      gemm.set_stride_b(g.sb);
-      gemm.set_stride_c(g.sc);
-      gemm.set_batch_outer(g.outer);
-      gemm.set_outer_stride_a(g.osa);
-      gemm.set_outer_stride_b(g.osb);
-      gemm.set_outer_stride_c(g.osc);
-      gemm.set_beta(g.beta);
-      p.run();
-      results.push_back(p.read<float>(c));
-    }
+  for (const GemmCase &g : {headsInPlace(), summed}) {
     setThreads(1);
-    EXPECT_EQ(results[0], results[1]);
-    checkGemm<float>(g, F32);
+    std::vector<float> one = runGemm<float>(g, F32).first;
+    setThreads(3);
+    std::vector<float> three = runGemm<float>(g, F32).first;
+    setThreads(1);
+    EXPECT_EQ(one, three);
   }
 }
 
