@@ -156,17 +156,18 @@ struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStage
     if (!layers)
       return forward.emitError("cannot cut @forward at layers: no repeated blocks "
                                "(layers) found");
-    if (static_cast<int64_t>(layerEnds.size()) != stages || layerEnds[layerEnds.size() - 1] != layers->count)
+    int64_t count = layers->count;
+    if (static_cast<int64_t>(layerEnds.size()) != stages ||
+        layerEnds[layerEnds.size() - 1] != count)
       return forward.emitError() << "layer-ends must give one end per stage ("
                                  << static_cast<int64_t>(stages)
-                                 << "), the last the number of layers (" << layers->count
-                                 << ")";
+                                 << "), the last the number of layers (" << count << ")";
     for (int64_t s = 0; s + 1 < stages; ++s) {
       int64_t end = layerEnds[s], previous = s ? layerEnds[s - 1] : 0;
-      if (end <= previous || end >= layers->count)
-        return forward.emitError() << "layer-ends must increase from 1 to the number of layers ("
-                                   << layers->count << "): stage " << s << " ends at " << end
-                                   << ", after " << previous;
+      if (end <= previous || end >= count)
+        return forward.emitError()
+               << "layer-ends must increase from 1 to the number of layers (" << count
+               << "): stage " << s << " ends at " << end << ", after " << previous;
       auto next = llvm::find_if(points.ops, [&](Operation *op) {
         return layers->contains(modulePath(op->getLoc()), end);
       });

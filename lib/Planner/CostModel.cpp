@@ -257,7 +257,8 @@ double collectiveTime(Collective kind, double bytes, int64_t n, int64_t stride,
     return 0;
   // Members `stride` apart: a group within one node uses NVLink-class links;
   // one spanning nodes is hierarchical: inside each node, then across.
-  int64_t perNode = std::max<int64_t>(1, std::min(n, c.devicesPerNode / std::max<int64_t>(1, stride)));
+  int64_t perNode =
+      std::max<int64_t>(1, std::min(n, c.devicesPerNode / std::max<int64_t>(1, stride)));
   if (stride >= c.devicesPerNode)
     perNode = 1;
   int64_t nodes = (n + perNode - 1) / perNode;
@@ -460,11 +461,11 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   // backward of the last microbatch. ZeRO-2 and 3 keep 1/dp of the gradients
   // (modelStateMemory), so every microbatch's are reduce-scattered during its
   // backward (DeepSpeed's stages 2 and 3); ZeRO-2's last reduce-scatter and
-  // its gather of the updated parameters count as ZeRO-1's. ZeRO-3 also gathers each layer's parameters
-  // while the previous layer runs (one-layer prefetch), before its forward
-  // and again before its backward; in the backward that gather and the
-  // reduce-scatter of the layer's gradients share the links. What a part's
-  // compute cannot hide is exposed.
+  // its gather of the updated parameters count as ZeRO-1's. ZeRO-3 also
+  // gathers each layer's parameters while the previous layer runs (one-layer
+  // prefetch), before its forward and again before its backward; in the
+  // backward that gather and the reduce-scatter of the layer's gradients
+  // share the links. What a part's compute cannot hide is exposed.
   auto onLinks = [&](Collective kind, double bytes) {
     return collectiveTime(kind, bytes, dp, tp, c);
   };
