@@ -2,9 +2,11 @@
 """One training step of GPT-2 (12 layers, hidden 256, 8 heads, seq 128, batch 8,
 vocab 8192) in colo and in PyTorch on the same machine with the same threads.
 
-    python bench/train_bench.py [--threads N] [--steps N] [--layers N]
+    python bench/train_bench.py [--threads N] [--steps N] [--layers N] [--rounds N]
 
-Prints the median step time of each and the ratios colo / peer. Peers: PyTorch
+Prints the median step time of each and the ratios colo / peer; colo and
+PyTorch eager run in alternating rounds, each round's ratio from the two
+measured side by side. Peers: PyTorch
 eager and, where it works, torch.compile. Both sides run AdamW with the same
 settings on the same batches."""
 import argparse
@@ -64,7 +66,8 @@ def torch_steps(net, ids, steps, compiled=False):
     return statistics.median(times[2:])
 
 
-def colo_steps(net, ids, steps, threads, work):
+def colo_compile(net, ids, work):
+    """Exports, compiles and writes the batches; returns the compile time."""
     onnx_path = work / "gpt2.onnx"
     torch.onnx.export(Logits(net), (ids[0],), onnx_path, dynamo=False,
                       input_names=["input_ids"], do_constant_folding=False,
@@ -75,12 +78,16 @@ def colo_steps(net, ids, steps, threads, work):
                    stdout=subprocess.DEVNULL)
     compile_s = time.perf_counter() - t
     np.savez(work / "data.npz", input_ids=np.concatenate([b.numpy() for b in ids]))
+    return compile_s
+
+
+def colo_steps(steps, threads, work):
     out = subprocess.run([str(COLO), "run", str(work / "exe"), "--steps", str(steps + 2),
                           "--data", str(work / "data.npz"), "--threads", str(threads),
                           "-o", str(work / "w.safetensors")],
                          check=True, capture_output=True, text=True).stdout
     ms = [float(m) for m in re.findall(r"\((\d+(?:\.\d+)?) ms\)", out)]
-    return statistics.median(ms[2:]) / 1e3, compile_s
+    return statistics.median(ms[2:]) / 1e3
 
 
 def main():
@@ -88,30 +95,45 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="alternating rounds of colo and PyTorch eager")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     g = torch.Generator().manual_seed(0)
     ids = [torch.randint(0, 8192, (8, 128), generator=g) for _ in range(args.steps + 2)]
 
-    results = {}
-    results["pytorch eager"] = torch_steps(Logits(model(args.layers)), ids, args.steps)
+    # This machine's speed drifts by tens of percent within a minute: colo and
+    # PyTorch eager are measured in alternating rounds and compared per round.
     try:
-        results["torch.compile"] = torch_steps(Logits(model(args.layers)), ids, args.steps,
-                                               compiled=True)
+        compiled = torch_steps(Logits(model(args.layers)), ids, args.steps, compiled=True)
     except Exception as e:  # noqa: BLE001 - a peer that does not work here is reported
+        compiled = None
         print(f"torch.compile: not measured ({type(e).__name__}: {str(e)[:80]})")
     try:
         import onnxruntime.training  # noqa: F401
     except ImportError:
         print("onnxruntime-training: not installed (no wheel for this platform)")
+    rounds = []
     with tempfile.TemporaryDirectory() as d:
-        colo, compile_s = colo_steps(model(args.layers), ids, args.steps, args.threads,
-                                     pathlib.Path(d))
+        work = pathlib.Path(d)
+        compile_s = colo_compile(model(args.layers), ids, work)
+        for _ in range(args.rounds):
+            eager = torch_steps(Logits(model(args.layers)), ids, args.steps)
+            rounds.append((colo_steps(args.steps, args.threads, work), eager))
     print(f"GPT-2 {args.layers} layers, hidden 256, 8 heads, seq 128, batch 8, "
-          f"vocab 8192; {args.threads} threads; median of {args.steps} steps")
+          f"vocab 8192; {args.threads} threads; median of {args.steps} steps, "
+          f"{args.rounds} rounds")
+    for i, (colo, eager) in enumerate(rounds, 1):
+        print(f"  round {i}: colo {colo * 1e3:7.1f} ms/step, pytorch eager "
+              f"{eager * 1e3:7.1f} ms/step, colo/pytorch eager = {colo / eager:.2f}")
+    colo = statistics.median(c for c, _ in rounds)
+    ratio = statistics.median(c / e for c, e in rounds)
     print(f"  colo           {colo * 1e3:9.1f} ms/step   (compile {compile_s:.1f} s)")
-    for name, t in results.items():
-        print(f"  {name:14s} {t * 1e3:9.1f} ms/step   colo/{name} = {colo / t:.2f}")
+    print(f"  pytorch eager  {statistics.median(e for _, e in rounds) * 1e3:9.1f} ms/step   "
+          f"colo/pytorch eager = {ratio:.2f} (median of the rounds' ratios)")
+    if compiled:
+        print(f"  torch.compile  {compiled * 1e3:9.1f} ms/step   "
+              f"colo/torch.compile = {colo / compiled:.2f}")
     return 0
 
 
