@@ -185,7 +185,8 @@ int gThreads = 1;
 /// the first into a C adds to it. Products into distinct Cs (attention's
 /// heads) run side by side, one BLAS thread each: a BLAS threading each small
 /// product spends more on waking its threads than on the product. Each
-/// product is the same BLAS call either way, so the results are the same.
+/// product is then the single-threaded BLAS call: the results are those of
+/// one thread (OpenBLAS's threads can round a product differently).
 template <typename T, typename Gemm>
 void forEachProduct(const GemmGeometry &g, const T *A, const T *B, T *C, Gemm gemm) {
   int64_t products = g.batchOuter * g.batch;
