@@ -169,7 +169,7 @@ struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStage
                << "layer-ends must increase from 1 to the number of layers (" << count
                << "): stage " << s << " ends at " << end << ", after " << previous;
       auto next = llvm::find_if(points.ops, [&](Operation *op) {
-        return layers->contains(modulePath(op->getLoc()), end);
+        return layers->blockOf(modulePath(op->getLoc())) == end;
       });
       int64_t firstOfNext = next - points.ops.begin(), cut = -1;
       for (int64_t c : points.candidates)

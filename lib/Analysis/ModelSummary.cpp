@@ -263,10 +263,18 @@ llvm::json::Value toJSON(const ModelSummary &s) {
 
 std::string RepeatedBlocks::path(int64_t i) const { return blockName(prefix, first + i); }
 
-bool RepeatedBlocks::contains(StringRef modulePath, int64_t i) const {
-  std::string block = path(i);
-  return modulePath.starts_with(block) &&
-         (modulePath.size() == block.size() || modulePath[block.size()] == '.');
+std::optional<int64_t> RepeatedBlocks::blockOf(StringRef modulePath) const {
+  std::string stem = StringRef(prefix).ends_with("_") ? prefix : prefix + ".";
+  if (!modulePath.consume_front(stem))
+    return std::nullopt;
+  StringRef digits = modulePath.take_while(llvm::isDigit);
+  StringRef rest = modulePath.drop_front(digits.size());
+  int64_t index;
+  if (digits.empty() || (digits.size() > 1 && digits.front() == '0') ||
+      digits.getAsInteger(10, index) || !(rest.empty() || rest.front() == '.') ||
+      index < first || index >= first + count)
+    return std::nullopt;
+  return index - first;
 }
 
 const RepeatedBlocks *findLayers(const ModelSummary &s) {

@@ -156,7 +156,7 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   // The hidden size and sequence: the shape of the tensor leaving a layer.
   Operation *lastInLayer = nullptr;
   func.walk([&](Operation *op) {
-    if (op->getNumResults() == 1 && blocks.contains(modulePath(op->getLoc()), 0))
+    if (op->getNumResults() == 1 && blocks.blockOf(modulePath(op->getLoc())) == 0)
       lastInLayer = op;
     if (auto att = dyn_cast<AttentionOp>(op); att && p.heads == 1)
       p.heads = cast<RankedTensorType>(att.getQuery().getType()).getDimSize(1);
@@ -185,12 +185,9 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
     if (isa<func::FuncOp, func::ReturnOp>(op))
       return;
     std::string path = modulePath(op->getLoc());
-    bool inAnyLayer = false;
-    for (int64_t i = 0; i < blocks.count && !inAnyLayer; ++i)
-      inAnyLayer = blocks.contains(path, i);
-    if (inAnyLayer) {
+    if (std::optional<int64_t> layer = blocks.blockOf(path)) {
       seenLayer = true;
-      if (blocks.contains(path, 0)) {
+      if (*layer == 0) {
         PartCost &segment = p.segments.back();
         addCost(segment, op);
         addSaved(segment, op, p.hidden, kept);
@@ -331,9 +328,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   // them (FLOPs, plus one per kernel), so that the prediction is of the
   // stages the compiler makes.
   int64_t chunks = pp * v;
-  std::vector<PartCost> segments = m.segments;
-  if (segments.empty())
-    segments = {m.layer};
+  ArrayRef<PartCost> segments = m.segments.empty() ? ArrayRef(m.layer) : ArrayRef(m.segments);
   int64_t segmentsPerLayer = segments.size(), units = m.layers * segmentsPerLayer;
   std::vector<int64_t> chunkBegin; // in segments; chunk k ends where k + 1 begins
   if (!plan.stages.empty()) {

@@ -6,6 +6,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,8 @@ struct RepeatedBlocks {
   /// The module path of the i-th block of the run (from 0): "h" -> "h.3",
   /// "layers.encoder_layer_" -> "layers.encoder_layer_3".
   std::string path(int64_t i) const;
-  /// Whether an op of module path `path` belongs to the i-th block.
-  bool contains(llvm::StringRef path, int64_t i) const;
+  /// The block (from 0) an op of module path `path` belongs to, if any.
+  std::optional<int64_t> blockOf(llvm::StringRef path) const;
 };
 
 struct ModelSummary {
