@@ -279,10 +279,11 @@ private:
       return success();
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end()) {
+        // Read before newBuffer inserts into bufferOf, which may move it.
+        int root = it->second;
         FailureOr<int> id = newBuffer(reshape.getResult(), bufferName(op), rt::Buffer::TEMP);
         if (failed(id))
           return failure();
-        int root = it->second;
         if (plan.program.buffers(root).has_alias_of())
           root = plan.program.buffers(root).alias_of();
         plan.program.mutable_buffers(*id)->set_alias_of(root);
