@@ -192,33 +192,11 @@ std::pair<int64_t, int64_t> Executable::shardBlock(int32_t id, int rank) const {
 
 void Executable::validateShard(int32_t id) {
   const Buffer &b = buffer(id);
-  const Shard &shard = b.shard();
   std::string what = describeBuffer(id) + ": shard";
   if (b.kind() != Buffer::STATE && b.kind() != Buffer::CONSTANT)
     fail(what + " on a " + kindName(b.kind()) + " buffer (only STATE or CONSTANT)");
-  int64_t parts = 1;
-  for (int axis : shard.mesh_axes()) {
-    if (axis < 0 || axis >= program_.mesh().shape_size())
-      fail(what + ": mesh axis " + std::to_string(axis) + " is not an axis of the mesh");
-    parts *= program_.mesh().shape(axis);
-  }
-  Shape full(shard.full_shape().begin(), shard.full_shape().end());
-  if (runtime::numElements(full) < 0)
-    fail(what + ": full_shape " + shapeString(full) + " is invalid");
-  if (!shard.flat()) {
-    int64_t groups = std::max<int64_t>(shard.groups(), 1);
-    if (shard.dim() < 0 || shard.dim() >= int(full.size()))
-      fail(what + ": dim " + std::to_string(shard.dim()) + " is not a dimension of " +
-           shapeString(full));
-    if (shard.groups() < 0 || full[shard.dim()] % (groups * parts))
-      fail(what + ": dimension " + std::to_string(shard.dim()) + " of " +
-           shapeString(full) + " does not split into " + std::to_string(groups) +
-           " groups of " + std::to_string(parts) + " parts");
-  }
-  if (shardShape(shard, parts) != shape(id))
-    fail(what + ": the block of " + shapeString(full) + " is " +
-         shapeString(shardShape(shard, parts)) + ", not the buffer's " +
-         shapeString(shape(id)));
+  if (std::string problem = shardProblem(b, program_.mesh()); !problem.empty())
+    fail(what + ": " + problem);
 }
 
 void Executable::validateBuffers() {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace colo::runtime {
 
@@ -33,7 +34,75 @@ void forEachRun(const Shard &shard, int64_t index, int64_t parts, F copy) {
       copy((o * dim + g * group + index * block) * inner,
            (o * (dim / parts) + g * block) * inner, block * inner);
 }
+
+std::string splitProblem(const Shard &shard, int64_t parts) {
+  Shape full = fullShape(shard);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (parts < 1)
+    return "splits into " + str(parts) + " parts";
+  if (numElements(full) < 0)
+    return "full_shape " + shapeString(full) + " is invalid";
+  if (!shard.flat()) {
+    if (shard.dim() < 0 || shard.dim() >= int(full.size()))
+      return "dim " + str(shard.dim()) + " is not a dimension of " + shapeString(full);
+    int64_t groups = std::max<int64_t>(shard.groups(), 1);
+    if (shard.groups() < 0 || full[shard.dim()] % (groups * parts))
+      return "dimension " + str(shard.dim()) + " of " + shapeString(full) +
+             " does not split into " + str(groups) + " groups of " + str(parts) + " parts";
+  }
+
+  // Every row before the split dimension is cut alike: the blocks' runs
+  // through the first must tile it.
+  Shard row = shard;
+  if (!shard.flat())
+    for (int i = 0; i < shard.dim(); ++i)
+      row.set_full_shape(i, 1);
+  struct Run {
+    int64_t begin, end, index;
+  };
+  std::vector<Run> runs;
+  for (int64_t index = 0; index < parts; ++index)
+    forEachRun(row, index, parts, [&](int64_t f, int64_t, int64_t n) {
+      if (n > 0)
+        runs.push_back({f, f + n, index});
+    });
+  std::sort(runs.begin(), runs.end(),
+            [](const Run &a, const Run &b) { return a.begin < b.begin; });
+  int64_t covered = 0, total = numElements(fullShape(row));
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (runs[k].begin > covered)
+      return "no block holds elements [" + str(covered) + ", " + str(runs[k].begin) + ")";
+    if (runs[k].begin < covered)
+      return "blocks " + str(runs[k - 1].index) + " and " + str(runs[k].index) + " of " +
+             str(parts) + " both hold element " + str(runs[k].begin);
+    covered = runs[k].end;
+  }
+  if (covered != total)
+    return "no block holds elements [" + str(covered) + ", " + str(total) + ")";
+  return "";
+}
 } // namespace
+
+std::string shardProblem(const Buffer &buffer, const Mesh &mesh) {
+  const Shard &shard = buffer.shard();
+  int64_t parts = 1;
+  std::vector<int> seen;
+  for (int axis : shard.mesh_axes()) {
+    if (axis < 0 || axis >= mesh.shape_size())
+      return "mesh axis " + std::to_string(axis) + " is not an axis of the mesh";
+    if (std::find(seen.begin(), seen.end(), axis) != seen.end())
+      return "mesh axis " + std::to_string(axis) + " is named twice";
+    seen.push_back(axis);
+    parts *= mesh.shape(axis);
+  }
+  if (std::string problem = splitProblem(shard, parts); !problem.empty())
+    return problem;
+  Shape block = shardShape(shard, parts), shape(buffer.shape().begin(), buffer.shape().end());
+  if (block != shape)
+    return "the block of " + shapeString(fullShape(shard)) + " is " + shapeString(block) +
+           ", not the buffer's " + shapeString(shape);
+  return "";
+}
 
 Shape shardShape(const Shard &shard, int64_t parts) {
   Shape full = fullShape(shard);

@@ -1,9 +1,12 @@
-// Replays the communication of every rank of a program to find mismatched
-// messages and deadlocks before anything runs.
+// Checks every rank's program before anything runs: the sharded state's
+// blocks, and the communication replayed to find mismatched messages and
+// deadlocks.
 #include "colo/Runtime/Verify.h"
 
 #include "colo/Runtime/DType.h"
+#include "colo/Runtime/Shard.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -75,6 +78,38 @@ const char *kindName(Collective::Kind k) {
   }
 }
 } // namespace
+
+std::string verifyShards(const Program &top) {
+  const Mesh &mesh = top.mesh();
+  int axis = top.stages_size() ? top.pipeline_axis() : -1;
+  int stages = std::max(top.stages_size(), 1);
+  for (int s = 0; s < stages; ++s) {
+    const Program &p = top.stages_size() ? top.stages(s) : top;
+    for (const Buffer &b : p.buffers()) {
+      if (!b.has_shard())
+        continue;
+      std::vector<int> axes(b.shard().mesh_axes().begin(), b.shard().mesh_axes().end());
+      std::string problem = shardProblem(b, mesh);
+      if (problem.empty() && std::find(axes.begin(), axes.end(), axis) != axes.end())
+        problem = "split over the pipeline axis, whose ranks run other stages";
+      if (problem.empty())
+        continue;
+      std::string where = top.stages_size() ? "stage " + std::to_string(s) + " " : "";
+      std::string ranks;
+      if (std::all_of(axes.begin(), axes.end(),
+                      [&](int a) { return a >= 0 && a < mesh.shape_size(); })) {
+        std::vector<int64_t> first(mesh.shape_size(), 0);
+        if (axis >= 0)
+          first[axis] = s;
+        for (int r : groupOf(mesh, rankOf(mesh, first), axes))
+          ranks += (ranks.empty() ? " (blocks on ranks " : ", ") + std::to_string(r);
+        ranks += ")";
+      }
+      return where + "buffer '" + b.name() + "': its shard" + ranks + ": " + problem;
+    }
+  }
+  return "";
+}
 
 std::string verifyCommunication(const Program &top) {
   const Mesh &mesh = top.mesh();

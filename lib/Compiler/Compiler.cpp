@@ -90,6 +90,9 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   ModuleOp kernels = *plans.front().kernels;
   if (failed(dump("2-kernels.mlir", kernels)))
     return failure();
+  if (std::string problem = runtime::verifyShards(program); !problem.empty())
+    return module.emitError() << "the per-rank programs do not shard the state correctly: "
+                              << problem;
   if (std::string problem = runtime::verifyCommunication(program); !problem.empty())
     return module.emitError() << "the per-rank programs do not communicate correctly: "
                               << problem;

@@ -1,4 +1,5 @@
-// The compile-time replay of all ranks' communication (Verify.h).
+// The compile-time checks of all ranks' programs (Verify.h): sharded state and
+// the replay of their communication.
 #include "colo/Runtime/Verify.h"
 
 #include <gtest/gtest.h>
@@ -89,5 +90,72 @@ TEST(RuntimeVerify, EverySendIsReceived) {
   m.stage[1] = {{Recv, 0}};
   std::string problem = verifyCommunication(m.program());
   EXPECT_NE(problem.find("tag 1) is never received by rank 1"), std::string::npos) << problem;
+}
+/// A [dp = 2, tp = 2] program holding one state buffer of whole shape
+/// `full`, split on `dim` in `groups` over the mesh `axes`, with the block
+/// shape `local`.
+Program sharded(std::vector<int64_t> full, int dim, int64_t groups, std::vector<int> axes,
+                std::vector<int64_t> local, bool flat = false) {
+  Program p;
+  for (auto [name, size] : {std::pair{"dp", 2}, std::pair{"tp", 2}}) {
+    p.mutable_mesh()->add_axes(name);
+    p.mutable_mesh()->add_shape(size);
+  }
+  Buffer *b = p.add_buffers();
+  b->set_name("h.0.attn.c_attn.weight");
+  b->set_dtype(F32);
+  b->set_kind(Buffer::STATE);
+  for (int64_t d : local)
+    b->add_shape(d);
+  Shard *s = b->mutable_shard();
+  for (int64_t d : full)
+    s->add_full_shape(d);
+  s->set_dim(dim);
+  s->set_groups(groups);
+  s->set_flat(flat);
+  for (int a : axes)
+    s->add_mesh_axes(a);
+  return p;
+}
+
+TEST(RuntimeVerify, MegatronAndZeroShardsCoverTheirTensors) {
+  // Fused q, k, v columns split per part (groups = 3) over tp.
+  EXPECT_EQ(verifyShards(sharded({8, 24}, 1, 3, {1}, {8, 12})), "");
+  // ZeRO: flat blocks over dp and tp, the last padded (10 = 3 + 3 + 3 + 1).
+  EXPECT_EQ(verifyShards(sharded({10}, 0, 1, {0, 1}, {3}, true)), "");
+}
+
+TEST(RuntimeVerify, AShardThatDoesNotDivideNamesTheBufferAndRanks) {
+  std::string problem = verifyShards(sharded({8, 21}, 1, 3, {1}, {8, 10}));
+  EXPECT_NE(problem.find("buffer 'h.0.attn.c_attn.weight': its shard (blocks on ranks 0, 1): "
+                         "dimension 1 of [8, 21] does not split into 3 groups of 2 parts"),
+            std::string::npos)
+      << problem;
+}
+
+TEST(RuntimeVerify, ABlockOfTheWrongShapeIsRejected) {
+  std::string problem = verifyShards(sharded({8, 24}, 1, 3, {1}, {8, 8}));
+  EXPECT_NE(problem.find("the block of [8, 24] is [8, 12], not the buffer's [8, 8]"),
+            std::string::npos)
+      << problem;
+}
+
+TEST(RuntimeVerify, AMeshAxisNamedTwiceIsRejected) {
+  std::string problem = verifyShards(sharded({8, 24}, 1, 1, {1, 1}, {8, 6}));
+  EXPECT_NE(problem.find("mesh axis 1 is named twice"), std::string::npos) << problem;
+}
+
+TEST(RuntimeVerify, AShardOverThePipelineAxisIsRejected) {
+  Messages m;
+  Program top = m.program();
+  Buffer *b = top.mutable_stages(1)->mutable_buffers(0);
+  b->set_kind(Buffer::STATE);
+  b->mutable_shard()->add_full_shape(8);
+  b->mutable_shard()->add_mesh_axes(0);
+  std::string problem = verifyShards(top);
+  EXPECT_NE(problem.find("stage 1 buffer 'x': its shard (blocks on ranks 0, 1): split over "
+                         "the pipeline axis"),
+            std::string::npos)
+      << problem;
 }
 } // namespace

@@ -11,7 +11,15 @@
 
 #include "colo/Runtime/DType.h"
 
+#include <string>
+
 namespace colo::runtime {
+
+/// Why `buffer`'s shard over `mesh` does not hold one block of a split
+/// whose blocks hold every element of the whole tensor exactly once (an axis
+/// outside the mesh or named twice, a dimension that does not divide, a
+/// buffer shape other than the block's), or "" if it does.
+std::string shardProblem(const Buffer &buffer, const Mesh &mesh);
 
 /// The shape a rank holds of `shard`'s whole tensor split into `parts`.
 Shape shardShape(const Shard &shard, int64_t parts);

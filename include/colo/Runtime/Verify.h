@@ -1,10 +1,11 @@
-//===- Verify.h - Static checks of a whole run's communication --*- C++ -*-===//
+//===- Verify.h - Static checks of a whole run's programs --------*- C++ -*-===//
 //
 // Before anything runs, the per-rank programs of an executable (one program,
-// or one per pipeline stage) are checked together: every rank's sends,
-// receives and collectives are replayed in program order, sends never
-// blocking (as the runtime sends), receives waiting for their message and
-// collectives for every member of their group. The replay fails if a
+// or one per pipeline stage) are checked together. Sharded state must be cut
+// into blocks that hold every element of the whole tensor exactly once. Every
+// rank's sends, receives and collectives are replayed in program order, sends
+// never blocking (as the runtime sends), receives waiting for their message
+// and collectives for every member of their group. The replay fails if a
 // receive has no matching send (peer, tag, size), a send is never received,
 // the members of a group disagree on a collective, or the ranks wait on each
 // other in a cycle (a deadlock).
@@ -19,6 +20,12 @@
 #include <string>
 
 namespace colo::runtime {
+
+/// An empty string if every sharded buffer of `program` on every stage holds
+/// one block of a split of its whole tensor over the mesh whose blocks hold
+/// each element exactly once, else the first problem, naming the buffer and
+/// the ranks holding its blocks.
+std::string verifyShards(const Program &program);
 
 /// An empty string if the communication of `program` on all its ranks
 /// matches and completes, else the first problem, naming the rank and step.
