@@ -1,8 +1,8 @@
 // Single-threaded float GEMM throughput of OpenBLAS and oneDNN on the
 // products of the benchmark GPT-2 (bench/train_bench.py): the layers' weight
-// products and attention's per-head ones. The runtime runs attention's heads
-// side by side, one thread each, through the faster of the two there.
-// Built and run by gemm_bench.sh.
+// products and attention's per-head ones, which the runtime runs side by
+// side, one single-threaded OpenBLAS call each. Built and run by
+// gemm_bench.sh.
 #include <cblas.h>
 #include <dnnl.h>
 

@@ -181,15 +181,23 @@ template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
   expectNear(got, in[2], dtype == F32 ? 1e-5 : 1e-12, "gemm");
 }
 
+// One product, and a batch of products into distinct outputs (run side by
+// side on the threads).
 TEST(RuntimeGemm, TransposeFlags) {
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      SCOPED_TRACE(testing::Message() << "trans_a " << ta << " trans_b " << tb);
-      GemmCase g;
-      g.ta = ta;
-      g.tb = tb;
-      checkGemm<float>(g, F32);
-    }
+  for (int64_t batch : {1, 3})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << "batch " << batch << " trans_a " << ta << " trans_b " << tb);
+        GemmCase g;
+        g.ta = ta;
+        g.tb = tb;
+        g.batch = batch;
+        g.sa = g.m * g.k;
+        g.sb = g.k * g.n;
+        g.sc = g.m * g.n;
+        checkGemm<float>(g, F32);
+      }
 }
 
 TEST(RuntimeGemm, AlphaBetaAndLeadingDimensions) {
