@@ -63,9 +63,14 @@ std::string humanCount(double v, llvm::StringRef unit) {
 }
 
 /// "h" + 3 -> "h.3"; "layers.encoder_layer_" + 3 -> "layers.encoder_layer_3".
+/// What precedes a block's index in its path: "h" -> "h.",
+/// "layers.encoder_layer_" -> itself.
+std::string blockStem(StringRef prefix) {
+  return prefix.ends_with("_") ? prefix.str() : prefix.str() + ".";
+}
+
 std::string blockName(StringRef prefix, int64_t index) {
-  return (prefix.ends_with("_") ? prefix.str() : prefix.str() + ".") +
-         std::to_string(index);
+  return blockStem(prefix) + std::to_string(index);
 }
 
 std::string withCommas(int64_t v) {
@@ -264,8 +269,7 @@ llvm::json::Value toJSON(const ModelSummary &s) {
 std::string RepeatedBlocks::path(int64_t i) const { return blockName(prefix, first + i); }
 
 std::optional<int64_t> RepeatedBlocks::blockOf(StringRef modulePath) const {
-  std::string stem = StringRef(prefix).ends_with("_") ? prefix : prefix + ".";
-  if (!modulePath.consume_front(stem))
+  if (!modulePath.consume_front(blockStem(prefix)))
     return std::nullopt;
   StringRef digits = modulePath.take_while(llvm::isDigit);
   StringRef rest = modulePath.drop_front(digits.size());

@@ -91,6 +91,7 @@ TEST(RuntimeVerify, EverySendIsReceived) {
   std::string problem = verifyCommunication(m.program());
   EXPECT_NE(problem.find("tag 1) is never received by rank 1"), std::string::npos) << problem;
 }
+
 /// A [dp = 2, tp = 2] program holding one state buffer of whole shape
 /// `full`, split on `dim` in `groups` over the mesh `axes`, with the block
 /// shape `local`.
