@@ -5,12 +5,14 @@ same weights on the same batches.
 
 The reference is PyTorch in float64; colo (float32) must be within 1e-4 of it
 (per-step losses relative, final parameters relative to each tensor's largest
-magnitude) or, where PyTorch's own float32 run is further than that from the
-float64 one, within twice PyTorch float32's distance. The second case is real:
+magnitude) or, where PyTorch's own float32 runs are further than that from the
+float64 one, within twice the furthest of them (train_ref.float32_variants: the
+model as is and four copies one ulp away). The second case is real:
 Adam turns gradients that are exactly zero (the key projection's bias under a
 softmax) into rounding noise normalized to +-lr, and batch norm over a handful
-of values amplifies rounding step by step (train_ref.py picks settings where it
-stays small); no float32 implementation can follow a float64 trajectory closer
+of values amplifies rounding step by step (ResNet-18's PyTorch float32 runs
+end 1e-6 to 4e-4 from float64 in loss depending only on which ulp each weight
+starts at); no float32 implementation can follow a float64 trajectory closer
 than PyTorch's own float32 does there. Each case prints its figures."""
 import copy
 import inspect
@@ -83,7 +85,8 @@ def test_training_matches_pytorch(name, source, opt, tmp_path):
     ours, weights = colo_train(path, source, loss, opt, lr, eps, data, batch, example,
                                input_name(model), tmp_path)
     params = [k for k, _ in model.named_parameters()]
-    f32, f32_state = train_ref.train(copy.deepcopy(model), data, batch, loss, opt, lr, eps)
+    f32_runs = [train_ref.train(m, data, batch, loss, opt, lr, eps)
+                for m in train_ref.float32_variants(model)]
     data64 = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
     f64, f64_state = train_ref.train(copy.deepcopy(model).double(), data64, batch, loss,
                                      opt, lr, eps)
@@ -96,15 +99,18 @@ def test_training_matches_pytorch(name, source, opt, tmp_path):
         return float(np.abs(w[key] - want).max() / max(np.abs(want).max(), 1e-12))
 
     assert len(ours) == train_ref.STEPS
-    ours_err, floor = loss_error(ours), loss_error(f32)
+    ours_err = loss_error(ours)
+    floor = max(loss_error(losses) for losses, _ in f32_runs)
+    to_f32 = loss_error_to(ours, f32_runs[0][0])
     print(f"\n{name}-{source}-{opt}: losses vs PyTorch f64: colo {ours_err:.1e}, "
-          f"PyTorch f32 {floor:.1e}; colo vs PyTorch f32 {loss_error_to(ours, f32):.1e}")
+          f"PyTorch f32 {floor:.1e}; colo vs PyTorch f32 {to_f32:.1e}")
     assert ours_err <= max(RTOL, 2 * floor), f"losses {ours} vs PyTorch {f64}"
     missing = [k for k in params if k not in weights]
     assert not missing, f"parameters missing from colo's weights: {missing}"
     worst = (0.0, 0.0, "")
     for key in params:
-        err, floor = weight_error(weights, key), weight_error(f32_state, key)
+        err = weight_error(weights, key)
+        floor = max(weight_error(state, key) for _, state in f32_runs)
         assert err <= max(RTOL, 2 * floor), (
             f"{key}: max error {err:.2e} of its largest magnitude (PyTorch f32: {floor:.2e})")
         worst = max(worst, (err, floor, key))

@@ -1,6 +1,8 @@
 """PyTorch's side of the training parity tests: the models (tiny, dropout 0 so
 that both sides compute the same function), the batches, and PyTorch training
 them with the optimizer colo is asked to build."""
+import copy
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -25,7 +27,7 @@ class Classifier(torch.nn.Module):
         return self.head(self.encoder(x).mean(dim=1))
 
 
-def _hf(name, layers=2):
+def _hf(name, layers=2, heads=4, kv_heads=2):
     import transformers as tf
 
     if name == "gpt2":
@@ -34,8 +36,8 @@ def _hf(name, layers=2):
                             attn_pdrop=0.0)
         return models.LogitsOnly(tf.GPT2LMHeadModel(cfg))
     cfg = tf.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                         num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
-                         max_position_embeddings=32, use_cache=False)
+                         num_attention_heads=heads, num_key_value_heads=kv_heads,
+                         vocab_size=256, max_position_embeddings=32, use_cache=False)
     return models.LogitsOnly(tf.LlamaForCausalLM(cfg))
 
 
@@ -117,6 +119,25 @@ def train(model, data, batch, loss, opt_name, lr, eps=1e-8):
         opt.step()
         losses.append(value.item())
     return losses, {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def float32_variants(model, perturbed=4):
+    """Copies of `model` for float32 runs that differ from each other by
+    rounding only: the model itself, then `perturbed` copies whose every
+    parameter element is moved one float32 ulp up or down at random. Where a
+    training amplifies rounding (Adam on gradients that cancel to rounding
+    level, batch norm over a few values, ReLUs at zero), float32 lands at
+    different distances from float64 in each; the worst of them, not one lucky
+    draw, is how close float32 can be trusted to follow float64."""
+    yield copy.deepcopy(model)
+    for seed in range(perturbed):
+        m = copy.deepcopy(model)
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for p in m.parameters():
+                up = torch.rand(p.shape, generator=g) < 0.5
+                p.copy_(torch.nextafter(p, torch.where(up, torch.inf, -torch.inf)))
+        yield m
 
 
 def save_npz(path, data, names):
