@@ -37,6 +37,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/Transforms/SubsetInsertionOpInterfaceImpl.h"
@@ -50,6 +51,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -115,6 +117,60 @@ struct ApproximateMathPass
     });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
+  }
+};
+
+/// Reduces in kLanes interleaved lanes, then across the lanes in order:
+/// element k of a reduced innermost dimension of length n (a multiple of
+/// kLanes, at least 4 kLanes) goes to lane k % kLanes, each lane combines
+/// its elements in order, and the lanes are combined into the initial value
+/// 0, 1, ..., kLanes - 1. The order is written in the IR, not chosen by LLVM,
+/// so the same reduction rounds the same way in every kernel and on every
+/// rank, while the lanes run as one vector instead of one long dependency
+/// chain. Float sums, maxima and minima; other reductions keep their loops.
+struct SplitReductionsPass
+    : PassWrapper<SplitReductionsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SplitReductionsPass)
+  static constexpr int64_t kLanes = 16;
+  StringRef getArgument() const final { return "colo-split-reductions"; }
+  StringRef getDescription() const final {
+    return "Splits innermost float reductions into interleaved lanes combined in order";
+  }
+
+  static bool splittable(linalg::GenericOp g) {
+    if (g.getNumReductionLoops() != 1 || g.getNumDpsInits() != 1 ||
+        !g.hasPureTensorSemantics())
+      return false;
+    SmallVector<utils::IteratorType> iterators = g.getIteratorTypesArray();
+    if (iterators.back() != utils::IteratorType::reduction)
+      return false;
+    std::optional<int64_t> n = g.getStaticLoopRanges().back();
+    if (!n || *n == ShapedType::kDynamic || *n % kLanes || *n < 4 * kLanes)
+      return false;
+    SmallVector<Operation *> combiners;
+    if (!matchReduction(g.getRegionOutputArgs(), 0, combiners) || combiners.size() != 1)
+      return false;
+    return isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp>(combiners[0]);
+  }
+
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> ops;
+    getOperation()->walk([&](linalg::GenericOp g) {
+      if (splittable(g))
+        ops.push_back(g);
+    });
+    IRRewriter rw(&getContext());
+    for (linalg::GenericOp g : ops) {
+      rw.setInsertionPoint(g);
+      auto control = [](linalg::LinalgOp op) {
+        return linalg::SplitReductionOptions{
+            kLanes, static_cast<unsigned>(op.getRank(op.getDpsInitOperand(0))),
+            /*innerParallel=*/true};
+      };
+      if (failed(linalg::splitReduction(rw, cast<linalg::LinalgOp>(g.getOperation()),
+                                        control)))
+        return signalPassFailure();
+    }
   }
 };
 
@@ -324,6 +380,7 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(std::make_unique<SplitReductionsPass>());
 
   // Tensors -> buffers. Function boundaries take identity-layout memrefs;
   // results become out-params, and a result allocated in the kernel is

@@ -759,9 +759,10 @@ TEST_F(KernelCompilerTest, TranscendentalsCallNoLibm) {
     EXPECT_FALSE(StringRef(llvmIR).contains(f)) << f.str() << " is called:\n" << llvmIR;
 }
 
-// A sum over computed values (softmax's exponentials) vectorizes as an
-// ordered reduction: the exponentials in vector lanes, the additions in their
-// sequential order, so the result is bit for bit the scalar loop's.
+// A sum over computed values (softmax's exponentials) whose length is no
+// multiple of 16 vectorizes as an ordered reduction: the exponentials in
+// vector lanes, the additions in their sequential order, so the result is bit
+// for bit the scalar loop's.
 TEST_F(KernelCompilerTest, StrictSumsVectorizeInOrder) {
   OwningOpRef<ModuleOp> module = parse(R"mlir(
     func.func @forward(%x: tensor<4x1000xf32>) -> tensor<4xf32> {
@@ -805,6 +806,46 @@ TEST_F(KernelCompilerTest, StrictSumsVectorizeInOrder) {
     for (int i = 0; i < 1000; ++i)
       sequential += e[r * 1000 + i];
     EXPECT_EQ(sums[r], sequential) << "row " << r;
+  }
+}
+
+// A sum over a multiple of 16 elements runs in 16 lanes (element k in lane
+// k % 16, each lane in order) added in lane order: the order is the IR's, so
+// it is exact to restate here, and the lanes are 16 independent chains that
+// need no reassociation. A maximum is the same in any order.
+TEST_F(KernelCompilerTest, SumsRunInSixteenLanesAddedInOrder) {
+  OwningOpRef<ModuleOp> module = parse(R"mlir(
+    func.func @forward(%x: tensor<4x1024xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+      %s = colo.reduce_sum %x dims = [1] : tensor<4x1024xf32>
+      %m = colo.reduce_max %x dims = [1] : tensor<4x1024xf32>
+      return %s, %m : tensor<4xf32>, tensor<4xf32>
+    }
+  )mlir");
+  ASSERT_TRUE(module);
+  std::string llvmIR;
+  llvm::raw_string_ostream os(llvmIR);
+  colo::KernelCompileOptions opts;
+  opts.llvmIRDump = &os;
+  Entry forward = compile(*module, opts);
+  ASSERT_NE(forward, nullptr);
+  EXPECT_FALSE(StringRef(llvmIR).contains("reassoc")) << llvmIR;
+
+  std::vector<float> x(4096), sums(4), maxima(4);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-3, 3);
+  for (float &v : x)
+    v = uniform(rng);
+  void *args[] = {x.data(), sums.data(), maxima.data()};
+  forward(args);
+  for (int r = 0; r < 4; ++r) {
+    float lanes[16] = {};
+    for (int i = 0; i < 1024; ++i)
+      lanes[i % 16] += x[r * 1024 + i];
+    float sum = 0;
+    for (float lane : lanes)
+      sum += lane;
+    EXPECT_EQ(sums[r], sum) << "row " << r;
+    EXPECT_EQ(maxima[r], *std::max_element(&x[r * 1024], &x[(r + 1) * 1024])) << "row " << r;
   }
 }
 
