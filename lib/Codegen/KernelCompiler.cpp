@@ -373,6 +373,7 @@ void registerKernelCompilerDialects(DialectRegistry &registry) {
 
 void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &options) {
   // colo -> linalg on tensors, fused.
+  pm.addPass(createColoJoinSliceGradients());
   pm.addPass(createColoLowerToLinalg());
   pm.addPass(std::make_unique<PrepareKernelsPass>());
   pm.addPass(createCanonicalizerPass());

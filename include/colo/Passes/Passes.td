@@ -126,6 +126,35 @@ def ColoRaiseSilu : Pass<"colo-raise-silu"> {
   ];
 }
 
+def ColoJoinSliceGradients : Pass<"colo-join-slice-gradients"> {
+  let summary = "Joins the summed gradients of adjacent slices into a concat";
+  let description = [{
+    Autodiff sums the gradients of the slices cut from one tensor (GPT-2's
+    q, k and v from one projection) as zero-padded `colo.slice_backward`s.
+    Where two summed windows are adjacent along one axis and equal on the
+    others (unit strides), their sum is one `slice_backward` of the concat
+    of the two gradients, and a window that covers the whole tensor is the
+    concat itself: the kernels copy each gradient once instead of adding
+    zeros. Exact, since every element is one gradient or zero.
+
+    Before:
+    ```mlir
+    %a = colo.slice_backward %gk start = [0, 0] limit = [4, 8] stride = [1, 1]
+         : tensor<4x8xf32> -> tensor<4x16xf32>
+    %b = colo.slice_backward %gv start = [0, 8] limit = [4, 16] stride = [1, 1]
+         : tensor<4x8xf32> -> tensor<4x16xf32>
+    %g = colo.add %a, %b : tensor<4x16xf32>, tensor<4x16xf32>
+    ```
+    After:
+    ```mlir
+    %g = colo.concat %gk, %gv axis = 1 : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numJoined", "num-joined", "Sums of slice gradients joined">,
+  ];
+}
+
 def ColoAutocast : Pass<"colo-autocast", "mlir::ModuleOp"> {
   let summary = "Runs matrix products and attention in bf16 or fp16";
   let description = [{
