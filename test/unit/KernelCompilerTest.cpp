@@ -133,6 +133,24 @@ protected:
     return reinterpret_cast<Entry>(::dlsym(h, "forward"));
   }
 
+  /// As compile, with the optimized LLVM IR written to `llvmIR`.
+  Entry compileWithIR(ModuleOp module, std::string &llvmIR) {
+    llvm::raw_string_ostream os(llvmIR);
+    colo::KernelCompileOptions opts;
+    opts.llvmIRDump = &os;
+    return compile(module, opts);
+  }
+
+  /// n floats drawn uniformly from [-3, 3].
+  static std::vector<float> uniformFloats(size_t n) {
+    std::vector<float> x(n);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-3, 3);
+    for (float &v : x)
+      v = uniform(rng);
+    return x;
+  }
+
   /// Compiles @forward of `source`, runs it on random inputs (from
   /// `generators` where given: input index -> value of element i) and
   /// compares every result with the interpreter.
@@ -773,19 +791,12 @@ TEST_F(KernelCompilerTest, StrictSumsVectorizeInOrder) {
   )mlir");
   ASSERT_TRUE(module);
   std::string llvmIR;
-  llvm::raw_string_ostream os(llvmIR);
-  colo::KernelCompileOptions opts;
-  opts.llvmIRDump = &os;
-  Entry forward = compile(*module, opts);
+  Entry forward = compileWithIR(*module, llvmIR);
   ASSERT_NE(forward, nullptr);
   EXPECT_TRUE(StringRef(llvmIR).contains("@llvm.vector.reduce.fadd.v")) << llvmIR;
   EXPECT_FALSE(StringRef(llvmIR).contains("reassoc")) << llvmIR;
 
-  std::vector<float> x(4000), sums(4);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> uniform(-3, 3);
-  for (float &v : x)
-    v = uniform(rng);
+  std::vector<float> x = uniformFloats(4000), sums(4);
   void *args[] = {x.data(), sums.data()};
   forward(args);
   // The same exponentials, summed one after the other.
@@ -823,18 +834,11 @@ TEST_F(KernelCompilerTest, SumsRunInSixteenLanesAddedInOrder) {
   )mlir");
   ASSERT_TRUE(module);
   std::string llvmIR;
-  llvm::raw_string_ostream os(llvmIR);
-  colo::KernelCompileOptions opts;
-  opts.llvmIRDump = &os;
-  Entry forward = compile(*module, opts);
+  Entry forward = compileWithIR(*module, llvmIR);
   ASSERT_NE(forward, nullptr);
   EXPECT_FALSE(StringRef(llvmIR).contains("reassoc")) << llvmIR;
 
-  std::vector<float> x(4096), sums(4), maxima(4);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> uniform(-3, 3);
-  for (float &v : x)
-    v = uniform(rng);
+  std::vector<float> x = uniformFloats(4096), sums(4), maxima(4);
   void *args[] = {x.data(), sums.data(), maxima.data()};
   forward(args);
   for (int r = 0; r < 4; ++r) {
