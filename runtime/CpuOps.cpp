@@ -2,6 +2,7 @@
 
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
+#include "colo/Runtime/Workers.h"
 
 #include <cblas.h>
 #include <dnnl.hpp>
@@ -11,7 +12,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -204,16 +204,7 @@ void forEachProduct(const GemmGeometry &g, const T *A, const T *B, T *C, Gemm ge
     return;
   }
   openblas_set_num_threads(1);
-  std::vector<std::thread> workers;
-  for (int t = 1; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      for (int64_t p = t; p < products; p += threads)
-        run(p);
-    });
-  for (int64_t p = 0; p < products; p += threads)
-    run(p);
-  for (std::thread &w : workers)
-    w.join();
+  parallelFor(threads, products, run);
   openblas_set_num_threads(gThreads);
 }
 
@@ -529,6 +520,8 @@ PreparedOp preparePool(const Pool2d &pool, float *x, float *y, float *dx, float 
     throw Error(std::string("oneDNN cannot build this pooling: ") + e.what());
   }
 }
+
+int threadCount() { return gThreads; }
 
 void setThreads(int n) {
   if (n <= 0) {

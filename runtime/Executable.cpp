@@ -354,6 +354,17 @@ void Executable::validateSteps() {
         fail(where + ": the kernel call has no symbol");
       for (int i = 0; i < k.args_size(); ++i)
         operand("argument", k.args(i));
+      if (k.pieces() < 0)
+        fail(where + ": " + std::to_string(k.pieces()) + " pieces");
+      if (k.pieces() > 1 && k.piece_bytes_size() != k.args_size())
+        fail(where + ": " + std::to_string(k.piece_bytes_size()) + " piece sizes for " +
+             std::to_string(k.args_size()) + " arguments");
+      for (int i = 0; k.pieces() > 1 && i < k.args_size(); ++i)
+        if (k.piece_bytes(i) < 0 || k.piece_bytes(i) * k.pieces() > byteSize(k.args(i)))
+          fail(where + ": " + std::to_string(k.pieces()) + " pieces of " +
+               std::to_string(k.piece_bytes(i)) + " bytes do not fit argument " +
+               describeBuffer(k.args(i)) + " (" + std::to_string(byteSize(k.args(i))) +
+               " bytes)");
       break;
     }
     case Step::kGemm: {

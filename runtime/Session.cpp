@@ -5,6 +5,7 @@
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/Safetensors.h"
 #include "colo/Runtime/Shard.h"
+#include "colo/Runtime/Workers.h"
 
 #include <nlohmann/json.hpp>
 
@@ -164,7 +165,21 @@ void Session::prepare() {
         for (int32_t id : step.kernel().args())
           args.push_back(pointers_[id]);
         Executable::KernelFn fn = exe_->kernel(i);
-        prepared_[i].run = [fn, args = std::move(args)]() mutable { fn(args.data()); };
+        int64_t pieces = step.kernel().pieces();
+        if (pieces <= 1) {
+          prepared_[i].run = [fn, args = std::move(args)]() mutable { fn(args.data()); };
+          break;
+        }
+        std::vector<int64_t> bytes(step.kernel().piece_bytes().begin(),
+                                   step.kernel().piece_bytes().end());
+        prepared_[i].run = [fn, args = std::move(args), bytes = std::move(bytes), pieces] {
+          parallelFor(threadCount(), pieces, [&](int64_t p) {
+            std::vector<void *> at(args.size());
+            for (size_t a = 0; a < args.size(); ++a)
+              at[a] = static_cast<char *>(args[a]) + p * bytes[a];
+            fn(at.data());
+          });
+        };
         break;
       }
       case Step::kGemm: {

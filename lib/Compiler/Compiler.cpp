@@ -67,7 +67,8 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   std::vector<ExecutablePlan> plans;
   for (auto [i, step] : llvm::enumerate(steps)) {
     FailureOr<ExecutablePlan> plan =
-        buildExecutablePlan(step, steps.size() > 1 ? "s" + std::to_string(i) + "_" : "");
+        buildExecutablePlan(step, steps.size() > 1 ? "s" + std::to_string(i) + "_" : "",
+                            options.kernelPieces);
     if (failed(plan))
       return failure();
     plans.push_back(std::move(*plan));

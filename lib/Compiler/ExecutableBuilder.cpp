@@ -6,6 +6,7 @@
 // library steps: one generated function per group, whose elementwise chains
 // the code generator fuses.
 #include "ExecutableBuilder.h"
+#include "KernelPieces.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
@@ -22,6 +23,10 @@ namespace rt = colo::runtime;
 
 namespace {
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// Kernels writing fewer elements stay whole: waking a thread costs more
+/// than their work.
+constexpr int64_t kMinPieceElements = 1 << 15;
 
 FailureOr<rt::DType> dtypeOf(Operation *op, Type t) {
   if (t.isF32())
@@ -112,9 +117,13 @@ std::string locName(Location loc) {
 
 class PlanBuilder {
 public:
-  PlanBuilder(func::FuncOp func, StringRef symbolPrefix)
+  PlanBuilder(func::FuncOp func, StringRef symbolPrefix, int64_t kernelPieces)
       : func(func), symbols(func->getParentOfType<ModuleOp>()),
         symbolPrefix(symbolPrefix.str()) {
+    for (int64_t p = kernelPieces; p > 1 && p % 2 == 0; p /= 2)
+      pieceCounts.push_back(p);
+    if (kernelPieces > 1 && pieceCounts.empty())
+      pieceCounts.push_back(kernelPieces);
     plan.kernels = ModuleOp::create(UnknownLoc::get(func.getContext()));
     int i = 0;
     for (Operation &op : func.front())
@@ -652,13 +661,51 @@ private:
     return success();
   }
 
-  /// Emits the collected ops as one kernel: its arguments are the values it
-  /// reads from outside, its results the values used after it.
+  /// Emits the collected ops as kernels. Where their rows are independent
+  /// but for sums over the rows (bias and norm gradients), the sums and
+  /// what uses them become a second, whole kernel, so that the rest runs in
+  /// pieces.
   LogicalResult flush() {
     if (group.empty())
       return success();
     SmallVector<Operation *> ops(group.begin(), group.end());
     group.clear();
+    if (!pieceCounts.empty()) {
+      SmallVector<Operation *> rows, sums;
+      DenseSet<Operation *> inSums;
+      for (Operation *op : ops) {
+        bool sum = sumsOverRows(op) || llvm::any_of(op->getOperands(), [&](Value v) {
+                     return inSums.contains(v.getDefiningOp());
+                   });
+        if (sum)
+          inSums.insert(op);
+        (sum ? sums : rows).push_back(op);
+      }
+      if (!sums.empty() && !rows.empty()) {
+        FailureOr<bool> split = emitKernel(rows, /*onlyInPieces=*/true);
+        if (failed(split))
+          return failure();
+        if (*split)
+          return failure(failed(emitKernel(sums, false)));
+      }
+    }
+    return failure(failed(emitKernel(ops, false)));
+  }
+
+  /// A reduction over its operand's outermost dimension longer than 1.
+  static bool sumsOverRows(Operation *op) {
+    auto reduce = dyn_cast<ReduceSumOp>(op);
+    if (!reduce)
+      return false;
+    ArrayRef<int64_t> shape = tensorType(reduce.getInput()).getShape();
+    const int64_t *row = llvm::find_if(shape, [](int64_t n) { return n != 1; });
+    return row != shape.end() && llvm::is_contained(reduce.getDims(), row - shape.begin());
+  }
+
+  /// Emits `ops` as one kernel: its arguments are the values it reads from
+  /// outside, its results the values used after it. With `onlyInPieces`,
+  /// emits nothing and returns false unless the kernel splits into pieces.
+  FailureOr<bool> emitKernel(ArrayRef<Operation *> ops, bool onlyInPieces) {
     llvm::SetVector<Value> inputs, outputs;
     DenseSet<Operation *> members(ops.begin(), ops.end());
     for (Operation *op : ops) {
@@ -671,13 +718,6 @@ private:
       for (Value r : op->getResults())
         if (llvm::any_of(r.getUsers(), [&](Operation *u) { return !members.contains(u); }))
           outputs.insert(r);
-    }
-    SmallVector<int> args;
-    for (Value v : inputs) {
-      FailureOr<int> id = materialize(v);
-      if (failed(id))
-        return failure();
-      args.push_back(*id);
     }
     std::string symbol = symbolPrefix + "k" + std::to_string(kernelCount++) + "_" +
                          ops.front()->getName().stripDialect().str();
@@ -704,8 +744,21 @@ private:
     for (Value v : outputs)
       results.push_back(map.lookup(v));
     func::ReturnOp::create(kb, ops.back()->getLoc(), results);
+    std::optional<KernelPieces> pieces =
+        splitKernelIntoPieces(kernel, pieceCounts, kMinPieceElements);
+    if (onlyInPieces && !pieces) {
+      kernel.erase();
+      return false;
+    }
     symbol = reuseIdenticalKernel(kernel);
 
+    SmallVector<int> args;
+    for (Value v : inputs) {
+      FailureOr<int> id = materialize(v);
+      if (failed(id))
+        return failure();
+      args.push_back(*id);
+    }
     for (Value v : outputs) {
       FailureOr<int> id = result(v.getDefiningOp(), cast<OpResult>(v).getResultNumber());
       if (failed(id))
@@ -716,7 +769,12 @@ private:
     s->mutable_kernel()->set_symbol(symbol);
     for (int id : args)
       s->mutable_kernel()->add_args(id);
-    return success();
+    if (pieces) {
+      s->mutable_kernel()->set_pieces(pieces->pieces);
+      for (int64_t bytes : pieces->pieceBytes)
+        s->mutable_kernel()->add_piece_bytes(bytes);
+    }
+    return true;
   }
 
   /// Transformer layers repeat: a kernel identical (up to locations) to one
@@ -752,10 +810,12 @@ private:
   int kernelCount = 0;
   DenseMap<llvm::hash_code, SmallVector<func::FuncOp>> kernelsByHash;
   std::string symbolPrefix;
+  SmallVector<int64_t> pieceCounts; // tried in order
 };
 } // namespace
 
 FailureOr<ExecutablePlan> colo::buildExecutablePlan(func::FuncOp func,
-                                                    StringRef symbolPrefix) {
-  return PlanBuilder(func, symbolPrefix).build();
+                                                    StringRef symbolPrefix,
+                                                    int64_t kernelPieces) {
+  return PlanBuilder(func, symbolPrefix, kernelPieces).build();
 }

@@ -25,7 +25,8 @@ struct ExecutablePlan {
 /// Kernel symbols start with `symbolPrefix` (pipeline stages share one
 /// kernels library).
 mlir::FailureOr<ExecutablePlan> buildExecutablePlan(mlir::func::FuncOp func,
-                                                    llvm::StringRef symbolPrefix = "");
+                                                    llvm::StringRef symbolPrefix = "",
+                                                    int64_t kernelPieces = 1);
 
 /// Assigns TEMP buffers (not aliases) offsets in one arena so that buffers
 /// whose lifetimes (first and last step that touches them) overlap never

@@ -53,6 +53,12 @@ cl::opt<double> compileBucketMb(
     "bucket-mb",
     cl::desc("Data parallelism: gradient MiB per all-reduce (default 25)"),
     cl::init(25.0), cl::sub(compileCmd), cl::sub(trainCommand()));
+cl::opt<int64_t> compileKernelPieces(
+    "kernel-pieces",
+    cl::desc("Split kernels whose rows are independent into this many calls that "
+             "'colo run' spreads over its threads (halved where it does not divide; "
+             "1: keep every kernel whole; results are the same bits either way)"),
+    cl::init(8), cl::sub(compileCmd), cl::sub(trainCommand()));
 cl::opt<std::string> trainExeDir(
     "exe-dir",
     cl::desc("Where to write the executable (default: <model name>.colo in the "
@@ -159,6 +165,12 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
   options.parallel = *parallel;
   options.train = train.str();
   options.dumpIrDir = dumpIr.str();
+  if (compileKernelPieces < 1) {
+    reportError("--kernel-pieces must be at least 1, got " +
+                std::to_string(compileKernelPieces));
+    return 1;
+  }
+  options.kernelPieces = compileKernelPieces;
   if (failed(colo::compileTrainStep(**module, exeDir, options))) {
     if (!diagnostics.reported())
       reportError("compilation of '" + model + "' failed");

@@ -26,6 +26,10 @@ struct CompileOptions {
   std::string dumpIrDir;
   /// How the step is spread over ranks (default: one rank).
   ParallelOptions parallel;
+  /// Kernels whose rows are independent compute 1/kernelPieces of them per
+  /// call (or 1/2, 1/4 ... where that does not divide), and the runtime
+  /// runs the calls on its threads; 1 keeps every kernel whole.
+  int64_t kernelPieces = 8;
 };
 
 /// Builds @train_step (colo-build-train-step, canonicalize, CSE), splits it

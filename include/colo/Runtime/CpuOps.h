@@ -87,6 +87,8 @@ void maxPoolBackward(const WindowGeometry &g, const float *x, const float *dy, f
 
 /// Sets the threads of OpenBLAS and of oneDNN (OpenMP). n <= 0: leave as is.
 void setThreads(int n);
+/// The threads of the run: BLAS's, and those of parallelFor (Workers.h).
+int threadCount();
 
 } // namespace colo::runtime
 
