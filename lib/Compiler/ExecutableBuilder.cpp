@@ -120,10 +120,8 @@ public:
   PlanBuilder(func::FuncOp func, StringRef symbolPrefix, int64_t kernelPieces)
       : func(func), symbols(func->getParentOfType<ModuleOp>()),
         symbolPrefix(symbolPrefix.str()) {
-    for (int64_t p = kernelPieces; p > 1 && p % 2 == 0; p /= 2)
+    for (int64_t p = kernelPieces; p > 1; p /= 2)
       pieceCounts.push_back(p);
-    if (kernelPieces > 1 && pieceCounts.empty())
-      pieceCounts.push_back(kernelPieces);
     plan.kernels = ModuleOp::create(UnknownLoc::get(func.getContext()));
     int i = 0;
     for (Operation &op : func.front())
@@ -690,16 +688,6 @@ private:
       }
     }
     return failure(failed(emitKernel(ops, false)));
-  }
-
-  /// A reduction over its operand's outermost dimension longer than 1.
-  static bool sumsOverRows(Operation *op) {
-    auto reduce = dyn_cast<ReduceSumOp>(op);
-    if (!reduce)
-      return false;
-    ArrayRef<int64_t> shape = tensorType(reduce.getInput()).getShape();
-    const int64_t *row = llvm::find_if(shape, [](int64_t n) { return n != 1; });
-    return row != shape.end() && llvm::is_contained(reduce.getDims(), row - shape.begin());
   }
 
   /// Emits `ops` as one kernel: its arguments are the values it reads from

@@ -13,6 +13,7 @@
 #include "colo/Passes/DimensionMap.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
 
 using namespace mlir;
@@ -71,20 +72,23 @@ public:
     return true;
   }
 
-  /// Gives every cut value its piece's type.
-  void rewrite(func::FuncOp f) {
+  /// Gives every cut value of the analyzed function its piece's type in
+  /// `copy`, a clone of it (`map`: the analyzed function's values and ops
+  /// to the copy's).
+  void rewrite(func::FuncOp analyzed, func::FuncOp copy, const IRMapping &map) {
+    analyzed.walk([&](Operation *op) {
+      if (auto slice = dyn_cast<SliceOp>(op))
+        cast<SliceOp>(map.lookup(op)).setLimit(localLimit(slice.getLimit(), slice.getResult()));
+      else if (auto back = dyn_cast<SliceBackwardOp>(op))
+        cast<SliceBackwardOp>(map.lookup(op))
+            .setLimit(localLimit(back.getLimit(), back.getGrad()));
+    });
     for (auto [v, d] : cut)
       if (d != kWhole)
-        v.setType(withDim(tensorType(v), d, tensorType(v).getDimSize(d) / parts));
-    f.walk([&](Operation *op) {
-      if (auto slice = dyn_cast<SliceOp>(op))
-        slice.setLimit(localLimit(slice.getLimit(), slice.getResult()));
-      else if (auto back = dyn_cast<SliceBackwardOp>(op))
-        back.setLimit(localLimit(back.getLimit(), back.getGrad()));
-    });
-    Block &body = f.front();
-    f.setType(FunctionType::get(f.getContext(), body.getArgumentTypes(),
-                                body.getTerminator()->getOperandTypes()));
+        map.lookup(v).setType(withDim(tensorType(v), d, tensorType(v).getDimSize(d) / parts));
+    Block &body = copy.front();
+    copy.setType(FunctionType::get(copy.getContext(), body.getArgumentTypes(),
+                                   body.getTerminator()->getOperandTypes()));
   }
 
   bool isCut(Value v) const {
@@ -104,8 +108,8 @@ private:
   /// local size.
   SmallVector<int64_t> localLimit(ArrayRef<int64_t> limit, Value sliced) {
     SmallVector<int64_t> l(limit);
-    if (auto it = cut.find(sliced); it != cut.end() && it->second != kWhole)
-      l[it->second] = tensorType(sliced).getDimSize(it->second);
+    if (isCut(sliced))
+      l[cut.lookup(sliced)] = tensorType(sliced).getDimSize(cut.lookup(sliced)) / parts;
     return l;
   }
 
@@ -134,14 +138,10 @@ private:
         return false;
 
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      // The input dimension that starts where the cut one does.
+      // An input dimension that starts where the cut one does.
       ArrayRef<int64_t> in = reshape.getInput().getType().getShape();
-      ArrayRef<int64_t> out = reshape.getType().getShape();
-      int64_t before = 1, outBefore = 1;
-      for (int64_t i = 0; i < *e; ++i)
-        outBefore *= out[i];
-      for (int64_t d = 0; d < static_cast<int64_t>(in.size()); before *= in[d++])
-        if (before == outBefore && in[d] != 1 && in[d] % parts == 0)
+      for (int64_t d : reshapeAlignedDims(reshape.getType().getShape(), *e, in))
+        if (in[d] != 1 && in[d] % parts == 0)
           return need(reshape.getInput(), d);
       return false;
     }
@@ -190,6 +190,14 @@ int64_t elementBytes(Value v) {
 }
 } // namespace
 
+bool colo::sumsOverRows(Operation *op) {
+  auto reduce = dyn_cast<ReduceSumOp>(op);
+  if (!reduce)
+    return false;
+  int64_t row = leadingDim(tensorType(reduce.getInput()));
+  return row >= 0 && llvm::is_contained(reduce.getDims(), row);
+}
+
 std::optional<KernelPieces> colo::splitKernelIntoPieces(func::FuncOp kernel,
                                                         ArrayRef<int64_t> candidates,
                                                         int64_t minElements) {
@@ -201,27 +209,24 @@ std::optional<KernelPieces> colo::splitKernelIntoPieces(func::FuncOp kernel,
   if (elements < minElements || ret->getNumOperands() == 0)
     return std::nullopt;
   for (int64_t parts : candidates) {
-    if (parts < 2)
-      continue;
-    // Work on a copy, so that a split the verifier rejects leaves the kernel
-    // as it was.
-    func::FuncOp piece = kernel.clone();
     PieceSplitter splitter(parts);
-    if (!splitter.analyze(piece)) {
-      piece.erase();
+    if (parts < 2 || !splitter.analyze(kernel))
       continue;
-    }
     KernelPieces result{parts, {}};
     auto bytesPerPiece = [&](Value global) {
       return splitter.isCut(global)
                  ? tensorType(global).getNumElements() / parts * elementBytes(global)
                  : 0;
     };
-    for (Value arg : piece.getArguments())
+    for (Value arg : body.getArguments())
       result.pieceBytes.push_back(bytesPerPiece(arg));
-    for (Value out : piece.front().getTerminator()->getOperands())
+    for (Value out : ret->getOperands())
       result.pieceBytes.push_back(bytesPerPiece(out));
-    splitter.rewrite(piece);
+    // Rewrite a copy, so that a split the verifier rejects leaves the kernel
+    // as it was.
+    IRMapping map;
+    func::FuncOp piece = kernel.clone(map);
+    splitter.rewrite(kernel, piece, map);
     ScopedDiagnosticHandler quiet(kernel.getContext(), [](Diagnostic &) { return success(); });
     if (failed(verify(piece))) {
       piece.erase();

@@ -34,6 +34,10 @@ std::optional<KernelPieces> splitKernelIntoPieces(mlir::func::FuncOp kernel,
                                                   llvm::ArrayRef<int64_t> candidates,
                                                   int64_t minElements);
 
+/// A sum over its operand's outermost dimension longer than 1, which no
+/// piece can compute alone (a bias or norm gradient).
+bool sumsOverRows(mlir::Operation *op);
+
 } // namespace colo
 
 #endif
