@@ -2,10 +2,9 @@
 
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
-#include "colo/Runtime/Workers.h"
+#include "OneDnn.h"
 
 #include <cblas.h>
-#include <dnnl.hpp>
 #include <omp.h>
 
 #include <algorithm>
@@ -177,115 +176,15 @@ std::string checkGeometry(const WindowGeometry &g, bool isConv) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The threads BLAS and the batched products use (setThreads).
+/// The threads of BLAS, oneDNN and parallelFor (setThreads).
 int gThreads = 1;
-
-/// Runs `gemm(A, B, C, beta)` for every product of `g`'s batch. A level
-/// whose C stride is 0 sums its products into one C: every product after
-/// the first into a C adds to it. Products into distinct Cs (attention's
-/// heads) run side by side, one BLAS thread each: a BLAS threading each small
-/// product spends more on waking its threads than on the product. Each
-/// product is then the single-threaded BLAS call: the results are those of
-/// one thread (OpenBLAS's threads can round a product differently).
-template <typename T, typename Gemm>
-void forEachProduct(const GemmGeometry &g, const T *A, const T *B, T *C, Gemm gemm) {
-  int64_t products = g.batchOuter * g.batch;
-  auto run = [&](int64_t p) {
-    int64_t o = p / g.batch, i = p % g.batch;
-    bool again = (g.strideC == 0 && i > 0) || (g.outerStrideC == 0 && o > 0);
-    gemm(A + o * g.outerStrideA + i * g.strideA, B + o * g.outerStrideB + i * g.strideB,
-         C + o * g.outerStrideC + i * g.strideC, again ? 1.0 : g.beta);
-  };
-  bool sums = (g.strideC == 0 && g.batch > 1) || (g.outerStrideC == 0 && g.batchOuter > 1);
-  int threads = static_cast<int>(std::min<int64_t>(gThreads, products));
-  if (sums || threads < 2) {
-    for (int64_t p = 0; p < products; ++p)
-      run(p);
-    return;
-  }
-  openblas_set_num_threads(1);
-  parallelFor(threads, products, run);
-  openblas_set_num_threads(gThreads);
-}
-
-CBLAS_TRANSPOSE cblasTrans(bool t) { return t ? CblasTrans : CblasNoTrans; }
-
-void sgemmBatch(const GemmGeometry &g, const float *A, const float *B, float *C) {
-  forEachProduct(g, A, B, C, [&](const float *a, const float *b, float *c, double beta) {
-    cblas_sgemm(CblasRowMajor, cblasTrans(g.transA), cblasTrans(g.transB), int(g.m),
-                int(g.n), int(g.k), float(g.alpha), a, int(g.lda), b, int(g.ldb),
-                float(beta), c, int(g.ldc));
-  });
-}
-
-/// A 16-bit GEMM as the hardware runs one: 16-bit operands, float
-/// accumulation, the result rounded once. This BLAS has no bf16/f16 GEMM
-/// (nor this CPU the instructions), so the operands are widened into float
-/// copies in `scratch` and the float GEMM runs on them.
-PreparedOp prepareHalfGemm(const GemmGeometry &g, DType dtype, const void *a, const void *b,
-                           void *c, std::shared_ptr<Scratch> scratch) {
-  int64_t nA = g.elementsA(), nB = g.elementsB(), nC = g.elementsC();
-  scratch->reserve((nA + nB + nC) * int64_t(sizeof(float)));
-  bool bf16 = dtype == BF16;
-  return [=] {
-    float *A = reinterpret_cast<float *>(scratch->base()), *B = A + nA, *C = B + nB;
-    auto widen = [&](const void *src, float *dst, int64_t n) {
-      auto *h = static_cast<const uint16_t *>(src);
-      for (int64_t i = 0; i < n; ++i)
-        dst[i] = bf16 ? bf16ToFloat(h[i]) : halfToFloat(h[i]);
-    };
-    widen(a, A, nA);
-    widen(b, B, nB);
-    if (g.beta != 0)
-      widen(c, C, nC);
-    sgemmBatch(g, A, B, C);
-    auto *out = static_cast<uint16_t *>(c);
-    for (int64_t i = 0; i < nC; ++i)
-      out[i] = bf16 ? floatToBf16(C[i]) : floatToHalf(C[i]);
-  };
-}
 } // namespace
-
-PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                       void *c, std::shared_ptr<Scratch> scratch) {
-  GemmGeometry g = geometryOf(gemm);
-  if (dtype == F32)
-    return [=] {
-      sgemmBatch(g, static_cast<const float *>(a), static_cast<const float *>(b),
-                 static_cast<float *>(c));
-    };
-  if (dtype == F64)
-    return [=] {
-      forEachProduct(g, static_cast<const double *>(a), static_cast<const double *>(b),
-                     static_cast<double *>(c),
-                     [&](const double *A, const double *B, double *C, double beta) {
-                       cblas_dgemm(CblasRowMajor, cblasTrans(g.transA),
-                                   cblasTrans(g.transB), int(g.m), int(g.n), int(g.k),
-                                   g.alpha, A, int(g.lda), B, int(g.ldb), beta, C,
-                                   int(g.ldc));
-                     });
-    };
-  if (dtype == BF16 || dtype == F16)
-    return prepareHalfGemm(g, dtype, a, b, c, std::move(scratch));
-  throw Error(std::string("gemm on ") + dtypeName(dtype) +
-              " is not supported (f32, f64, bf16, f16)");
-}
 
 //===----------------------------------------------------------------------===//
 // oneDNN
 //===----------------------------------------------------------------------===//
 
 namespace {
-dnnl::engine &cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-dnnl::stream &cpuStream() {
-  static dnnl::stream stream(cpuEngine());
-  return stream;
-}
-
 using dnnl::memory;
 using Args = std::unordered_map<int, memory>;
 

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace colo::runtime {
 
@@ -71,8 +72,10 @@ struct Session::Prepared {
   PreparedOp run;
 };
 
-Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm)
-    : exe_(std::move(executable)), comm_(comm), start_(std::chrono::steady_clock::now()) {
+Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm,
+                 GemmLibrary gemm)
+    : exe_(std::move(executable)), comm_(comm), gemmLibrary_(gemm),
+      start_(std::chrono::steady_clock::now()) {
   int64_t world = exe_->worldSize();
   if (world > 1 && !comm_)
     throw Error("'" + exe_->directory() + "' is compiled for " + std::to_string(world) +
@@ -184,8 +187,11 @@ void Session::prepare() {
       }
       case Step::kGemm: {
         const Gemm &g = step.gemm();
-        prepared_[i].run = prepareGemm(g, exe_->buffer(g.c()).dtype(), pointers_[g.a()],
-                                       pointers_[g.b()], pointers_[g.c()], scratch_);
+        DType dtype = exe_->buffer(g.c()).dtype();
+        PreparedGemm gemm = prepareGemm(g, dtype, pointers_[g.a()], pointers_[g.b()],
+                                        pointers_[g.c()], scratch_, gemmLibrary_);
+        prepared_[i].run = std::move(gemm.run);
+        ++gemmPaths_[{dtype, gemm.path}];
         break;
       }
       case Step::kConv: {
@@ -221,6 +227,20 @@ void Session::prepare() {
       throw Error(exe_->directory() + ": " + exe_->describeStep(i) + ": " + e.what());
     }
   }
+}
+
+std::vector<std::string> Session::gemmPaths() const {
+  std::vector<std::string> lines;
+  std::optional<DType> last;
+  for (const auto &[key, steps] : gemmPaths_) {
+    std::string entry = key.second + " (" + std::to_string(steps) + ")";
+    if (last == key.first)
+      lines.back() += ", " + entry;
+    else
+      lines.push_back(std::string(dtypeName(key.first)) + ": " + entry);
+    last = key.first;
+  }
+  return lines;
 }
 
 std::function<void()> Session::prepareCollective(const Collective &c) {

@@ -1,4 +1,4 @@
-// The runtime's library calls (Gemm through OpenBLAS, Conv2d and pooling
+// The runtime's library calls (Gemm through oneDNN and OpenBLAS, Conv2d and pooling
 // through oneDNN, max-pooling backward by the runtime), each run as a
 // one-step program and compared with a naive loop written here from the
 // schema's definition. Where PyTorch is installed, max-pooling backward with
@@ -52,12 +52,12 @@ public:
     return id;
   }
 
-  Session &run() {
+  Session &run(GemmLibrary gemm = GemmLibrary::OneDnn) {
     std::vector<TensorView> views;
     for (const auto &s : states)
       views.push_back({s.name, s.dtype, s.shape, s.bytes.data()});
     writeExecutable(dir.path, builder.program(), views);
-    session = std::make_unique<Session>(Executable::load(dir.path));
+    session = std::make_unique<Session>(Executable::load(dir.path), nullptr, gemm);
     for (const auto &[name, bytes] : inputs)
       session->setInput(name, bytes.data(), int64_t(bytes.size()));
     session->step();
@@ -100,6 +100,14 @@ void expectNear(const std::vector<T> &got, const std::vector<T> &want, double to
 // Gemm
 //===----------------------------------------------------------------------===//
 
+/// Every Gemm test runs on each library (CpuGemm.h).
+class RuntimeGemm : public testing::TestWithParam<GemmLibrary> {};
+INSTANTIATE_TEST_SUITE_P(Libraries, RuntimeGemm,
+                         testing::Values(GemmLibrary::OneDnn, GemmLibrary::OpenBlas),
+                         [](const testing::TestParamInfo<GemmLibrary> &info) {
+                           return info.param == GemmLibrary::OneDnn ? "oneDNN" : "OpenBLAS";
+                         });
+
 struct GemmCase {
   bool ta = false, tb = false;
   int64_t m = 3, n = 4, k = 5, batch = 1;
@@ -136,8 +144,8 @@ void naiveGemm(const GemmCase &g, const std::vector<T> &A, const std::vector<T> 
 
 /// Runs `g` on random A, B and C; returns (the C it computed, the inputs).
 template <typename T>
-std::pair<std::vector<T>, std::array<std::vector<T>, 3>> runGemm(const GemmCase &g,
-                                                                 DType dtype) {
+std::pair<std::vector<T>, std::array<std::vector<T>, 3>>
+runGemm(const GemmCase &g, DType dtype, GemmLibrary library) {
   int64_t lda = g.lda ? g.lda : (g.ta ? g.m : g.k);
   int64_t ldb = g.ldb ? g.ldb : (g.tb ? g.k : g.n);
   int64_t ldc = g.ldc ? g.ldc : g.n;
@@ -171,19 +179,19 @@ std::pair<std::vector<T>, std::array<std::vector<T>, 3>> runGemm(const GemmCase 
     gemm.set_alpha(g.alpha);
     gemm.set_beta(g.beta);
   }
-  p.run();
+  p.run(library);
   return {p.read<T>(c), std::move(in)};
 }
 
-template <typename T> void checkGemm(const GemmCase &g, DType dtype) {
-  auto [got, in] = runGemm<T>(g, dtype);
+template <typename T> void checkGemm(const GemmCase &g, DType dtype, GemmLibrary library) {
+  auto [got, in] = runGemm<T>(g, dtype, library);
   naiveGemm(g, in[0], in[1], in[2]);
   expectNear(got, in[2], dtype == F32 ? 1e-5 : 1e-12, "gemm");
 }
 
 // One product, and a batch of products into distinct outputs (run side by
 // side on the threads).
-TEST(RuntimeGemm, TransposeFlags) {
+TEST_P(RuntimeGemm, TransposeFlags) {
   for (int64_t batch : {1, 3})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
@@ -196,11 +204,11 @@ TEST(RuntimeGemm, TransposeFlags) {
         g.sa = g.m * g.k;
         g.sb = g.k * g.n;
         g.sc = g.m * g.n;
-        checkGemm<float>(g, F32);
+        checkGemm<float>(g, F32, GetParam());
       }
 }
 
-TEST(RuntimeGemm, AlphaBetaAndLeadingDimensions) {
+TEST_P(RuntimeGemm, AlphaBetaAndLeadingDimensions) {
   GemmCase g;
   g.m = 4;
   g.n = 3;
@@ -211,36 +219,36 @@ TEST(RuntimeGemm, AlphaBetaAndLeadingDimensions) {
   g.alpha = 0.5;
   g.beta = -2;
   g.setAlphaBeta = true;
-  checkGemm<float>(g, F32);
+  checkGemm<float>(g, F32, GetParam());
   g.ta = g.tb = true;
   g.lda = 6;
   g.ldb = 9;
-  checkGemm<float>(g, F32);
+  checkGemm<float>(g, F32, GetParam());
 }
 
-TEST(RuntimeGemm, Batched) {
+TEST_P(RuntimeGemm, Batched) {
   GemmCase g;
   g.batch = 3;
   g.sa = g.m * g.k;
   g.sb = g.k * g.n + 2; // gaps between batch entries
   g.sc = g.m * g.n;
-  checkGemm<float>(g, F32);
+  checkGemm<float>(g, F32, GetParam());
 }
 
-TEST(RuntimeGemm, BroadcastOperandWithStrideZero) {
+TEST_P(RuntimeGemm, BroadcastOperandWithStrideZero) {
   GemmCase g;
   g.batch = 4;
   g.sa = g.m * g.k;
   g.sb = 0; // one weight for the whole batch
   g.sc = g.m * g.n;
-  checkGemm<float>(g, F32);
+  checkGemm<float>(g, F32, GetParam());
   g.sa = 0; // and one A for every B
   g.sb = g.k * g.n;
   g.tb = true;
-  checkGemm<float>(g, F32);
+  checkGemm<float>(g, F32, GetParam());
 }
 
-TEST(RuntimeGemm, StrideZeroOutputSumsTheBatch) {
+TEST_P(RuntimeGemm, StrideZeroOutputSumsTheBatch) {
   GemmCase g;
   g.batch = 3;
   g.sa = g.m * g.k;
@@ -248,7 +256,7 @@ TEST(RuntimeGemm, StrideZeroOutputSumsTheBatch) {
   g.sc = 0;
   g.beta = 1;
   g.setAlphaBeta = true;
-  checkGemm<float>(g, F32);
+  checkGemm<float>(g, F32, GetParam());
 }
 
 // Attention's q k^T read in place: q is [batch 2, seq 3, heads 2, dim 5] and
@@ -265,44 +273,44 @@ GemmCase headsInPlace() {
   return g;
 }
 
-TEST(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
+TEST_P(RuntimeGemm, TwoBatchLevelsReadHeadsInPlace) {
   GemmCase g = headsInPlace();
-  checkGemm<float>(g, F32);
-  checkGemm<double>(g, F64);
+  checkGemm<float>(g, F32, GetParam());
+  checkGemm<double>(g, F64, GetParam());
   g.osc = 0; // the outer level summed into one C per head
   g.beta = 1, g.setAlphaBeta = true;
-  checkGemm<float>(g, F32);
+  checkGemm<float>(g, F32, GetParam());
 }
 
 // With several threads the products into distinct Cs run side by side and
 // the summed ones in order: the same results as one thread, bit for bit.
-TEST(RuntimeGemm, ProductsOnSeveralThreadsMatchOneThread) {
+TEST_P(RuntimeGemm, ProductsOnSeveralThreadsMatchOneThread) {
   GemmCase summed = headsInPlace();
   summed.osc = 0;
   summed.beta = 1, summed.setAlphaBeta = true;
   for (const GemmCase &g : {headsInPlace(), summed}) {
     setThreads(1);
-    std::vector<float> one = runGemm<float>(g, F32).first;
+    std::vector<float> one = runGemm<float>(g, F32, GetParam()).first;
     setThreads(3);
-    std::vector<float> three = runGemm<float>(g, F32).first;
+    std::vector<float> three = runGemm<float>(g, F32, GetParam()).first;
     setThreads(1);
     EXPECT_EQ(one, three);
   }
 }
 
-TEST(RuntimeGemm, Float64) {
+TEST_P(RuntimeGemm, Float64) {
   GemmCase g;
   g.ta = true;
   g.batch = 2;
   g.sa = g.m * g.k;
   g.sb = g.k * g.n;
   g.sc = g.m * g.n;
-  checkGemm<double>(g, F64);
+  checkGemm<double>(g, F64, GetParam());
 }
 
 // bf16 and f16 operands, float accumulation, one rounding of the result:
 // within one 16-bit rounding of the float64 product of the same values.
-TEST(RuntimeGemm, SixteenBitAccumulatesInFloat) {
+TEST_P(RuntimeGemm, SixteenBitAccumulatesInFloat) {
   for (DType dtype : {BF16, F16}) {
     SCOPED_TRACE(dtypeName(dtype));
     bool bf16 = dtype == BF16;
@@ -328,7 +336,7 @@ TEST(RuntimeGemm, SixteenBitAccumulatesInFloat) {
     gemm.set_trans_b(true);
     gemm.set_alpha(g.alpha);
     gemm.set_beta(g.beta);
-    p.run();
+    p.run(GetParam());
     std::vector<uint16_t> got = p.read<uint16_t>(c);
     int mantissa = bf16 ? 7 : 10; // stored bits
     for (int64_t r = 0; r < g.m; ++r)
@@ -345,6 +353,39 @@ TEST(RuntimeGemm, SixteenBitAccumulatesInFloat) {
         EXPECT_NEAR(widen(got[r * g.n + col]), want, halfUlp + magnitude * 1e-6)
             << "at " << r << ", " << col;
       }
+  }
+}
+
+// What colo run reports for this machine's products: oneDNN's matmul on the
+// widest vectors the processor has, never a reference (generic) kernel, and
+// bf16 products on the processor's bf16 instructions (AVX512-BF16, AMX)
+// where it has them, not widened to float.
+TEST(RuntimeGemmPath, UsesThisProcessorsInstructions) {
+  OpProgram p;
+  std::vector<float> x = randomValues<float>(64 * 64, 1);
+  std::vector<uint16_t> h(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    h[i] = floatToBf16(x[i]);
+  int32_t a = p.input("a", F32, x), b = p.input("b", F32, x), c = p.state("c", F32, x);
+  p.builder.gemm(a, b, c, 64, 64, 64);
+  int32_t ha = p.input("ha", BF16, h), hb = p.input("hb", BF16, h),
+          hc = p.state("hc", BF16, h);
+  p.builder.gemm(ha, hb, hc, 64, 64, 64);
+  std::vector<std::string> paths = p.run().gemmPaths();
+  ASSERT_EQ(paths.size(), 2u);
+  std::string f32 = paths[0], bf16 = paths[1];
+  SCOPED_TRACE(f32 + "; " + bf16 + "; oneDNN ISA " + oneDnnIsa());
+  EXPECT_EQ(f32.rfind("f32: oneDNN", 0), 0u);
+  EXPECT_EQ(f32.find("ref"), std::string::npos);
+  const char *vectors = __builtin_cpu_supports("avx512f") ? "avx512"
+                        : __builtin_cpu_supports("avx2") ? "avx2"
+                                                         : "";
+  EXPECT_NE(f32.find(vectors), std::string::npos);
+  EXPECT_NE(oneDnnIsa().find(vectors), std::string::npos);
+  if (__builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16")) {
+    EXPECT_EQ(bf16.find("widened"), std::string::npos);
+    EXPECT_TRUE(bf16.find("bf16") != std::string::npos ||
+                bf16.find("amx") != std::string::npos);
   }
 }
 

@@ -11,6 +11,8 @@
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/Session.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/WithColor.h"
@@ -54,6 +56,13 @@ cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of synthetic data (default 0)")
 cl::opt<int> runThreads("threads",
                         cl::desc("Threads for BLAS and oneDNN (default: all cores)"),
                         cl::init(0), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<std::string> runGemm(
+    "gemm",
+    cl::desc("Library of the float and 16-bit matrix products: onednn (default; its "
+             "kernels follow the processor's instructions) or openblas (f64 products "
+             "always run on OpenBLAS)"),
+    cl::value_desc("onednn|openblas"), cl::init("onednn"), cl::sub(runCmd),
+    cl::sub(trainCommand()));
 cl::opt<std::string> runOutput(
     "o", cl::desc("Write the final weights here (default EXE_DIR/weights.safetensors)"),
     cl::value_desc("weights.safetensors"), cl::sub(runCmd), cl::sub(trainCommand()));
@@ -213,6 +222,7 @@ std::vector<std::string> runArguments() {
   add(runProfile, runProfile);
   if (runNoSnapshot)
     args.push_back("--no-snapshot");
+  add(runGemm, runGemm.getValue());
   add(runCommTimeout, formatv("{0}", runCommTimeout.getValue()).str());
   return args;
 }
@@ -253,9 +263,17 @@ int run(const std::string &dir) {
     threads = std::max<int>(1, int(std::thread::hardware_concurrency()) /
                                    std::max(1, comm->size()));
   rt::setThreads(threads);
-  rt::Session session(exe, comm.get());
+  rt::Session session(exe, comm.get(), rt::parseGemmLibrary(runGemm));
   // Rank 0 speaks for the run; the others only report errors.
   raw_ostream &out = rank == 0 ? outs() : nulls();
+  if (std::vector<std::string> paths = session.gemmPaths(); !paths.empty()) {
+    out << "products: " << llvm::join(paths, "; ") << "\n";
+    if (rank == 0 && rt::openBlasIsGeneric() &&
+        llvm::any_of(paths, [](const std::string &p) { return p.find("OpenBLAS") != p.npos; }))
+      WithColor::warning(errs(), "colo")
+          << "OpenBLAS does not know this processor and runs its generic "
+          << rt::openBlasCore() << " kernels: its products are several times slower\n";
+  }
 
   std::string output = runOutput.empty()
                            ? rt::joinPath(exe->directory(), "weights.safetensors")

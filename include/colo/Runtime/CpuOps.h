@@ -69,10 +69,6 @@ private:
   char *data_ = nullptr;
 };
 
-/// Prepares C = alpha op(A) op(B) + beta C for F32, F64, BF16 or F16
-/// buffers (16-bit ones accumulate in float through `scratch`).
-PreparedOp prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                       void *c, std::shared_ptr<Scratch> scratch);
 /// Prepares a convolution; `bias` may be null. oneDNN chooses the layouts it
 /// computes in; operands in other layouts are reordered through `scratch`.
 /// Throws Error if oneDNN cannot build the primitive.

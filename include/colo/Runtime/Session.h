@@ -14,11 +14,13 @@
 #define COLO_RUNTIME_SESSION_H
 
 #include "colo/Runtime/Communicator.h"
+#include "colo/Runtime/CpuGemm.h"
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Executable.h"
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,8 +63,9 @@ public:
   /// Allocates the memory, loads the initial state and prepares every step.
   /// A program for several ranks needs `comm` (this rank's communicator, with
   /// the program's world size); it must outlive the session.
+  /// `gemm` is the library of the float and 16-bit Gemm steps (CpuGemm.h).
   explicit Session(std::shared_ptr<const Executable> executable,
-                   Communicator *comm = nullptr);
+                   Communicator *comm = nullptr, GemmLibrary gemm = GemmLibrary::OneDnn);
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
@@ -122,6 +125,10 @@ public:
   /// several, all call it); otherwise `firstBad` gets the PyTorch name of the
   /// first one that is not.
   bool parametersFinite(std::string *firstBad = nullptr) const;
+  /// What runs the Gemm steps, one entry per dtype in dtype order: the
+  /// dtype, then each library and kernel (PreparedGemm::path) with the number
+  /// of steps it runs, e.g. "f32: oneDNN 2.6.3 matmul brg:avx512_core (86)".
+  std::vector<std::string> gemmPaths() const;
   /// This process's rank (0 without a communicator).
   int rank() const { return comm_ ? comm_->rank() : 0; }
 
@@ -161,6 +168,8 @@ private:
   std::vector<char> inputSet_;
   std::vector<Prepared> prepared_;
   std::shared_ptr<Scratch> scratch_;
+  GemmLibrary gemmLibrary_;
+  std::map<std::pair<DType, std::string>, int> gemmPaths_; // (dtype, path) -> steps
   std::vector<std::pair<int32_t, std::vector<char>>> snapshot_;
   bool snapshots_ = false, haveSnapshot_ = false;
   bool profiling_ = false;
