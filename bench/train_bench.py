@@ -3,12 +3,16 @@
 vocab 8192) in colo and in PyTorch on the same machine with the same threads.
 
     python bench/train_bench.py [--threads N] [--steps N] [--layers N] [--rounds N]
+                                [--precision fp32|bf16]
 
 Prints the median step time of each and the ratios colo / peer; colo and
 PyTorch eager run in alternating rounds, each round's ratio from the two
 measured side by side. Peers: PyTorch
 eager and, where it works, torch.compile. Both sides run AdamW with the same
-settings on the same batches."""
+settings on the same batches. With --precision bf16, colo compiles
+precision=bf16 and PyTorch runs the forward and loss under
+torch.autocast("cpu", torch.bfloat16), its own CPU mixed precision."""
+import contextlib
 import argparse
 import os
 import pathlib
@@ -45,14 +49,16 @@ class Logits(torch.nn.Module):
         return self.m(input_ids=ids).logits
 
 
-def torch_steps(net, ids, steps, compiled=False):
+def torch_steps(net, ids, steps, compiled=False, bf16=False):
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.01)
 
     def step(batch):
         opt.zero_grad()
-        logits = net(batch)
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
-                               batch[:, 1:].reshape(-1))
+        with (torch.autocast("cpu", dtype=torch.bfloat16) if bf16
+              else contextlib.nullcontext()):
+            logits = net(batch)
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                   batch[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
         return loss
@@ -66,7 +72,7 @@ def torch_steps(net, ids, steps, compiled=False):
     return statistics.median(times[2:])
 
 
-def colo_compile(net, ids, work):
+def colo_compile(net, ids, work, precision):
     """Exports, compiles and writes the batches; returns the compile time."""
     onnx_path = work / "gpt2.onnx"
     torch.onnx.export(Logits(net), (ids[0],), onnx_path, dynamo=False,
@@ -74,8 +80,8 @@ def colo_compile(net, ids, work):
                       training=torch.onnx.TrainingMode.TRAINING, opset_version=17)
     t = time.perf_counter()
     subprocess.run([str(COLO), "compile", str(onnx_path), "-o", str(work / "exe"),
-                    "--train", "loss=lm,optimizer=adamw,lr=1e-4"], check=True,
-                   stdout=subprocess.DEVNULL)
+                    "--train", f"loss=lm,optimizer=adamw,lr=1e-4,precision={precision}"],
+                   check=True, stdout=subprocess.DEVNULL)
     compile_s = time.perf_counter() - t
     np.savez(work / "data.npz", input_ids=np.concatenate([b.numpy() for b in ids]))
     return compile_s
@@ -87,7 +93,8 @@ def colo_steps(steps, threads, work):
                           "-o", str(work / "w.safetensors")],
                          check=True, capture_output=True, text=True).stdout
     ms = [float(m) for m in re.findall(r"\((\d+(?:\.\d+)?) ms\)", out)]
-    return statistics.median(ms[2:]) / 1e3
+    products = re.search(r"^products: .*$", out, re.M)
+    return statistics.median(ms[2:]) / 1e3, products.group(0) if products else ""
 
 
 def main():
@@ -97,7 +104,10 @@ def main():
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--rounds", type=int, default=3,
                    help="alternating rounds of colo and PyTorch eager")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: colo precision=bf16 against PyTorch's CPU autocast")
     args = p.parse_args()
+    bf16 = args.precision == "bf16"
     torch.set_num_threads(args.threads)
     g = torch.Generator().manual_seed(0)
     ids = [torch.randint(0, 8192, (8, 128), generator=g) for _ in range(args.steps + 2)]
@@ -105,7 +115,8 @@ def main():
     # This machine's speed drifts by tens of percent within a minute: colo and
     # PyTorch eager are measured in alternating rounds and compared per round.
     try:
-        compiled = torch_steps(Logits(model(args.layers)), ids, args.steps, compiled=True)
+        compiled = torch_steps(Logits(model(args.layers)), ids, args.steps, compiled=True,
+                               bf16=bf16)
     except Exception as e:  # noqa: BLE001 - a peer that does not work here is reported
         compiled = None
         print(f"torch.compile: not measured ({type(e).__name__}: {str(e)[:80]})")
@@ -116,13 +127,15 @@ def main():
     rounds = []
     with tempfile.TemporaryDirectory() as d:
         work = pathlib.Path(d)
-        compile_s = colo_compile(model(args.layers), ids, work)
+        compile_s = colo_compile(model(args.layers), ids, work, args.precision)
         for _ in range(args.rounds):
-            eager = torch_steps(Logits(model(args.layers)), ids, args.steps)
-            rounds.append((colo_steps(args.steps, args.threads, work), eager))
+            eager = torch_steps(Logits(model(args.layers)), ids, args.steps, bf16=bf16)
+            colo, products = colo_steps(args.steps, args.threads, work)
+            rounds.append((colo, eager))
     print(f"GPT-2 {args.layers} layers, hidden 256, 8 heads, seq 128, batch 8, "
-          f"vocab 8192; {args.threads} threads; median of {args.steps} steps, "
+          f"vocab 8192; {args.precision}; {args.threads} threads; median of {args.steps} steps, "
           f"{args.rounds} rounds")
+    print(f"  colo {products}")
     for i, (colo, eager) in enumerate(rounds, 1):
         print(f"  round {i}: colo {colo * 1e3:7.1f} ms/step, pytorch eager "
               f"{eager * 1e3:7.1f} ms/step, colo/pytorch eager = {colo / eager:.2f}")

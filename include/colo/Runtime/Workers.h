@@ -1,9 +1,10 @@
 //===- Workers.h - The run's threads for independent work -------*- C++ -*-===//
 //
-// Kernel pieces and attention's per-head products are independent calls;
-// they run side by side on a pool of threads kept for the whole process, so
-// that a call costs a wake-up, not a thread start. Idle workers spin briefly
-// (calls come in runs) and then sleep, leaving the core to BLAS.
+// Kernel pieces (and the per-head products of OpenBLAS GEMMs) are
+// independent calls; they run side by side on OpenMP's threads, the ones
+// oneDNN's matmuls and convolutions run on. One set of threads serves both:
+// with a pool of its own next to OpenMP's, each pool's idle threads spun on
+// the cores the other needed (GPT-2 bench step 472 -> 410-440 ms).
 //
 //===----------------------------------------------------------------------===//
 
