@@ -1,14 +1,16 @@
-// Single-threaded float GEMM throughput of OpenBLAS and oneDNN on the
-// products of the benchmark GPT-2 (bench/train_bench.py): the layers' weight
-// products and attention's per-head ones, which the runtime runs side by
-// side, one single-threaded OpenBLAS call each. Built and run by
-// gemm_bench.sh.
+// Single-threaded GEMM throughput on the products of the benchmark GPT-2
+// (bench/train_bench.py), the layers' weight products and attention's
+// per-head ones: OpenBLAS's sgemm against oneDNN's matmul primitive, which
+// colo run uses (runtime/CpuGemm.cpp), in f32 and in bf16 (bf16 operands,
+// float accumulation). Prints OpenBLAS's kernel family and the kernel
+// oneDNN chose. Built and run by gemm_bench.sh.
 #include <cblas.h>
-#include <dnnl.h>
+#include <dnnl.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -43,8 +45,12 @@ int main() {
       {"mlp fc", 1024, 1024, 256, false, false}, {"mlp fc dW", 256, 1024, 1024, true, false},
       {"lm head", 1024, 8192, 256, false, true},  {"lm head dW", 8192, 256, 1024, true, false},
   };
-  std::printf("%-12s %5s %5s %5s %10s %10s %7s\n", "product", "m", "n", "k", "OpenBLAS",
-              "oneDNN", "ratio");
+  std::printf("OpenBLAS kernels: %s\n", openblas_get_corename());
+  std::printf("%-12s %5s %5s %5s %10s %10s %7s %10s  %s\n", "product", "m", "n", "k",
+              "OpenBLAS", "oneDNN", "ratio", "bf16", "oneDNN kernels (f32, bf16)");
+  using dnnl::memory;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
   for (const Shape &s : shapes) {
     std::vector<float> a(size_t(s.m) * s.k, 0.5f), b(size_t(s.k) * s.n, 0.25f),
         c(size_t(s.m) * s.n);
@@ -54,11 +60,26 @@ int main() {
                   s.transB ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.f, a.data(), lda,
                   b.data(), ldb, 0.f, c.data(), s.n);
     });
-    double dnnl = gflops(s, [&] {
-      dnnl_sgemm(s.transA ? 'T' : 'N', s.transB ? 'T' : 'N', s.m, s.n, s.k, 1.f, a.data(), lda,
-                 b.data(), ldb, 0.f, c.data(), s.n);
-    });
-    std::printf("%-12s %5d %5d %5d %7.1f GF %7.1f GF %6.2fx\n", s.what, s.m, s.n, s.k, blas,
-                dnnl, dnnl / blas);
+    // The matmul as colo run builds it: row-major operands, transposes as
+    // strides.
+    auto matmul = [&](memory::data_type dt, std::string *kernel) {
+      memory::desc A({s.m, s.k}, dt, s.transA ? memory::dims{1, s.m} : memory::dims{s.k, 1});
+      memory::desc B({s.k, s.n}, dt, s.transB ? memory::dims{1, s.k} : memory::dims{s.n, 1});
+      memory::desc C({s.m, s.n}, dt, memory::dims{s.n, 1});
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(A, B, C), engine);
+      *kernel = pd.impl_info_str();
+      dnnl::matmul product(pd);
+      // The float buffers are large enough for either dtype.
+      memory ma(A, engine, a.data()), mb(B, engine, b.data()), mc(C, engine, c.data());
+      return gflops(s, [&] {
+        product.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+        stream.wait();
+      });
+    };
+    std::string f32Kernel, bf16Kernel;
+    double dnnl = matmul(memory::data_type::f32, &f32Kernel);
+    double bf16 = matmul(memory::data_type::bf16, &bf16Kernel);
+    std::printf("%-12s %5d %5d %5d %7.1f GF %7.1f GF %6.2fx %7.1f GF  %s, %s\n", s.what, s.m,
+                s.n, s.k, blas, dnnl, dnnl / blas, bf16, f32Kernel.c_str(), bf16Kernel.c_str());
   }
 }
