@@ -2,7 +2,7 @@
 //
 // Each step of a program is prepared once per session into a closure over the
 // session's (stable) buffer pointers, so running a step is a plain call:
-// OpenBLAS for Gemm, oneDNN primitives (created once) for Conv2d and pooling,
+// oneDNN primitives (created once) for Conv2d and pooling (Gemm: CpuGemm.h),
 // and a direct loop for max-pooling backward, which must route the gradient
 // exactly like PyTorch. The geometry helpers are shared with the validator.
 //
