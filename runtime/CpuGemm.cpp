@@ -346,8 +346,10 @@ PreparedOp widened(const GemmGeometry &g, DType dtype, const void *a, const void
   bool bf16 = dtype == BF16;
   return [=] {
     float *A = reinterpret_cast<float *>(scratch->base()), *B = A + nA, *C = B + nB;
+    // Element by element, so the threads that share them change no bits.
     auto widen = [&](const void *src, float *dst, int64_t n) {
       auto *h = static_cast<const uint16_t *>(src);
+#pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < n; ++i)
         dst[i] = bf16 ? bf16ToFloat(h[i]) : halfToFloat(h[i]);
     };
@@ -357,6 +359,7 @@ PreparedOp widened(const GemmGeometry &g, DType dtype, const void *a, const void
       widen(c, C, nC);
     product(A, B, C);
     auto *out = static_cast<uint16_t *>(c);
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nC; ++i)
       out[i] = bf16 ? floatToBf16(C[i]) : floatToHalf(C[i]);
   };
@@ -368,13 +371,24 @@ int64_t widenedBytes(const GemmGeometry &g) {
          64 * 64;
 }
 
+/// Whether 16-bit products run on oneDNN's 16-bit kernels rather than its
+/// float ones on widened operands: only where the processor has AMX tiles.
+/// AVX512-BF16's dot-product instruction does the work of the two float FMAs
+/// a core issues per cycle, no more, and oneDNN 2.6's bf16 BRGEMM kernels on
+/// it measured half the rate of its float ones (70 against 127 GF/s on one
+/// core of a Xeon 6/207 for 1024x1024x256; bench/gemm_bench.sh), more than
+/// the cost of widening the operands.
+bool sixteenBitKernelsFaster() {
+  return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx;
+}
+
 PreparedGemm prepareOneDnn(const GemmGeometry &g, DType dtype, const void *a, const void *b,
                            void *c, const std::shared_ptr<Scratch> &scratch) {
   MatmulPlan plan = planOf(g);
   if (!plan.inside.empty() && !isBrgemm(matmulDesc(g, plan, F32)))
     plan = planOf(g, /*loopAll=*/true);
   PreparedGemm result;
-  if (dtype == F32 || hasKernel(g, plan, dtype)) {
+  if (dtype == F32 || (sixteenBitKernelsFaster() && hasKernel(g, plan, dtype))) {
     Matmul matmul = prepareMatmul(g, plan, dtype, scratch, 0, &result.path);
     result.run = [=] { matmul(a, b, c); };
     return result;

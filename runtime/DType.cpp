@@ -154,22 +154,6 @@ uint16_t floatToHalf(float f) {
   return sign | uint16_t(h);
 }
 
-float bf16ToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t floatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return uint16_t((bits >> 16) | 0x40); // quiet NaN
-  uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
-  return uint16_t((bits + rounding) >> 16);
-}
-
 double readAsDouble(const void *data, DType dtype, int64_t index) {
   const char *p = static_cast<const char *>(data) + index * dtypeSize(dtype);
   switch (dtype) {

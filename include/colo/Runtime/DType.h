@@ -12,6 +12,7 @@
 #include "colo/Runtime/Program.pb.h"
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,8 +43,21 @@ std::string typeString(DType dtype, const Shape &shape);
 /// NaN stays NaN).
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);
-float bf16ToFloat(uint16_t b);
-uint16_t floatToBf16(float f);
+// bf16's are inline: the loops that widen and narrow whole tensors vectorize.
+inline float bf16ToFloat(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+inline uint16_t floatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000)
+    return uint16_t((bits >> 16) | 0x40); // quiet NaN
+  uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
+  return uint16_t((bits + rounding) >> 16);
+}
 
 /// Reads element `index` of `data` (of type `dtype`) as a double.
 double readAsDouble(const void *data, DType dtype, int64_t index = 0);
