@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "colo/Planner/Cluster.h"
+#include "colo/Runtime/CpuGemm.h"
+#include "colo/Runtime/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -33,13 +35,6 @@
 
 #include <unistd.h>
 
-#if COLO_HAVE_OPENBLAS
-#include <cblas.h>
-// OpenBLAS's own entry points; declared here too so that a cblas.h from
-// another provider (netlib's has neither) still compiles.
-extern "C" void openblas_set_num_threads(int numThreads);
-extern "C" int openblas_get_num_threads(void);
-#endif
 
 using namespace colo::planner;
 using llvm::Expected;
@@ -405,7 +400,9 @@ ClusterSpec colo::planner::shapeLocalCpu(const ClusterSpec &measured,
   double gemm = cores > 1 ? oneCore + (threads - 1) / (cores - 1) *
                                           (allCores - oneCore)
                           : oneCore;
-  c.peakFlops32 = c.peakFlops16 = gemm * timeShare;
+  c.peakFlops32 = gemm * timeShare;
+  // 16-bit products scale with the threads as the float ones do.
+  c.peakFlops16 = c.peakFlops32 * measured.peakFlops16 / oneCore;
   // Generated kernels (everything but GEMMs) run on one thread per rank: one
   // core's share of the memory bandwidth, whatever the BLAS threads.
   c.memoryBandwidth = measured.memoryBandwidth * timeShare;
@@ -630,58 +627,39 @@ double sane(double value, double fallback) {
   return value > 0 && std::isfinite(value) ? value : fallback;
 }
 
-/// Best sgemm rate on `threads` threads, FLOP/s.
-double measureGemm(int threads) {
-#if COLO_HAVE_OPENBLAS
-  const int n = 1024;
-#else
-  const int n = 256; // the plain loop below is slow; keep it short
-#endif
-  size_t elems = size_t(n) * n;
-  std::unique_ptr<float[]> a(new (std::nothrow) float[elems]);
-  std::unique_ptr<float[]> b(new (std::nothrow) float[elems]);
-  std::unique_ptr<float[]> c(new (std::nothrow) float[elems]);
-  if (!a || !b || !c)
-    return 0;
-  for (size_t i = 0; i < elems; ++i) {
-    a[i] = float(i % 7) * 0.25f;
-    b[i] = float(i % 5) * 0.5f;
-    c[i] = 0;
-  }
-  auto gemm = [&] {
-#if COLO_HAVE_OPENBLAS
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                a.get(), n, b.get(), n, 0.0f, c.get(), n);
-#else
-    std::fill(c.get(), c.get() + elems, 0.0f);
-    for (int i = 0; i < n; ++i)
-      for (int k = 0; k < n; ++k) {
-        float aik = a[size_t(i) * n + k];
-        for (int j = 0; j < n; ++j)
-          c[size_t(i) * n + j] += aik * b[size_t(k) * n + j];
-      }
-#endif
-  };
-#if COLO_HAVE_OPENBLAS
-  int before = openblas_get_num_threads();
-  openblas_set_num_threads(threads);
-#else
-  if (threads > 1)
-    return 0; // the plain loop is single-threaded
-#endif
-  gemm(); // warm-up: page faults, OpenBLAS's buffers
+/// Best rate of the 1024^3 matrix product colo run computes (runtime/
+/// CpuGemm.cpp: oneDNN's matmul, whose kernels follow the processor's
+/// instructions) on `threads` threads, FLOP/s; `dtype` F32 or BF16. 0 if it
+/// cannot run.
+double measureGemm(int threads, colo::runtime::DType dtype) {
+  namespace rt = colo::runtime;
+  const int64_t n = 1024;
+  size_t bytes = size_t(n) * n * size_t(rt::dtypeSize(dtype));
+  std::vector<char> a(bytes), b(bytes), c(bytes);
+  for (size_t i = 0; i < bytes; i += 2) // small values in f32 and bf16 alike
+    a[i + 1] = char(0x3f), b[i + 1] = char(0x3e);
+  rt::Gemm gemm;
+  gemm.set_m(n), gemm.set_n(n), gemm.set_k(n);
+  int before = rt::threadCount();
   double best = 0;
-  Clock::time_point start = Clock::now();
-  for (int rep = 0; rep < 5 && (rep < 2 || secondsSince(start) < 1.0); ++rep) {
-    Clock::time_point t = Clock::now();
-    gemm();
-    double s = secondsSince(t);
-    if (best == 0 || s < best)
-      best = s;
+  try {
+    rt::setThreads(threads);
+    rt::PreparedGemm product = rt::prepareGemm(gemm, dtype, a.data(), b.data(), c.data(),
+                                               std::make_shared<rt::Scratch>(),
+                                               rt::GemmLibrary::OneDnn);
+    product.run(); // warm-up: page faults, oneDNN's kernels
+    Clock::time_point start = Clock::now();
+    for (int rep = 0; rep < 5 && (rep < 2 || secondsSince(start) < 1.0); ++rep) {
+      Clock::time_point t = Clock::now();
+      product.run();
+      double s = secondsSince(t);
+      if (best == 0 || s < best)
+        best = s;
+    }
+  } catch (const rt::Error &) {
+    best = 0;
   }
-#if COLO_HAVE_OPENBLAS
-  openblas_set_num_threads(before);
-#endif
+  rt::setThreads(before);
   return best > 0 ? 2.0 * n * n * n / best : 0;
 }
 
@@ -817,14 +795,14 @@ ClusterSpec colo::planner::measureLocalCpu(double *allCoreGemmFlops) {
   c.nodes = 1;
   c.devicesPerNode = cores; // one rank per logical CPU
   // Conservative stand-ins where a measurement fails: a slow core, DDR4.
-  c.peakFlops32 = sane(measureGemm(1), 10e9);
+  c.peakFlops32 = sane(measureGemm(1, colo::runtime::F32), 10e9);
   if (allCoreGemmFlops)
     // Without a measurement, threads are assumed to scale perfectly.
-    *allCoreGemmFlops = cores > 1 ? sane(measureGemm(int(cores)),
+    *allCoreGemmFlops = cores > 1 ? sane(measureGemm(int(cores), colo::runtime::F32),
                                          c.peakFlops32 * cores)
                                   : c.peakFlops32;
-  // No fast 16-bit GEMM is measured: 16-bit math counts at the fp32 rate.
-  c.peakFlops16 = c.peakFlops32;
+  // bf16 products as colo run computes them: on AMX, or widened to f32.
+  c.peakFlops16 = sane(measureGemm(1, colo::runtime::BF16), c.peakFlops32);
   // Every core streams at once in training: each device gets its share.
   c.memoryBandwidth = sane(measureTriad(cores) / cores, 1 * GB);
   c.intraBandwidth = sane(measureThreadCopy(), 1 * GB);

@@ -157,7 +157,8 @@ TEST(ClusterLocalCpu, ShapeSharesTheCores) {
   ClusterSpec core;
   core.name = "local-cpu";
   core.devicesPerNode = 2;
-  core.peakFlops16 = core.peakFlops32 = 50e9;
+  core.peakFlops32 = 50e9;
+  core.peakFlops16 = 40e9; // bf16 at 0.8 of the float rate
   core.memoryBandwidth = 10e9;
   core.intraBandwidth = core.interBandwidth = 4e9;
   core.hostMemory = 16e9;
@@ -166,11 +167,12 @@ TEST(ClusterLocalCpu, ShapeSharesTheCores) {
   ClusterSpec one = shapeLocalCpu(core, allCores, 1, 1);
   EXPECT_EQ(one.worldSize(), 1);
   EXPECT_DOUBLE_EQ(one.peakFlops32, 90e9);
+  EXPECT_DOUBLE_EQ(one.peakFlops16, 72e9);
   EXPECT_DOUBLE_EQ(one.memoryBandwidth, 10e9);
   EXPECT_DOUBLE_EQ(one.deviceMemory, 16e9);
   ClusterSpec two = shapeLocalCpu(core, allCores, 1, 2);
   EXPECT_DOUBLE_EQ(two.peakFlops32, 50e9);
-  EXPECT_DOUBLE_EQ(two.peakFlops16, 50e9);
+  EXPECT_DOUBLE_EQ(two.peakFlops16, 40e9);
   EXPECT_DOUBLE_EQ(two.memoryBandwidth, 10e9);
   EXPECT_DOUBLE_EQ(two.deviceMemory, 8e9);
   ClusterSpec four = shapeLocalCpu(core, allCores, 1, 4);

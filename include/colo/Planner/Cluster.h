@@ -72,7 +72,8 @@ llvm::Expected<ClusterSpec> clusterPreset(llvm::StringRef name, int64_t nodes,
 /// them. Per device:
 ///  - peak FLOP/s: the GEMM rate of T threads (interpolated linearly between
 ///    the one-core and the all-core measurement), times cores / ranks when
-///    ranks exceed the cores;
+///    ranks exceed the cores; 16-bit FLOP/s in the measured bf16 / f32
+///    ratio of one core;
 ///  - memory bandwidth: one core's share of the all-core triad, times
 ///    cores / ranks when ranks exceed the cores (colo's generated kernels run
 ///    on one thread per rank, however many BLAS threads it has);
