@@ -190,7 +190,8 @@ bool isBrgemm(const dnnl::matmul::primitive_desc &pd) {
 /// dimensions (the products that are added to C). Its scratchpad is the
 /// session's shared scratch, like the convolutions'.
 dnnl::matmul::primitive_desc matmulDesc(const GemmGeometry &g, const MatmulPlan &plan,
-                                        DType dtype, bool intoFloat = false) {
+                                        DType dtype, bool intoFloat = false,
+                                        bool withBias = false) {
   auto dt = dnnlType(dtype);
   memory::desc A = operandDesc(plan.inside, &Level::a, g.m, g.k, g.lda, g.transA, dt);
   memory::desc B = operandDesc(plan.inside, &Level::b, g.k, g.n, g.ldb, g.transB, dt);
@@ -206,7 +207,15 @@ dnnl::matmul::primitive_desc matmulDesc(const GemmGeometry &g, const MatmulPlan 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.0)
     attr.set_output_scales(0, {float(g.alpha)});
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(A, B, C), attr, cpuEngine());
+  // A bias is a row of C's last dimension: size 1 in every other.
+  memory::dims biasDims(C.dims().size(), 1);
+  biasDims.back() = g.n;
+  dnnl::matmul::desc desc =
+      withBias ? dnnl::matmul::desc(A, B, memory::desc(biasDims, memory::data_type::f32,
+                                                       memory::format_tag::ab),
+                                    C)
+               : dnnl::matmul::desc(A, B, C);
+  dnnl::matmul::primitive_desc pd(desc, attr, cpuEngine());
   // oneDNN's BRGEMM kernels where they take these strides: its older
   // gemm-based ones (preferred for some strides) round differently with
   // different thread counts.
@@ -271,8 +280,9 @@ using Matmul = std::function<void(const void *a, const void *b, void *c)>;
 /// that buffer, lie at `scratchOffset` in `scratch`, reserved here.
 Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
                      std::shared_ptr<Scratch> scratch, int64_t scratchOffset,
-                     std::string *path) {
-  dnnl::matmul::primitive_desc direct = matmulDesc(g, plan, dtype);
+                     std::string *path, const float *bias = nullptr) {
+  dnnl::matmul::primitive_desc direct =
+      matmulDesc(g, plan, dtype, /*intoFloat=*/false, /*withBias=*/bias != nullptr);
   dnnl::matmul::primitive_desc added = matmulDesc(g, plan, dtype, /*intoFloat=*/true);
   int64_t pad = int64_t(std::max(direct.scratchpad_desc().get_size(),
                                  added.scratchpad_desc().get_size()));
@@ -298,7 +308,7 @@ Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
     Call call;
     double beta; // what C is multiplied by as the product is added; 0: written
     dnnl::matmul primitive;
-    memory src, weights, dst, scratchpad;
+    memory src, weights, dst, scratchpad, bias;
   };
   std::vector<Prepared> prepared;
   for (const Call &call : calls) {
@@ -308,7 +318,9 @@ Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
                         memory(pd.src_desc(), eng, DNNL_MEMORY_NONE),
                         memory(pd.weights_desc(), eng, DNNL_MEMORY_NONE),
                         memory(pd.dst_desc(), eng, DNNL_MEMORY_NONE),
-                        memory(pd.scratchpad_desc(), eng, DNNL_MEMORY_NONE)});
+                        memory(pd.scratchpad_desc(), eng, DNNL_MEMORY_NONE),
+                        bias ? memory(pd.bias_desc(), eng, const_cast<float *>(bias))
+                             : memory()});
   }
   return [=, prepared = std::move(prepared)](const void *a, const void *b,
                                              void *c) mutable {
@@ -323,10 +335,13 @@ Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
       p.weights.set_data_handle(at(b, p.call.b));
       p.dst.set_data_handle(p.beta == 0 ? at(c, p.call.c) : static_cast<void *>(products));
       p.scratchpad.set_data_handle(base);
-      p.primitive.execute(stream, {{DNNL_ARG_SRC, p.src},
-                                   {DNNL_ARG_WEIGHTS, p.weights},
-                                   {DNNL_ARG_DST, p.dst},
-                                   {DNNL_ARG_SCRATCHPAD, p.scratchpad}});
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, p.src},
+                                              {DNNL_ARG_WEIGHTS, p.weights},
+                                              {DNNL_ARG_DST, p.dst},
+                                              {DNNL_ARG_SCRATCHPAD, p.scratchpad}};
+      if (bias)
+        args.emplace(DNNL_ARG_BIAS, p.bias);
+      p.primitive.execute(stream, args);
       stream.wait();
       if (p.beta != 0)
         addProducts(g, plan, dtype, p.beta, products, at(c, p.call.c));
@@ -383,13 +398,14 @@ bool sixteenBitKernelsFaster() {
 }
 
 PreparedGemm prepareOneDnn(const GemmGeometry &g, DType dtype, const void *a, const void *b,
-                           void *c, const std::shared_ptr<Scratch> &scratch) {
+                           void *c, const float *bias,
+                           const std::shared_ptr<Scratch> &scratch) {
   MatmulPlan plan = planOf(g);
   if (!plan.inside.empty() && !isBrgemm(matmulDesc(g, plan, F32)))
     plan = planOf(g, /*loopAll=*/true);
   PreparedGemm result;
   if (dtype == F32 || (sixteenBitKernelsFaster() && hasKernel(g, plan, dtype))) {
-    Matmul matmul = prepareMatmul(g, plan, dtype, scratch, 0, &result.path);
+    Matmul matmul = prepareMatmul(g, plan, dtype, scratch, 0, &result.path, bias);
     result.run = [=] { matmul(a, b, c); };
     return result;
   }
@@ -405,8 +421,11 @@ PreparedGemm prepareOneDnn(const GemmGeometry &g, DType dtype, const void *a, co
 } // namespace
 
 PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                         void *c, std::shared_ptr<Scratch> scratch, GemmLibrary library) {
+                         void *c, const float *bias, std::shared_ptr<Scratch> scratch,
+                         GemmLibrary library) {
   GemmGeometry g = geometryOf(gemm);
+  if (bias && (dtype != F32 || g.beta != 0 || g.batch * g.batchOuter != 1))
+    throw Error("a gemm bias needs f32 operands, beta 0 and one product");
   if (dtype == F64)
     return {[=] {
               dgemmBatch(g, static_cast<const double *>(a), static_cast<const double *>(b),
@@ -418,7 +437,7 @@ PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const voi
                 " is not supported (f32, f64, bf16, f16)");
   if (library == GemmLibrary::OneDnn) {
     try {
-      return prepareOneDnn(g, dtype, a, b, c, scratch);
+      return prepareOneDnn(g, dtype, a, b, c, bias, scratch);
     } catch (const dnnl::error &e) {
       throw Error(std::string("oneDNN cannot build this matmul: ") + e.what());
     }
@@ -430,8 +449,11 @@ PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const voi
             openBlasPath() + " (" + dtypeName(dtype) + " widened to f32)"};
   }
   return {[=] {
-            sgemmBatch(g, static_cast<const float *>(a), static_cast<const float *>(b),
-                       static_cast<float *>(c));
+            auto *C = static_cast<float *>(c);
+            sgemmBatch(g, static_cast<const float *>(a), static_cast<const float *>(b), C);
+            for (int64_t r = 0; bias && r < g.m; ++r)
+              for (int64_t col = 0; col < g.n; ++col)
+                C[r * g.ldc + col] += bias[col];
           },
           openBlasPath()};
 }

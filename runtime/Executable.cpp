@@ -385,6 +385,13 @@ void Executable::validateSteps() {
       needElements("operand b", b, geo.elementsB(), false);
       needElements("operand c", c, geo.elementsC(), false);
       notConstant("operand c", c);
+      if (g.has_bias()) {
+        int32_t bias = operand("bias", g.bias());
+        if (dtype != F32 || geo.beta != 0 || geo.batch * geo.batchOuter != 1)
+          fail(where + ": a gemm bias needs f32 operands, beta 0 and one product");
+        needDType("bias", bias, F32);
+        needElements("bias", bias, geo.n, true);
+      }
       break;
     }
     case Step::kConv: {

@@ -86,6 +86,26 @@ bool feedsOnlyGemms(TransposeOp t) {
          llvm::all_of(t->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); });
 }
 
+/// The add that a matrix product's step absorbs as its bias epilogue
+/// (Gemm.bias): the product's only use, adding a float vector along its rows
+/// that exists before the product runs. Float products of one matrix only,
+/// where the epilogue computes the bits the add would.
+AddOp biasEpilogue(MatmulOp mm) {
+  RankedTensorType t = tensorType(mm.getResult());
+  if (t.getRank() != 2 || !t.getElementType().isF32() || !mm->hasOneUse())
+    return nullptr;
+  auto add = dyn_cast<AddOp>(*mm->user_begin());
+  if (!add || add.getType() != t)
+    return nullptr;
+  Value bias = add.getLhs() == mm.getResult() ? add.getRhs() : add.getLhs();
+  RankedTensorType bt = tensorType(bias);
+  Operation *def = bias.getDefiningOp();
+  if (bias == mm.getResult() || bt.getRank() != 1 || bt.getDimSize(0) != t.getDimSize(1) ||
+      !bt.getElementType().isF32() || (def && !def->isBeforeInBlock(mm)))
+    return nullptr;
+  return add;
+}
+
 bool isCollective(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
              shard::AllToAllOp, shard::AllSliceOp, shard::SendOp, shard::RecvOp>(op);
@@ -284,6 +304,8 @@ private:
       return success();
     if (auto t = dyn_cast<TransposeOp>(op); t && feedsOnlyGemms(t))
       return success();
+    if (auto add = dyn_cast<AddOp>(op); add && bufferOf.count(add.getResult()))
+      return success(); // a Gemm's bias epilogue computed it
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end()) {
         // Read before newBuffer inserts into bufferOf, which may move it.
@@ -593,8 +615,16 @@ private:
       return *gemmOperand(v, llvm::to_vector(llvm::seq<int64_t>(0, tensorType(v).getRank())));
     };
     GemmOperand lhs = operand(mm.getLhs()), rhs = operand(mm.getRhs());
-    FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored), c = result(mm);
-    if (failed(a) || failed(b) || failed(c))
+    AddOp epilogue = biasEpilogue(mm);
+    FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored);
+    FailureOr<int> bias = epilogue ? materialize(epilogue.getLhs() == mm.getResult()
+                                                     ? epilogue.getRhs()
+                                                     : epilogue.getLhs())
+                                   : FailureOr<int>(-1);
+    FailureOr<int> c = epilogue ? newBuffer(epilogue.getResult(), bufferName(epilogue),
+                                            rt::Buffer::TEMP)
+                                : result(mm);
+    if (failed(a) || failed(b) || failed(bias) || failed(c))
       return failure();
     RankedTensorType lt = tensorType(mm.getLhs()), rt_ = tensorType(mm.getRhs()),
                      ot = tensorType(mm.getResult());
@@ -603,6 +633,8 @@ private:
     rt::Gemm *g = addStep(mm)->mutable_gemm();
     g->set_trans_a(lhs.trans), g->set_trans_b(rhs.trans);
     g->set_a(*a), g->set_b(*b), g->set_c(*c);
+    if (epilogue)
+      g->set_bias(*bias);
     g->set_lda(lhs.ld), g->set_ldb(rhs.ld), g->set_ldc(n);
     g->set_m(m), g->set_k(k), g->set_n(n);
 

@@ -41,6 +41,8 @@ void forEachBuffer(const rt::Step &s, const std::function<void(int)> &f) {
     break;
   case rt::Step::kGemm:
     f(s.gemm().a()), f(s.gemm().b()), f(s.gemm().c());
+    if (s.gemm().has_bias())
+      f(s.gemm().bias());
     break;
   case rt::Step::kConv:
     f(s.conv().x()), f(s.conv().weight()), f(s.conv().y());

@@ -230,3 +230,18 @@ def test_kernel_pieces_on_threads_give_the_same_bits(name, tmp_path):
     assert split > 0 and "pieces: " not in (tmp_path / "exe1" / "program.txt").read_text()
     assert runs[8, 1] == runs[1, 1]
     assert runs[8, 3] == runs[1, 3]
+
+
+def test_linear_biases_are_gemm_epilogues(tmp_path):
+    """Each Linear's bias is added by its forward product's step (Gemm.bias)
+    rather than by a kernel after it; test_training_matches_pytorch checks
+    the numbers of the same program against PyTorch."""
+    model, example, data, batch = train_ref.build("mlp")
+    export(model, example, tmp_path / "m.onnx", "onnx")
+    run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
+             "loss=cross-entropy,optimizer=adamw", "--dump-ir", tmp_path / "ir")
+    program = (tmp_path / "exe" / "program.txt").read_text()
+    gemms = re.findall(r"gemm \{[^}]*\}", program)
+    with_bias = [g for g in gemms if "bias:" in g]
+    print(f"{len(with_bias)} of {len(gemms)} gemm steps add a bias")
+    assert len(with_bias) == 3

@@ -298,6 +298,56 @@ TEST_P(RuntimeGemm, ProductsOnSeveralThreadsMatchOneThread) {
   }
 }
 
+// The bias epilogue adds the bias to the float product before C is written:
+// the same bits as the product followed by a float add, and near the exact
+// sum.
+TEST_P(RuntimeGemm, BiasIsAddedToEveryRowOfTheProduct) {
+  for (bool tb : {false, true}) {
+    SCOPED_TRACE(testing::Message() << "trans_b " << tb);
+    GemmCase g;
+    g.m = 6, g.n = 20, g.k = 9, g.tb = tb, g.ldc = 23; // padded rows of C
+    std::vector<float> bias = randomValues<float>(size_t(g.n), 4);
+    auto [plain, in] = runGemm<float>(g, F32, GetParam());
+    OpProgram p;
+    int32_t a = p.input("a", F32, in[0]), b = p.input("b", F32, in[1]),
+            c = p.state("c", F32, in[2]), bi = p.input("bias", F32, bias);
+    Gemm &gemm = p.builder.gemm(a, b, c, g.m, g.n, g.k);
+    gemm.set_trans_b(tb);
+    gemm.set_ldc(g.ldc);
+    gemm.set_bias(bi);
+    p.run(GetParam());
+    std::vector<float> got = p.read<float>(c), added = plain, exact = in[2];
+    naiveGemm(g, in[0], in[1], exact);
+    for (int64_t r = 0; r < g.m; ++r)
+      for (int64_t col = 0; col < g.n; ++col) {
+        added[r * g.ldc + col] += bias[col];
+        exact[r * g.ldc + col] += bias[col];
+      }
+    EXPECT_EQ(std::memcmp(got.data(), added.data(), got.size() * sizeof(float)), 0);
+    expectNear(got, exact, 1e-5, "gemm + bias");
+  }
+}
+
+TEST(RuntimeGemmBias, RejectsWhatTheEpilogueDoesNotCover) {
+  ProgramBuilder builder;
+  int32_t a = builder.input("a", F32, {12}), b = builder.input("b", F32, {12}),
+          c = builder.state("c", F32, {9}), bias = builder.input("bias", F32, {3});
+  Gemm &gemm = builder.gemm(a, b, c, 3, 3, 4);
+  gemm.set_bias(bias);
+  gemm.set_beta(1.0);
+  TempDir dir;
+  std::vector<float> zeros(9);
+  writeExecutable(dir.path, builder.program(), {{"c", F32, {9}, zeros.data()}});
+  try {
+    Executable::load(dir.path);
+    FAIL() << "a bias with beta 1 was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("a gemm bias needs f32 operands, beta 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_P(RuntimeGemm, Float64) {
   GemmCase g;
   g.ta = true;

@@ -34,11 +34,13 @@ struct PreparedGemm {
 
 /// Prepares C = alpha op(A) op(B) + beta C on F32, F64, BF16 or F16 buffers
 /// (A, B and C of one dtype). 16-bit products accumulate in float and round
-/// once: oneDNN's 16-bit matmul where it has a kernel for this processor,
-/// else operands widened to float in `scratch`. Throws Error if the dtype is
-/// not one of these.
+/// once: oneDNN's 16-bit matmul on AMX, else operands widened to float in
+/// `scratch`. A non-null `bias` (f32, n elements; F32, beta 0 and one product
+/// only) is added to every row of the product (Gemm.bias in Program.proto).
+/// Throws Error if the dtype is not one of these.
 PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                         void *c, std::shared_ptr<Scratch> scratch, GemmLibrary library);
+                         void *c, const float *bias, std::shared_ptr<Scratch> scratch,
+                         GemmLibrary library);
 
 /// OpenBLAS's kernel family for this processor (openblas_get_corename) and
 /// whether it is one of the generic ones it falls back to on processors it
