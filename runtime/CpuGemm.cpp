@@ -424,8 +424,8 @@ PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const voi
                          void *c, const float *bias, std::shared_ptr<Scratch> scratch,
                          GemmLibrary library) {
   GemmGeometry g = geometryOf(gemm);
-  if (bias && (dtype != F32 || g.beta != 0 || g.batch * g.batchOuter != 1))
-    throw Error("a gemm bias needs f32 operands, beta 0 and one product");
+  if (bias && (dtype != F32 || g.alpha != 1 || g.beta != 0 || g.batch * g.batchOuter != 1))
+    throw Error("a gemm bias needs f32 operands, alpha 1, beta 0 and one product");
   if (dtype == F64)
     return {[=] {
               dgemmBatch(g, static_cast<const double *>(a), static_cast<const double *>(b),

@@ -86,24 +86,28 @@ bool feedsOnlyGemms(TransposeOp t) {
          llvm::all_of(t->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); });
 }
 
-/// The add that a matrix product's step absorbs as its bias epilogue
-/// (Gemm.bias): the product's only use, adding a float vector along its rows
-/// that exists before the product runs. Float products of one matrix only,
-/// where the epilogue computes the bits the add would.
-AddOp biasEpilogue(MatmulOp mm) {
+/// An add that a matrix product's step absorbs (Gemm.bias) and the bias it
+/// adds: the product's only use, adding a float vector along its rows that
+/// exists before the product runs. Float products of one matrix only, where
+/// the epilogue computes the bits the add would.
+struct BiasEpilogue {
+  AddOp add;
+  Value bias;
+};
+std::optional<BiasEpilogue> biasEpilogue(MatmulOp mm) {
   RankedTensorType t = tensorType(mm.getResult());
   if (t.getRank() != 2 || !t.getElementType().isF32() || !mm->hasOneUse())
-    return nullptr;
+    return std::nullopt;
   auto add = dyn_cast<AddOp>(*mm->user_begin());
   if (!add || add.getType() != t)
-    return nullptr;
+    return std::nullopt;
   Value bias = add.getLhs() == mm.getResult() ? add.getRhs() : add.getLhs();
   RankedTensorType bt = tensorType(bias);
   Operation *def = bias.getDefiningOp();
   if (bias == mm.getResult() || bt.getRank() != 1 || bt.getDimSize(0) != t.getDimSize(1) ||
       !bt.getElementType().isF32() || (def && !def->isBeforeInBlock(mm)))
-    return nullptr;
-  return add;
+    return std::nullopt;
+  return BiasEpilogue{add, bias};
 }
 
 bool isCollective(Operation *op) {
@@ -615,14 +619,11 @@ private:
       return *gemmOperand(v, llvm::to_vector(llvm::seq<int64_t>(0, tensorType(v).getRank())));
     };
     GemmOperand lhs = operand(mm.getLhs()), rhs = operand(mm.getRhs());
-    AddOp epilogue = biasEpilogue(mm);
+    std::optional<BiasEpilogue> epilogue = biasEpilogue(mm);
     FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored);
-    FailureOr<int> bias = epilogue ? materialize(epilogue.getLhs() == mm.getResult()
-                                                     ? epilogue.getRhs()
-                                                     : epilogue.getLhs())
-                                   : FailureOr<int>(-1);
-    FailureOr<int> c = epilogue ? newBuffer(epilogue.getResult(), bufferName(epilogue),
-                                            rt::Buffer::TEMP)
+    FailureOr<int> bias = epilogue ? materialize(epilogue->bias) : FailureOr<int>(-1);
+    FailureOr<int> c = epilogue ? newBuffer(epilogue->add.getResult(),
+                                            bufferName(epilogue->add), rt::Buffer::TEMP)
                                 : result(mm);
     if (failed(a) || failed(b) || failed(bias) || failed(c))
       return failure();

@@ -342,7 +342,7 @@ TEST(RuntimeGemmBias, RejectsWhatTheEpilogueDoesNotCover) {
     Executable::load(dir.path);
     FAIL() << "a bias with beta 1 was accepted";
   } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("a gemm bias needs f32 operands, beta 0"),
+    EXPECT_NE(std::string(e.what()).find("a gemm bias needs f32 operands, alpha 1, beta 0"),
               std::string::npos)
         << e.what();
   }
