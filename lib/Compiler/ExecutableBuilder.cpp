@@ -110,6 +110,17 @@ std::optional<BiasEpilogue> biasEpilogue(MatmulOp mm) {
   return BiasEpilogue{add, bias};
 }
 
+/// The transpose of a matrix product that its step computes instead, as the
+/// product of the operands swapped and transposed (C^T = op(B)^T op(A)^T):
+/// the product's only use, swapping the two dimensions of a matrix (a
+/// weight gradient wanted in the weight's layout, e.g. a tied LM head's).
+TransposeOp transposedProduct(MatmulOp mm) {
+  if (tensorType(mm.getResult()).getRank() != 2 || !mm->hasOneUse())
+    return nullptr;
+  auto t = dyn_cast<TransposeOp>(*mm->user_begin());
+  return t && t.getPermutation() == ArrayRef<int64_t>{1, 0} ? t : nullptr;
+}
+
 bool isCollective(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
              shard::AllToAllOp, shard::AllSliceOp, shard::SendOp, shard::RecvOp>(op);
@@ -308,8 +319,8 @@ private:
       return success();
     if (auto t = dyn_cast<TransposeOp>(op); t && feedsOnlyGemms(t))
       return success();
-    if (auto add = dyn_cast<AddOp>(op); add && bufferOf.count(add.getResult()))
-      return success(); // a Gemm's bias epilogue computed it
+    if (isa<AddOp, TransposeOp>(op) && bufferOf.count(op->getResult(0)))
+      return success(); // a Gemm step computed it (biasEpilogue, transposedProduct)
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end()) {
         // Read before newBuffer inserts into bufferOf, which may move it.
@@ -620,13 +631,27 @@ private:
     };
     GemmOperand lhs = operand(mm.getLhs()), rhs = operand(mm.getRhs());
     std::optional<BiasEpilogue> epilogue = biasEpilogue(mm);
+    TransposeOp transposed = transposedProduct(mm);
     FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored);
     FailureOr<int> bias = epilogue ? materialize(epilogue->bias) : FailureOr<int>(-1);
-    FailureOr<int> c = epilogue ? newBuffer(epilogue->add.getResult(),
-                                            bufferName(epilogue->add), rt::Buffer::TEMP)
-                                : result(mm);
+    FailureOr<int> c =
+        epilogue     ? newBuffer(epilogue->add.getResult(), bufferName(epilogue->add),
+                                 rt::Buffer::TEMP)
+        : transposed ? newBuffer(transposed.getResult(), bufferName(transposed),
+                                 rt::Buffer::TEMP)
+                     : result(mm);
     if (failed(a) || failed(b) || failed(bias) || failed(c))
       return failure();
+    if (transposed) {
+      // n x m = op(B)^T op(A)^T: B's storage read the other way round first.
+      RankedTensorType lt = tensorType(mm.getLhs()), ot = tensorType(mm.getResult());
+      rt::Gemm *g = addStep(mm)->mutable_gemm();
+      g->set_trans_a(!rhs.trans), g->set_trans_b(!lhs.trans);
+      g->set_a(*b), g->set_b(*a), g->set_c(*c);
+      g->set_lda(rhs.ld), g->set_ldb(lhs.ld), g->set_ldc(ot.getDimSize(0));
+      g->set_m(ot.getDimSize(1)), g->set_k(lt.getDimSize(1)), g->set_n(ot.getDimSize(0));
+      return success();
+    }
     RankedTensorType lt = tensorType(mm.getLhs()), rt_ = tensorType(mm.getRhs()),
                      ot = tensorType(mm.getResult());
     int64_t m = lt.getDimSize(lt.getRank() - 2), k = lt.getShape().back(),
