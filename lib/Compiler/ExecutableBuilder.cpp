@@ -726,6 +726,7 @@ private:
       return success();
     SmallVector<Operation *> ops(group.begin(), group.end());
     group.clear();
+    DenseSet<Operation *> all(ops.begin(), ops.end());
     if (!pieceCounts.empty()) {
       SmallVector<Operation *> rows, sums;
       DenseSet<Operation *> inSums;
@@ -738,20 +739,23 @@ private:
         (sum ? sums : rows).push_back(op);
       }
       if (!sums.empty() && !rows.empty()) {
-        FailureOr<bool> split = emitKernel(rows, /*onlyInPieces=*/true);
+        FailureOr<bool> split = emitKernel(rows, all, /*onlyInPieces=*/true);
         if (failed(split))
           return failure();
         if (*split)
-          return failure(failed(emitKernel(sums, false)));
+          return failure(failed(emitKernel(sums, all, false)));
       }
     }
-    return failure(failed(emitKernel(ops, false)));
+    return failure(failed(emitKernel(ops, all, false)));
   }
 
-  /// Emits `ops` as one kernel: its arguments are the values it reads from
-  /// outside, its results the values used after it. With `onlyInPieces`,
-  /// emits nothing and returns false unless the kernel splits into pieces.
-  FailureOr<bool> emitKernel(ArrayRef<Operation *> ops, bool onlyInPieces) {
+  /// Emits `ops`, some or all of the `flushed` group, as one kernel: its
+  /// arguments are the values it reads from outside, its results the values
+  /// used after it.
+  /// With `onlyInPieces`, emits nothing and returns false unless the kernel
+  /// splits into pieces.
+  FailureOr<bool> emitKernel(ArrayRef<Operation *> ops, const DenseSet<Operation *> &flushed,
+                             bool onlyInPieces) {
     llvm::SetVector<Value> inputs, outputs;
     DenseSet<Operation *> members(ops.begin(), ops.end());
     for (Operation *op : ops) {
@@ -806,6 +810,12 @@ private:
       args.push_back(*id);
     }
     for (Value v : outputs) {
+      if (std::optional<int> state =
+              ops.size() == 1 ? updatedInPlace(v, flushed) : std::nullopt) {
+        bufferOf[v] = *state;
+        args.push_back(*state);
+        continue;
+      }
       FailureOr<int> id = result(v.getDefiningOp(), cast<OpResult>(v).getResultNumber());
       if (failed(id))
         return failure();
@@ -821,6 +831,54 @@ private:
         s->mutable_kernel()->add_piece_bytes(bytes);
     }
     return true;
+  }
+
+  /// The state buffer that the result `v` of a kernel holding one optimizer
+  /// update can be written into directly, instead of a temporary copied
+  /// there by its global_store: `v` is only stored to a global G whose old
+  /// value the update reads at the same positions, straight from G's state
+  /// buffer, and nothing else reads G's old value after the kernel (every
+  /// reader of every load of G before the store, through the views that read
+  /// it in place, ran before the `flushed` group). Adam and SGD lower to one
+  /// generic that reads each element before it writes it, so the kernel may
+  /// read and write the same buffer; a kernel with more ops may not
+  /// (bufferization may stage other values in an output buffer, taking
+  /// outputs and arguments as distinct: AdamW with clipping, fused into the
+  /// backward's last kernel, trained wrongly).
+  std::optional<int> updatedInPlace(Value v, const DenseSet<Operation *> &flushed) {
+    Operation *update = v.getDefiningOp();
+    if (!isa_and_nonnull<AdamUpdateOp, SgdUpdateOp>(update) || !v.hasOneUse())
+      return std::nullopt;
+    auto store = dyn_cast<GlobalStoreOp>(*v.getUsers().begin());
+    if (!store)
+      return std::nullopt;
+    auto it = stateOf.find(store.getGlobal());
+    bool readsOld = llvm::any_of(update->getOperands(), [&](Value o) {
+      auto load = o.getDefiningOp<GlobalLoadOp>();
+      return load && load.getGlobal() == store.getGlobal() && o.getType() == v.getType() &&
+             it != stateOf.end() && bufferOf.lookup(o) == it->second;
+    });
+    if (!readsOld)
+      return std::nullopt;
+    // Whether a reader of `x` (or of a view of it) runs at or after the update.
+    std::function<bool(Value)> readLater = [&](Value x) {
+      for (Operation *user : x.getUsers()) {
+        Operation *u = func.front().findAncestorOpInBlock(*user);
+        if (u == update)
+          continue;
+        if (flushed.contains(u) || order[u] > order[update])
+          return true;
+        if (isa<ReshapeOp, TransposeOp>(u) && readLater(u->getResult(0)))
+          return true;
+      }
+      return false;
+    };
+    for (Operation &op : func.front())
+      if (auto load = dyn_cast<GlobalLoadOp>(op);
+          load && load.getGlobal() == store.getGlobal() && order[load] < order[store] &&
+          readLater(load.getResult()))
+        return std::nullopt;
+    return it->second;
   }
 
   /// Transformer layers repeat: a kernel identical (up to locations) to one
