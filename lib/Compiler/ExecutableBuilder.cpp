@@ -751,9 +751,8 @@ private:
 
   /// Emits `ops`, some or all of the `flushed` group, as one kernel: its
   /// arguments are the values it reads from outside, its results the values
-  /// used after it.
-  /// With `onlyInPieces`, emits nothing and returns false unless the kernel
-  /// splits into pieces.
+  /// used after it. With `onlyInPieces`, emits nothing and returns false
+  /// unless the kernel splits into pieces.
   FailureOr<bool> emitKernel(ArrayRef<Operation *> ops, const DenseSet<Operation *> &flushed,
                              bool onlyInPieces) {
     llvm::SetVector<Value> inputs, outputs;
