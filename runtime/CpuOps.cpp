@@ -432,4 +432,15 @@ void setThreads(int n) {
   omp_set_num_threads(n);
 }
 
+ScopedThreads::ScopedThreads(int n)
+    : run_(gThreads), blas_(openblas_get_num_threads()), omp_(omp_get_max_threads()) {
+  setThreads(n);
+}
+
+ScopedThreads::~ScopedThreads() {
+  gThreads = run_;
+  openblas_set_num_threads(blas_);
+  omp_set_num_threads(omp_);
+}
+
 } // namespace colo::runtime

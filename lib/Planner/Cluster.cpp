@@ -640,10 +640,9 @@ double measureGemm(int threads, colo::runtime::DType dtype) {
     a[i + 1] = char(0x3f), b[i + 1] = char(0x3e);
   rt::Gemm gemm;
   gemm.set_m(n), gemm.set_n(n), gemm.set_k(n);
-  int before = rt::threadCount();
   double best = 0;
   try {
-    rt::setThreads(threads);
+    rt::ScopedThreads scoped(threads);
     rt::PreparedGemm product = rt::prepareGemm(gemm, dtype, a.data(), b.data(), c.data(),
                                                nullptr, std::make_shared<rt::Scratch>(),
                                                rt::GemmLibrary::OneDnn);
@@ -659,7 +658,6 @@ double measureGemm(int threads, colo::runtime::DType dtype) {
   } catch (const rt::Error &) {
     best = 0;
   }
-  rt::setThreads(before);
   return best > 0 ? 2.0 * n * n * n / best : 0;
 }
 

@@ -10,6 +10,7 @@
 #include "colo/Runtime/Session.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <array>
 #include <cmath>
@@ -326,6 +327,20 @@ TEST_P(RuntimeGemm, BiasIsAddedToEveryRowOfTheProduct) {
     EXPECT_EQ(std::memcmp(got.data(), added.data(), got.size() * sizeof(float)), 0);
     expectNear(got, exact, 1e-5, "gemm + bias");
   }
+}
+
+// The planner times products on other thread counts in the process that
+// later runs a session: the libraries' counts must come back as they were,
+// also before any setThreads (threadCount() then says 1, OpenMP all cores).
+TEST(RuntimeThreads, ScopedThreadsRestoreTheLibrariesCounts) {
+  int omp = omp_get_max_threads(), run = threadCount();
+  {
+    ScopedThreads scoped(omp + 1);
+    EXPECT_EQ(threadCount(), omp + 1);
+    EXPECT_EQ(omp_get_max_threads(), omp + 1);
+  }
+  EXPECT_EQ(omp_get_max_threads(), omp);
+  EXPECT_EQ(threadCount(), run);
 }
 
 TEST(RuntimeGemmBias, RejectsWhatTheEpilogueDoesNotCover) {

@@ -86,6 +86,20 @@ void setThreads(int n);
 /// The threads of the run: BLAS's, and those of parallelFor (Workers.h).
 int threadCount();
 
+/// setThreads(n) for its lifetime; then the run's, OpenBLAS's and OpenMP's
+/// thread counts as they were (threadCount() alone does not say OpenMP's
+/// before the first setThreads).
+class ScopedThreads {
+public:
+  explicit ScopedThreads(int n);
+  ~ScopedThreads();
+  ScopedThreads(const ScopedThreads &) = delete;
+  ScopedThreads &operator=(const ScopedThreads &) = delete;
+
+private:
+  int run_, blas_, omp_;
+};
+
 } // namespace colo::runtime
 
 #endif
