@@ -207,12 +207,11 @@ dnnl::matmul::primitive_desc matmulDesc(const GemmGeometry &g, const MatmulPlan 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.0)
     attr.set_output_scales(0, {float(g.alpha)});
-  // A bias is a row of C's last dimension: size 1 in every other.
-  memory::dims biasDims(C.dims().size(), 1);
-  biasDims.back() = g.n;
+  // A bias is a row of C's last dimension (one product: C is 2-D).
   dnnl::matmul::desc desc =
-      withBias ? dnnl::matmul::desc(A, B, memory::desc(biasDims, memory::data_type::f32,
-                                                       memory::format_tag::ab),
+      withBias ? dnnl::matmul::desc(A, B,
+                                    memory::desc({1, g.n}, memory::data_type::f32,
+                                                 memory::format_tag::ab),
                                     C)
                : dnnl::matmul::desc(A, B, C);
   dnnl::matmul::primitive_desc pd(desc, attr, cpuEngine());
@@ -308,19 +307,25 @@ Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
     Call call;
     double beta; // what C is multiplied by as the product is added; 0: written
     dnnl::matmul primitive;
-    memory src, weights, dst, scratchpad, bias;
+    memory src, weights, dst, scratchpad;
+    // The memories above (and the bias), whose handles each call sets.
+    std::unordered_map<int, memory> args;
   };
   std::vector<Prepared> prepared;
   for (const Call &call : calls) {
     double beta = call.again ? 1.0 : g.beta;
     const dnnl::matmul::primitive_desc &pd = beta == 0 ? direct : added;
-    prepared.push_back({call, beta, dnnl::matmul(pd),
-                        memory(pd.src_desc(), eng, DNNL_MEMORY_NONE),
-                        memory(pd.weights_desc(), eng, DNNL_MEMORY_NONE),
-                        memory(pd.dst_desc(), eng, DNNL_MEMORY_NONE),
-                        memory(pd.scratchpad_desc(), eng, DNNL_MEMORY_NONE),
-                        bias ? memory(pd.bias_desc(), eng, const_cast<float *>(bias))
-                             : memory()});
+    Prepared &p = prepared.emplace_back(Prepared{
+        call, beta, dnnl::matmul(pd), memory(pd.src_desc(), eng, DNNL_MEMORY_NONE),
+        memory(pd.weights_desc(), eng, DNNL_MEMORY_NONE),
+        memory(pd.dst_desc(), eng, DNNL_MEMORY_NONE),
+        memory(pd.scratchpad_desc(), eng, DNNL_MEMORY_NONE), {}});
+    p.args = {{DNNL_ARG_SRC, p.src},
+              {DNNL_ARG_WEIGHTS, p.weights},
+              {DNNL_ARG_DST, p.dst},
+              {DNNL_ARG_SCRATCHPAD, p.scratchpad}};
+    if (bias)
+      p.args.emplace(DNNL_ARG_BIAS, memory(pd.bias_desc(), eng, const_cast<float *>(bias)));
   }
   return [=, prepared = std::move(prepared)](const void *a, const void *b,
                                              void *c) mutable {
@@ -335,13 +340,7 @@ Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
       p.weights.set_data_handle(at(b, p.call.b));
       p.dst.set_data_handle(p.beta == 0 ? at(c, p.call.c) : static_cast<void *>(products));
       p.scratchpad.set_data_handle(base);
-      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, p.src},
-                                              {DNNL_ARG_WEIGHTS, p.weights},
-                                              {DNNL_ARG_DST, p.dst},
-                                              {DNNL_ARG_SCRATCHPAD, p.scratchpad}};
-      if (bias)
-        args.emplace(DNNL_ARG_BIAS, p.bias);
-      p.primitive.execute(stream, args);
+      p.primitive.execute(stream, p.args);
       stream.wait();
       if (p.beta != 0)
         addProducts(g, plan, dtype, p.beta, products, at(c, p.call.c));
@@ -424,8 +423,8 @@ PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const voi
                          void *c, const float *bias, std::shared_ptr<Scratch> scratch,
                          GemmLibrary library) {
   GemmGeometry g = geometryOf(gemm);
-  if (bias && (dtype != F32 || g.alpha != 1 || g.beta != 0 || g.batch * g.batchOuter != 1))
-    throw Error("a gemm bias needs f32 operands, alpha 1, beta 0 and one product");
+  if (std::string why = bias ? checkBias(g, dtype) : ""; !why.empty())
+    throw Error(why);
   if (dtype == F64)
     return {[=] {
               dgemmBatch(g, static_cast<const double *>(a), static_cast<const double *>(b),
@@ -451,9 +450,10 @@ PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const voi
   return {[=] {
             auto *C = static_cast<float *>(c);
             sgemmBatch(g, static_cast<const float *>(a), static_cast<const float *>(b), C);
-            for (int64_t r = 0; bias && r < g.m; ++r)
-              for (int64_t col = 0; col < g.n; ++col)
-                C[r * g.ldc + col] += bias[col];
+            if (bias)
+              for (int64_t r = 0; r < g.m; ++r)
+                for (int64_t col = 0; col < g.n; ++col)
+                  C[r * g.ldc + col] += bias[col];
           },
           openBlasPath()};
 }

@@ -68,6 +68,12 @@ GemmGeometry geometryOf(const Gemm &g) {
   return r;
 }
 
+std::string checkBias(const GemmGeometry &g, DType dtype) {
+  if (dtype != F32 || g.alpha != 1 || g.beta != 0 || g.batch * g.batchOuter != 1)
+    return "a gemm bias needs f32 operands, alpha 1, beta 0 and one product";
+  return "";
+}
+
 std::string checkGeometry(const GemmGeometry &g) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   auto str = [](int64_t v) { return std::to_string(v); };

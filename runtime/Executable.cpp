@@ -387,9 +387,8 @@ void Executable::validateSteps() {
       notConstant("operand c", c);
       if (g.has_bias()) {
         int32_t bias = operand("bias", g.bias());
-        if (dtype != F32 || geo.alpha != 1 || geo.beta != 0 ||
-            geo.batch * geo.batchOuter != 1)
-          fail(where + ": a gemm bias needs f32 operands, alpha 1, beta 0 and one product");
+        if (std::string why = checkBias(geo, dtype); !why.empty())
+          fail(where + ": " + why);
         needDType("bias", bias, F32);
         needElements("bias", bias, geo.n, true);
       }
