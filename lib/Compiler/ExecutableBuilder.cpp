@@ -634,12 +634,11 @@ private:
     TransposeOp transposed = transposedProduct(mm);
     FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored);
     FailureOr<int> bias = epilogue ? materialize(epilogue->bias) : FailureOr<int>(-1);
-    FailureOr<int> c =
-        epilogue     ? newBuffer(epilogue->add.getResult(), bufferName(epilogue->add),
-                                 rt::Buffer::TEMP)
-        : transposed ? newBuffer(transposed.getResult(), bufferName(transposed),
-                                 rt::Buffer::TEMP)
-                     : result(mm);
+    // The op whose value the step writes: the add or transpose it absorbs.
+    Operation *written = epilogue     ? epilogue->add.getOperation()
+                         : transposed ? transposed.getOperation()
+                                      : mm.getOperation();
+    FailureOr<int> c = result(written);
     if (failed(a) || failed(b) || failed(bias) || failed(c))
       return failure();
     if (transposed) {
