@@ -90,6 +90,14 @@ std::optional<DimMap> colo::dimMap(Operation *op) {
       .Case<ReduceMaxOp>(reduce)
       .Case<MaxPool2dOp, AvgPool2dOp>(pool)
       .Case<CrossEntropyOp, MseLossOp>(loss)
+      .Case([](CrossEntropyRowsOp op) -> Result {
+        // Each position's loss is taken over its classes.
+        return DimMap{normalizedFrom(op.getLogits(), -1), identity(op.getLabels())};
+      })
+      .Case([](CrossEntropyRowsBackwardOp op) -> Result {
+        return DimMap{normalizedFrom(op.getLogits(), -1), identity(op.getLabels()),
+                      SmallVector<int64_t>{}};
+      })
       .Case([](MatmulOp op) -> Result {
         // Batch dimensions broadcast among themselves; k is contracted.
         int64_t rank = rankOf(op.getResult());

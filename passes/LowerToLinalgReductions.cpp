@@ -1,6 +1,7 @@
 // colo-lower-to-linalg, reductions and the ops built on them: reduce_*,
-// softmax, log_softmax, layer_norm, rms_norm, batch_norm, cross_entropy,
-// mse_loss, and the gradients batch_norm_backward and cross_entropy_backward.
+// softmax, log_softmax, layer_norm, rms_norm, batch_norm, the losses
+// (cross_entropy, cross_entropy_rows, mse_loss) and the gradients
+// batch_norm_backward, cross_entropy_backward and cross_entropy_rows_backward.
 // Each becomes reduction generics (accumulating in computeType of the element
 // type: f32 for f32, f16 and bf16, f64 for f64) and parallel generics that
 // combine the statistics, in the interpreter's formulas: softmax subtracts
@@ -424,69 +425,130 @@ struct BatchNormBackwardPattern : OpConversionPattern<BatchNormBackwardOp> {
 // cross_entropy, mse_loss
 //===----------------------------------------------------------------------===//
 
-/// Per position (all dimensions but the last, the classes): the max, the sum
-/// of exp(x - max) and the sum of the logits; then one reduction over the
-/// positions that reads the logit at the label (tensor.extract, the label
-/// clamped into [0, C) so that a bad label cannot read out of bounds) and
-/// accumulates the loss and the count of positions whose label is not
-/// ignore_index. Their quotient is NaN when every label is ignored.
+/// What the cross-entropy lowerings share. Per position (all dimensions but
+/// the last, the classes): the max, the sum of exp(x - max) and, with label
+/// smoothing, the sum of the logits.
+struct CrossEntropyLowering {
+  CrossEntropyLowering(OpBuilder &b, Location loc, Value logits, Value labels,
+                       int64_t ignore, double eps)
+      : logits(logits), labels(labels), type(tensorType(logits)), rank(type.getRank()),
+        positions(rank - 1), classes(type.getShape().back()),
+        acc(computeType(type.getElementType())), ignore(ignore), eps(eps) {
+    mx = maxAlong(b, loc, logits, positions, acc);
+    sumExp = sumExpAlong(b, loc, logits, mx, positions, acc);
+    if (eps != 0.0)
+      sumLogits = buildReduction(
+          b, loc, type.getShape(), {positions}, {{logits, identity(b, rank)}},
+          {zeroAttr(b, acc)}, [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+            return SmallVector<Value>{Arith{nb, l}.add(a[0], in[0])};
+          })[0];
+  }
+
+  /// The operands of positionLoss, mapped by `pos` (a map onto the positions).
+  SmallVector<MappedOperand> positionOperands(AffineMap pos) const {
+    SmallVector<MappedOperand> in = {{labels, pos}, {mx, pos}, {sumExp, pos}};
+    if (sumLogits)
+      in.push_back({sumLogits, pos});
+    return in;
+  }
+
+  Value isCounted(OpBuilder &nb, Location l, Value label) const {
+    return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, label,
+                                 constantOf(nb, l, label.getType(), ignore));
+  }
+
+  /// In a linalg body whose first `positions` indices are a position and
+  /// `in` starts with positionOperands: the position's loss, 0 where the
+  /// label is not `counted`. The label is clamped into [0, C) so that a bad
+  /// one cannot read out of bounds (tensor.extract of its logit).
+  Value positionLoss(OpBuilder &nb, Location l, ValueRange in, Value counted) const {
+    Arith m{nb, l};
+    Value label = in[0];
+    Value idx = arith::IndexCastOp::create(nb, l, nb.getIndexType(), label);
+    idx = arith::MaxSIOp::create(nb, l, idx, constantOf(nb, l, nb.getIndexType(), 0));
+    idx = arith::MinSIOp::create(nb, l, idx,
+                                 constantOf(nb, l, nb.getIndexType(), classes - 1));
+    SmallVector<Value> at;
+    for (int64_t d = 0; d < positions; ++d)
+      at.push_back(linalg::IndexOp::create(nb, l, d));
+    at.push_back(idx);
+    Value xl = promote(nb, l, tensor::ExtractOp::create(nb, l, logits, at));
+    Value logZ = m.add(in[1], m.log(in[2]));
+    Value loss = m.sub(logZ, xl);
+    if (eps != 0.0) {
+      Value smooth = m.sub(logZ, m.div(in[3], m.c(acc, classes)));
+      loss = m.add(m.mul(m.c(acc, 1.0 - eps), loss), m.mul(m.c(acc, eps), smooth));
+    }
+    return m.select(counted, loss, m.c(acc, 0.0));
+  }
+
+  /// scale * (softmax(logits) - target) where the label counts, 0 elsewhere;
+  /// `scale(m, extra)` computes the factor from `extra`'s elements (mapped
+  /// onto the logits' dimensions).
+  Value gradient(OpBuilder &b, Location loc, ArrayRef<MappedOperand> extra,
+                 function_ref<Value(Arith &, ValueRange)> scale) const {
+    MLIRContext *ctx = b.getContext();
+    AffineMap perPos = dropDimsMap(rank, {positions}, ctx);
+    SmallVector<MappedOperand> in = {
+        {logits, identity(b, rank)}, {labels, perPos}, {mx, perPos}, {sumExp, perPos}};
+    llvm::append_range(in, extra);
+    return buildMapped(b, loc, type, in, [&](OpBuilder &nb, Location l, ValueRange a) {
+      Arith m{nb, l};
+      Value label = a[1];
+      Value cls = arith::IndexCastOp::create(nb, l, label.getType(),
+                                             linalg::IndexOp::create(nb, l, positions));
+      Value isLabel = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, cls, label);
+      Value target = m.add(m.select(isLabel, m.c(acc, 1.0 - eps), m.c(acc, 0.0)),
+                           m.c(acc, eps / static_cast<double>(classes)));
+      Value p = m.div(m.exp(m.sub(a[0], a[2])), a[3]);
+      Value d = m.mul(scale(m, a.drop_front(4)), m.sub(p, target));
+      return m.select(isCounted(nb, l, label), d, m.c(acc, 0.0));
+    });
+  }
+
+  /// The number of positions whose label is not ignored, a 0-d tensor.
+  Value count(OpBuilder &b, Location loc) const {
+    return buildReduction(b, loc, tensorType(labels).getShape(), range(0, positions),
+                          {{labels, identity(b, positions)}}, {zeroAttr(b, acc)},
+                          [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                            Arith m{nb, l};
+                            Value one = m.select(isCounted(nb, l, in[0]), m.c(acc, 1.0),
+                                                 m.c(acc, 0.0));
+                            return SmallVector<Value>{m.add(a[0], one)};
+                          })[0];
+  }
+
+  Value logits, labels;
+  RankedTensorType type;
+  int64_t rank, positions, classes;
+  Type acc;
+  int64_t ignore;
+  double eps;
+  Value mx, sumExp, sumLogits;
+};
+
+/// One reduction over the positions accumulates the loss and the count of
+/// positions whose label is not ignore_index; their quotient is NaN when
+/// every label is ignored.
 struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    Value logits = adaptor.getLogits(), labels = adaptor.getLabels();
-    RankedTensorType type = tensorType(logits);
-    int64_t rank = type.getRank(), positions = rank - 1;
-    int64_t classes = type.getShape().back();
-    Type acc = computeType(type.getElementType());
-    double eps = op.getLabelSmoothing().convertToDouble();
-    int64_t ignore = op.getIgnoreIndex();
-    AffineMap id = identity(b, rank);
-
-    Value mx = maxAlong(b, loc, logits, positions, acc);
-    Value sumExp = sumExpAlong(b, loc, logits, mx, positions, acc);
-    AffineMap pos = identity(b, positions);
-    SmallVector<std::pair<Value, AffineMap>> perPosition = {
-        {labels, pos}, {mx, pos}, {sumExp, pos}};
-    // The sum of the logits only feeds label smoothing.
-    if (eps != 0.0)
-      perPosition.push_back(
-          {buildReduction(b, loc, type.getShape(), {positions}, {{logits, id}},
-                          {zeroAttr(b, acc)},
-                          [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-                            return SmallVector<Value>{Arith{nb, l}.add(a[0], in[0])};
-                          })[0],
-           pos});
-
+    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
+                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+    Type acc = ce.acc;
     SmallVector<Value> totals = buildReduction(
-        b, loc, tensorType(labels).getShape(), range(0, positions), perPosition,
-        {zeroAttr(b, acc), zeroAttr(b, acc)},
+        b, loc, tensorType(ce.labels).getShape(), range(0, ce.positions),
+        ce.positionOperands(identity(b, ce.positions)), {zeroAttr(b, acc), zeroAttr(b, acc)},
         [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
           Arith m{nb, l};
-          Value label = in[0];
-          Type lt = label.getType();
-          Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, label,
-                                              constantOf(nb, l, lt, ignore));
-          Value idx = arith::IndexCastOp::create(nb, l, nb.getIndexType(), label);
-          idx = arith::MaxSIOp::create(nb, l, idx, constantOf(nb, l, nb.getIndexType(), 0));
-          idx = arith::MinSIOp::create(nb, l, idx,
-                                       constantOf(nb, l, nb.getIndexType(), classes - 1));
-          SmallVector<Value> at;
-          for (int64_t d = 0; d < positions; ++d)
-            at.push_back(linalg::IndexOp::create(nb, l, d));
-          at.push_back(idx);
-          Value xl = promote(nb, l, tensor::ExtractOp::create(nb, l, logits, at));
-          Value logZ = m.add(in[1], m.log(in[2]));
-          Value loss = m.sub(logZ, xl);
-          if (eps != 0.0) {
-            Value smooth = m.sub(logZ, m.div(in[3], m.c(acc, classes)));
-            loss = m.add(m.mul(m.c(acc, 1.0 - eps), loss), m.mul(m.c(acc, eps), smooth));
-          }
-          Value zero = m.c(acc, 0.0);
-          return SmallVector<Value>{m.add(a[0], m.select(valid, loss, zero)),
-                                    m.add(a[1], m.select(valid, m.c(acc, 1.0), zero))};
+          Value counted = ce.isCounted(nb, l, in[0]);
+          Value loss = ce.positionLoss(nb, l, in, counted);
+          return SmallVector<Value>{
+              m.add(a[0], loss),
+              m.add(a[1], m.select(counted, m.c(acc, 1.0), m.c(acc, 0.0)))};
         });
     // The mean over the counted positions, a 0-d tensor.
     AffineMap scalar = identity(b, 0);
@@ -499,59 +561,59 @@ struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
   }
 };
 
-/// grad / count * (softmax(logits) - target) at positions whose label is
-/// not ignore_index, 0 elsewhere: per position the max and the sum of
-/// exp(x - max), one reduction that counts the positions, and one generic
-/// over the logits that compares its class index with the label.
+struct CrossEntropyRowsPattern : OpConversionPattern<CrossEntropyRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CrossEntropyRowsOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
+                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+    RankedTensorType type = tensorType(op.getResult());
+    rewriter.replaceOp(op, buildMapped(b, loc, type,
+                                       ce.positionOperands(identity(b, ce.positions)),
+                                       [&](OpBuilder &nb, Location l, ValueRange in) {
+                                         Value loss = ce.positionLoss(
+                                             nb, l, in, ce.isCounted(nb, l, in[0]));
+                                         return Arith{nb, l}.to(loss, type.getElementType());
+                                       }));
+    return success();
+  }
+};
+
+/// grad / count * (softmax(logits) - target): the count is one reduction
+/// over the labels.
 struct CrossEntropyBackwardPattern : OpConversionPattern<CrossEntropyBackwardOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CrossEntropyBackwardOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    Value logits = adaptor.getLogits(), labels = adaptor.getLabels();
-    RankedTensorType type = tensorType(logits);
-    int64_t rank = type.getRank(), positions = rank - 1;
-    int64_t classes = type.getShape().back();
-    Type acc = computeType(type.getElementType());
-    double eps = op.getLabelSmoothing().convertToDouble();
-    int64_t ignore = op.getIgnoreIndex();
-    MLIRContext *ctx = b.getContext();
-    AffineMap id = identity(b, rank), perPos = dropDimsMap(rank, {positions}, ctx);
-    AffineMap scalar = AffineMap::get(rank, 0, {}, ctx);
-    auto isCounted = [ignore](OpBuilder &nb, Location l, Value label) {
-      return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, label,
-                                   constantOf(nb, l, label.getType(), ignore));
-    };
+    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
+                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+    AffineMap scalar = AffineMap::get(ce.rank, 0, {}, b.getContext());
+    rewriter.replaceOp(op, ce.gradient(b, loc,
+                                       {{ce.count(b, loc), scalar}, {adaptor.getGrad(), scalar}},
+                                       [&](Arith &m, ValueRange a) {
+                                         return m.div(m.to(a[1], ce.acc), a[0]);
+                                       }));
+    return success();
+  }
+};
 
-    Value mx = maxAlong(b, loc, logits, positions, acc);
-    Value sum = sumExpAlong(b, loc, logits, mx, positions, acc);
-    Value count = buildReduction(
-        b, loc, tensorType(labels).getShape(), range(0, positions),
-        {{labels, identity(b, positions)}}, {zeroAttr(b, acc)},
-        [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
-          Arith m{nb, l};
-          Value one = m.select(isCounted(nb, l, in[0]), m.c(acc, 1.0), m.c(acc, 0.0));
-          return SmallVector<Value>{m.add(a[0], one)};
-        })[0];
-    Value r = buildMapped(
-        b, loc, type,
-        {{logits, id}, {labels, perPos}, {mx, perPos}, {sum, perPos}, {count, scalar},
-         {adaptor.getGrad(), scalar}},
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Arith m{nb, l};
-          Value label = a[1];
-          Value cls = arith::IndexCastOp::create(
-              nb, l, label.getType(), linalg::IndexOp::create(nb, l, positions));
-          Value isLabel =
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, cls, label);
-          Value target = m.add(m.select(isLabel, m.c(acc, 1.0 - eps), m.c(acc, 0.0)),
-                               m.c(acc, eps / static_cast<double>(classes)));
-          Value p = m.div(m.exp(m.sub(a[0], a[2])), a[3]);
-          Value d = m.mul(m.div(m.to(a[5], acc), a[4]), m.sub(p, target));
-          return m.select(isCounted(nb, l, label), d, m.c(acc, 0.0));
-        });
-    rewriter.replaceOp(op, r);
+struct CrossEntropyRowsBackwardPattern : OpConversionPattern<CrossEntropyRowsBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CrossEntropyRowsBackwardOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
+                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+    AffineMap scalar = AffineMap::get(ce.rank, 0, {}, b.getContext());
+    rewriter.replaceOp(op, ce.gradient(b, loc, {{adaptor.getScale(), scalar}},
+                                       [&](Arith &m, ValueRange a) {
+                                         return m.to(a[0], ce.acc);
+                                       }));
     return success();
   }
 };
@@ -592,6 +654,7 @@ void colo::lowering::populateReductionPatterns(RewritePatternSet &patterns) {
   patterns.add<ReducePattern<ReduceSumOp>, ReducePattern<ReduceMeanOp>,
                ReducePattern<ReduceMaxOp>>(ctx);
   patterns.add<SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern, RmsNormPattern,
-               BatchNormPattern, CrossEntropyPattern, MseLossPattern,
-               BatchNormBackwardPattern, CrossEntropyBackwardPattern>(ctx);
+               BatchNormPattern, CrossEntropyPattern, CrossEntropyRowsPattern, MseLossPattern,
+               BatchNormBackwardPattern, CrossEntropyBackwardPattern,
+               CrossEntropyRowsBackwardPattern>(ctx);
 }

@@ -91,10 +91,11 @@ int64_t EmbeddingOp::getBytesRead() {
 
 // Log-softmax over every logit (~5 FLOPs each), then one pick-and-add per
 // position.
-int64_t CrossEntropyOp::getFlops() {
-  return LogSoftmaxOp::kFlopsPerElement * elementsOf(getLogits()) +
-         elementsOf(getLabels());
+static int64_t crossEntropyFlops(Value logits, Value labels) {
+  return LogSoftmaxOp::kFlopsPerElement * elementsOf(logits) + elementsOf(labels);
 }
+int64_t CrossEntropyOp::getFlops() { return crossEntropyFlops(getLogits(), getLabels()); }
+int64_t CrossEntropyRowsOp::getFlops() { return crossEntropyFlops(getLogits(), getLabels()); }
 
 // A subtract, a square and an add per element.
 int64_t MseLossOp::getFlops() { return 3 * elementsOf(getPred()); }

@@ -675,21 +675,47 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult CrossEntropyOp::verify() {
-  RankedTensorType logits = tensorType(getLogits());
+/// The logits, labels and label smoothing of the cross-entropy ops.
+static LogicalResult verifyCrossEntropy(Operation *op, Value logitsValue, Value labelsValue,
+                                        double smoothing) {
+  RankedTensorType logits = tensorType(logitsValue);
   if (logits.getRank() != 2 && logits.getRank() != 3)
-    return emitOpError() << "logits must be [N, C] or [B, S, C], got " << logits;
+    return op->emitOpError() << "logits must be [N, C] or [B, S, C], got " << logits;
   ArrayRef<int64_t> positions = logits.getShape().drop_back();
-  ArrayRef<int64_t> labels = tensorType(getLabels()).getShape();
+  ArrayRef<int64_t> labels = tensorType(labelsValue).getShape();
   if (labels != positions)
-    return emitOpError() << "label shape " << str(labels)
-                         << " does not match logits shape "
-                         << str(logits.getShape())
-                         << " without its class dimension " << str(positions);
-  double smoothing = getLabelSmoothing().convertToDouble();
+    return op->emitOpError() << "label shape " << str(labels)
+                             << " does not match logits shape " << str(logits.getShape())
+                             << " without its class dimension " << str(positions);
   if (!(smoothing >= 0 && smoothing < 1))
-    return emitOpError() << "label_smoothing " << smoothing << " outside [0, 1)";
+    return op->emitOpError() << "label_smoothing " << smoothing << " outside [0, 1)";
   return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyCrossEntropy(*this, getLogits(), getLabels(),
+                            getLabelSmoothing().convertToDouble());
+}
+
+LogicalResult CrossEntropyRowsOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                   Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(tensorType(adaptor.getLabels())
+                         .clone(tensorType(adaptor.getLogits()).getElementType()));
+  return success();
+}
+
+LogicalResult CrossEntropyRowsOp::verify() {
+  return verifyCrossEntropy(*this, getLogits(), getLabels(),
+                            getLabelSmoothing().convertToDouble());
+}
+
+LogicalResult CrossEntropyRowsBackwardOp::verify() {
+  if (getScale().getType().getElementType() != getLogits().getType().getElementType())
+    return emitOpError() << "scale " << getScale().getType()
+                         << " is not of the logits' element type";
+  return verifyCrossEntropy(*this, getLogits(), getLabels(),
+                            getLabelSmoothing().convertToDouble());
 }
 
 LogicalResult MseLossOp::inferReturnTypes(MLIRContext *, std::optional<Location>,

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -49,6 +50,9 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   llvm::raw_string_ostream es(errors);
   if (failed(buildTrainStepPipeline(pm, options.train, options.parallel, es)))
     return module.emitError() << "invalid --train options: " << errors;
+  // The CPU lowering computes the loss's positions in pieces.
+  pm.addPass(createColoDecomposeLoss());
+  pm.addPass(createCSEPass());
   if (failed(dump("0-forward.mlir", module)) || failed(pm.run(module)) ||
       failed(dump("1-train-step.mlir", module)))
     return failure();

@@ -261,8 +261,9 @@ private:
     for (Operation *user : v.getUsers()) {
       if (auto emb = dyn_cast<EmbeddingOp>(user))
         return tensorType(emb.getTable()).getDimSize(0);
-      if (auto ce = dyn_cast<CrossEntropyOp>(user); ce && ce.getLabels() == v)
-        return tensorType(ce.getLogits()).getShape().back();
+      if (isa<CrossEntropyOp, CrossEntropyRowsOp, CrossEntropyRowsBackwardOp>(user) &&
+          user->getOperand(1) == v)
+        return tensorType(user->getOperand(0)).getShape().back();
       if (isa<SliceOp, ReshapeOp>(user))
         if (int64_t r = intRange(user->getResult(0)))
           return r;
@@ -719,7 +720,9 @@ private:
   /// Emits the collected ops as kernels. Where their rows are independent
   /// but for sums over the rows (bias and norm gradients), the sums and
   /// what uses them become a second, whole kernel, so that the rest runs in
-  /// pieces.
+  /// pieces. A scalar summed over the rows of the group's inputs (a loss's
+  /// count of positions), which every row may need, is computed first by a
+  /// whole kernel of its own.
   LogicalResult flush() {
     if (group.empty())
       return success();
@@ -727,6 +730,19 @@ private:
     group.clear();
     DenseSet<Operation *> all(ops.begin(), ops.end());
     if (!pieceCounts.empty()) {
+      DenseSet<Operation *> first = scalarsOverInputRows(ops);
+      if (!first.empty()) {
+        SmallVector<Operation *> rest;
+        SmallVector<Operation *> firstOps;
+        for (Operation *op : ops)
+          (first.contains(op) ? firstOps : rest).push_back(op);
+        if (failed(emitKernel(firstOps, all, false)))
+          return failure();
+        ops = std::move(rest);
+        all = DenseSet<Operation *>(ops.begin(), ops.end());
+        if (ops.empty())
+          return success();
+      }
       SmallVector<Operation *> rows, sums;
       DenseSet<Operation *> inSums;
       for (Operation *op : ops) {
@@ -746,6 +762,44 @@ private:
       }
     }
     return failure(failed(emitKernel(ops, all, false)));
+  }
+
+  /// The 0-d sums over rows among `ops` (in order) that depend only on the
+  /// group's inputs and that ops with rows use (through scalar ops), with the
+  /// ops of the group they are computed from.
+  static DenseSet<Operation *> scalarsOverInputRows(ArrayRef<Operation *> ops) {
+    DenseSet<Operation *> members(ops.begin(), ops.end()), fromInputs, first;
+    for (Operation *op : ops)
+      if (llvm::all_of(op->getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return !def || !members.contains(def) || fromInputs.contains(def);
+          }))
+        fromInputs.insert(op);
+    SmallVector<Operation *> work;
+    for (Operation *op : ops)
+      if (fromInputs.contains(op) && sumsOverRows(op) && isScalar(op->getResult(0)) &&
+          usedByRows(op, members))
+        work.push_back(op);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!first.insert(op).second)
+        continue;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp(); def && members.contains(def))
+          work.push_back(def);
+    }
+    return first;
+  }
+
+  static bool isScalar(Value v) { return tensorType(v).getRank() == 0; }
+
+  /// Whether an op of `members` with a result that is not a scalar uses
+  /// `op`'s result, directly or through ops with scalar results.
+  static bool usedByRows(Operation *op, const DenseSet<Operation *> &members) {
+    return llvm::any_of(op->getUsers(), [&](Operation *user) {
+      return members.contains(user) &&
+             (!llvm::all_of(user->getResults(), isScalar) || usedByRows(user, members));
+    });
   }
 
   /// Emits `ops`, some or all of the `flushed` group, as one kernel: its

@@ -45,7 +45,7 @@ bool isElementwise(Operation *op) {
 bool followsPositions(Operation *op) {
   return isElementwise(op) ||
          isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, ReduceSumOp, ReduceMeanOp,
-             ReduceMaxOp, TransposeOp>(op);
+             ReduceMaxOp, TransposeOp, CrossEntropyRowsOp, CrossEntropyRowsBackwardOp>(op);
 }
 
 class PieceSplitter {

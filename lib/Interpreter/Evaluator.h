@@ -86,6 +86,7 @@ private:
   mlir::LogicalResult evalGather(mlir::Operation *op, mlir::Value input,
                                  mlir::Value indices, int64_t axis);
   mlir::LogicalResult evalCrossEntropy(CrossEntropyOp op);
+  mlir::LogicalResult evalCrossEntropyRows(CrossEntropyRowsOp op);
   mlir::LogicalResult evalMseLoss(MseLossOp op);
 
   // InterpreterTrainOps.cpp: the ops of ColoTrainOps.td.
@@ -97,6 +98,7 @@ private:
   mlir::LogicalResult evalAvgPoolBackward(AvgPool2dBackwardOp op);
   mlir::LogicalResult evalBatchNormBackward(BatchNormBackwardOp op);
   mlir::LogicalResult evalCrossEntropyBackward(CrossEntropyBackwardOp op);
+  mlir::LogicalResult evalCrossEntropyRowsBackward(CrossEntropyRowsBackwardOp op);
   mlir::LogicalResult evalSgd(SgdUpdateOp op);
   mlir::LogicalResult evalAdam(AdamUpdateOp op);
   mlir::LogicalResult evalLamb(LambUpdateOp op);

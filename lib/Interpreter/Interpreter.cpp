@@ -631,20 +631,21 @@ LogicalResult Evaluator::evalGather(Operation *op, Value input, Value indices,
   return success();
 }
 
-LogicalResult Evaluator::evalCrossEntropy(CrossEntropyOp op) {
-  const HostArray &x = get(op.getLogits()), &labels = get(op.getLabels());
+/// Each position's loss (0 where its label is ignored) and the number of
+/// positions counted; an error on `op` for a label out of range.
+static LogicalResult crossEntropyRows(Operation *op, const HostArray &x,
+                                      const HostArray &labels, int64_t ignore, double eps,
+                                      std::vector<double> &losses, int64_t &count) {
   int64_t classes = x.shape.back();
-  int64_t ignore = op.getIgnoreIndex();
-  double eps = op.getLabelSmoothing().convertToDouble();
-  double total = 0.0;
-  int64_t count = 0;
+  losses.assign(labels.data.size(), 0.0);
+  count = 0;
   for (size_t n = 0; n < labels.data.size(); ++n) {
     int64_t label = static_cast<int64_t>(labels.data[n]);
     if (label == ignore)
       continue;
     if (label < 0 || label >= classes)
-      return op.emitError() << "label " << label << " is out of range for "
-                            << classes << " classes";
+      return op->emitError() << "label " << label << " is out of range for " << classes
+                             << " classes";
     const double *p = x.data.data() + n * classes;
     double mx = -std::numeric_limits<double>::infinity();
     for (int64_t c = 0; c < classes; ++c)
@@ -658,11 +659,35 @@ LogicalResult Evaluator::evalCrossEntropy(CrossEntropyOp op) {
     // -log_softmax at the label, and its mean over all classes.
     double nll = logZ - p[label];
     double smooth = logZ - logits / static_cast<double>(classes);
-    total += (1.0 - eps) * nll + eps * smooth;
+    losses[n] = (1.0 - eps) * nll + eps * smooth;
     ++count;
   }
+  return success();
+}
+
+LogicalResult Evaluator::evalCrossEntropy(CrossEntropyOp op) {
+  std::vector<double> losses;
+  int64_t count;
+  if (failed(crossEntropyRows(op, get(op.getLogits()), get(op.getLabels()),
+                              op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble(),
+                              losses, count)))
+    return failure();
+  double total = 0.0;
+  for (double l : losses)
+    total += l;
   // 0 / 0 is NaN when every label is ignored, as in PyTorch.
   set(op.getResult(), HostArray{{}, {total / static_cast<double>(count)}});
+  return success();
+}
+
+LogicalResult Evaluator::evalCrossEntropyRows(CrossEntropyRowsOp op) {
+  const HostArray &labels = get(op.getLabels());
+  HostArray r{labels.shape, {}};
+  int64_t count;
+  if (failed(crossEntropyRows(op, get(op.getLogits()), labels, op.getIgnoreIndex(),
+                              op.getLabelSmoothing().convertToDouble(), r.data, count)))
+    return failure();
+  set(op.getResult(), std::move(r));
   return success();
 }
 
@@ -893,6 +918,7 @@ LogicalResult Evaluator::run(Operation *op) {
       })
       .Case([&](EmbeddingOp e) { return evalGather(e, e.getTable(), e.getIds(), 0); })
       .Case([&](CrossEntropyOp c) { return evalCrossEntropy(c); })
+      .Case([&](CrossEntropyRowsOp c) { return evalCrossEntropyRows(c); })
       .Case([&](MseLossOp m) { return evalMseLoss(m); })
       .Default([&](Operation *other) { return runTrainOp(other); });
 }

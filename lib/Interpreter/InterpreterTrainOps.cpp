@@ -223,23 +223,20 @@ LogicalResult Evaluator::evalBatchNormBackward(BatchNormBackwardOp op) {
   return success();
 }
 
-LogicalResult Evaluator::evalCrossEntropyBackward(CrossEntropyBackwardOp op) {
-  const HostArray &x = get(op.getLogits()), &labels = get(op.getLabels());
-  double grad = get(op.getGrad()).data[0];
+/// scale * (softmax(x) - target) at the positions whose label is not
+/// ignored, 0 elsewhere; an error on `op` for a label out of range.
+static FailureOr<HostArray> crossEntropyGradient(Operation *op, const HostArray &x,
+                                                 const HostArray &labels, double scale,
+                                                 int64_t ignore, double eps) {
   int64_t classes = x.shape.back();
-  int64_t ignore = op.getIgnoreIndex();
-  double eps = op.getLabelSmoothing().convertToDouble();
   HostArray r{x.shape, std::vector<double>(x.data.size(), 0.0)};
-  int64_t count = 0;
-  for (double label : labels.data)
-    count += static_cast<int64_t>(label) != ignore;
   for (size_t n = 0; n < labels.data.size(); ++n) {
     int64_t label = static_cast<int64_t>(labels.data[n]);
     if (label == ignore)
       continue;
     if (label < 0 || label >= classes)
-      return op.emitError() << "label " << label << " is out of range for " << classes
-                            << " classes";
+      return op->emitError() << "label " << label << " is out of range for " << classes
+                             << " classes";
     const double *p = x.data.data() + n * classes;
     double *d = r.data.data() + n * classes;
     double mx = -std::numeric_limits<double>::infinity();
@@ -248,13 +245,35 @@ LogicalResult Evaluator::evalCrossEntropyBackward(CrossEntropyBackwardOp op) {
     double sum = 0.0;
     for (int64_t c = 0; c < classes; ++c)
       sum += std::exp(p[c] - mx);
-    double scale = grad / static_cast<double>(count);
     for (int64_t c = 0; c < classes; ++c) {
       double target = (c == label ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes);
       d[c] = scale * (std::exp(p[c] - mx) / sum - target);
     }
   }
-  set(op.getResult(), std::move(r));
+  return r;
+}
+
+LogicalResult Evaluator::evalCrossEntropyBackward(CrossEntropyBackwardOp op) {
+  const HostArray &labels = get(op.getLabels());
+  int64_t ignore = op.getIgnoreIndex(), count = 0;
+  for (double label : labels.data)
+    count += static_cast<int64_t>(label) != ignore;
+  FailureOr<HostArray> r = crossEntropyGradient(
+      op, get(op.getLogits()), labels, get(op.getGrad()).data[0] / static_cast<double>(count),
+      ignore, op.getLabelSmoothing().convertToDouble());
+  if (failed(r))
+    return failure();
+  set(op.getResult(), std::move(*r));
+  return success();
+}
+
+LogicalResult Evaluator::evalCrossEntropyRowsBackward(CrossEntropyRowsBackwardOp op) {
+  FailureOr<HostArray> r = crossEntropyGradient(
+      op, get(op.getLogits()), get(op.getLabels()), get(op.getScale()).data[0],
+      op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+  if (failed(r))
+    return failure();
+  set(op.getResult(), std::move(*r));
   return success();
 }
 
@@ -372,6 +391,7 @@ LogicalResult Evaluator::runTrainOp(Operation *op) {
       .Case([&](AvgPool2dBackwardOp p) { return evalAvgPoolBackward(p); })
       .Case([&](BatchNormBackwardOp b) { return evalBatchNormBackward(b); })
       .Case([&](CrossEntropyBackwardOp c) { return evalCrossEntropyBackward(c); })
+      .Case([&](CrossEntropyRowsBackwardOp c) { return evalCrossEntropyRowsBackward(c); })
       .Case([&](SgdUpdateOp u) { return evalSgd(u); })
       .Case([&](AdamUpdateOp u) { return evalAdam(u); })
       .Case([&](LambUpdateOp u) { return evalLamb(u); })

@@ -457,6 +457,29 @@ func.func @cross_entropy_backward(%x: tensor<4x5xf32>, %l: tensor<4xi64>, %g: te
 
 // -----
 
+// Per position, without a reduction over the positions: a parallel generic
+// reads the logit at the label and writes the loss, 0 where ignored; the
+// gradient's factor is its operand, with no count.
+// CHECK-LABEL: func.func @cross_entropy_rows
+// CHECK-SAME: (%[[X:.*]]: tensor<4x5xf32>, %[[L:.*]]: tensor<4xi64>, %[[S:.*]]: tensor<f32>)
+// CHECK: %[[MAX:.*]] = linalg.generic
+// CHECK: %[[SUMEXP:.*]] = linalg.generic
+// CHECK: %[[LOSS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK-SAME: ins(%[[L]], %[[MAX]], %[[SUMEXP]] :
+// CHECK: tensor.extract %[[X]]
+// CHECK: arith.select
+// CHECK-NOT: iterator_types = ["reduction"]
+// CHECK: %[[D:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK-SAME: ins(%[[X]], %[[L]], %{{.*}}, %{{.*}}, %[[S]] :
+// CHECK: return %[[LOSS]], %[[D]]
+func.func @cross_entropy_rows(%x: tensor<4x5xf32>, %l: tensor<4xi64>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<4x5xf32>) {
+  %y = colo.cross_entropy_rows %x, %l {ignore_index = -1 : i64} : tensor<4x5xf32>, tensor<4xi64>
+  %d = colo.cross_entropy_rows_backward %x, %l, %s {ignore_index = -1 : i64} : tensor<4x5xf32>, tensor<4xi64>, tensor<f32>
+  return %y, %d : tensor<4xf32>, tensor<4x5xf32>
+}
+
+// -----
+
 // The batch sum over N and the spatial dimensions; one reduction of the
 // squared deviations, sum(dy) and sum(dy * (x - mean)); per channel dscale,
 // dbias, mean and rstd; then dx.

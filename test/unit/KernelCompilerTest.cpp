@@ -587,6 +587,33 @@ TEST_F(KernelCompilerTest, CrossEntropyBackwardWithIgnoreIndexAndSmoothing) {
          {4, labelsWithIgnored(10, 3)}});
 }
 
+// colo-decompose-loss's per-position forms, with ignored labels and label
+// smoothing, against the interpreter.
+TEST_F(KernelCompilerTest, CrossEntropyRowsAndTheirGradient) {
+  check(R"mlir(
+    func.func @forward(%x: tensor<2x6x10xf32>, %l: tensor<2x6xi64>, %s: tensor<f32>,
+                       %y: tensor<8x10xf32>, %t: tensor<8xi32>)
+        -> (tensor<2x6xf32>, tensor<2x6x10xf32>, tensor<8xf32>, tensor<8x10xf32>) {
+      %a = colo.cross_entropy_rows %x, %l {ignore_index = -100 : i64, label_smoothing = 0.1 : f64}
+           : tensor<2x6x10xf32>, tensor<2x6xi64>
+      %da = colo.cross_entropy_rows_backward %x, %l, %s
+            {ignore_index = -100 : i64, label_smoothing = 0.1 : f64}
+            : tensor<2x6x10xf32>, tensor<2x6xi64>, tensor<f32>
+      %b = colo.cross_entropy_rows %y, %t {ignore_index = 3 : i64}
+           : tensor<8x10xf32>, tensor<8xi32>
+      %db = colo.cross_entropy_rows_backward %y, %t, %s {ignore_index = 3 : i64}
+            : tensor<8x10xf32>, tensor<8xi32>, tensor<f32>
+      return %a, %da, %b, %db
+          : tensor<2x6xf32>, tensor<2x6x10xf32>, tensor<8xf32>, tensor<8x10xf32>
+    }
+  )mlir",
+        {{0, [](std::mt19937 &rng, int64_t) {
+            return std::uniform_real_distribution<double>(-10.0, 10.0)(rng);
+          }},
+         {1, labelsWithIgnored(10, -100)},
+         {4, labelsWithIgnored(10, 3)}});
+}
+
 TEST_F(KernelCompilerTest, BatchNormBackward) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x4x3x5xf32>, %g: tensor<4xf32>, %dy: tensor<2x4x3x5xf32>,

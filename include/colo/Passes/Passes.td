@@ -214,6 +214,38 @@ def ColoDecomposeAttention : Pass<"colo-decompose-attention"> {
   }];
 }
 
+def ColoDecomposeLoss : Pass<"colo-decompose-loss"> {
+  let summary = "Rewrites cross_entropy and its gradient as per-position ops, a sum and a count";
+  let description = [{
+    Each position's loss and logit gradient depend only on its own classes;
+    what makes the mean a whole-tensor op is the sum and the count of the
+    counted positions. Written apart, the CPU lowering computes the
+    per-position ops in pieces of rows on all threads and only the scalars
+    over all positions. The gradient's factor `grad / count` is computed once
+    as the fused op computed it per element, so the logit gradient keeps its
+    bits. Float and double logits; 16-bit logits (whose factor would be
+    rounded to their type) are left as they are.
+
+    Before:
+    ```mlir
+    %l = colo.cross_entropy %x, %t : tensor<4x10xf32>, tensor<4xi64>
+    %dx = colo.cross_entropy_backward %x, %t, %g : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    ```
+    After (and CSE, which keeps one count):
+    ```mlir
+    %r = colo.cross_entropy_rows %x, %t : tensor<4x10xf32>, tensor<4xi64>
+    %s = colo.reduce_sum %r dims = [0] : tensor<4xf32>
+    %i = colo.constant dense<-100> : tensor<i64>
+    %v = colo.compare ne, %t, %i : tensor<4xi64>, tensor<i64>
+    %c = colo.convert %v : tensor<4xi1> to tensor<4xf32>
+    %n = colo.reduce_sum %c dims = [0] : tensor<4xf32>
+    %l = colo.div %s, %n : tensor<f32>, tensor<f32>
+    %k = colo.div %g, %n : tensor<f32>, tensor<f32>
+    %dx = colo.cross_entropy_rows_backward %x, %t, %k : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    ```
+  }];
+}
+
 def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
   let summary = "Turns @forward into @train_step: loss, backward, optimizer update";
   let description = [{

@@ -287,6 +287,59 @@ def Colo_CrossEntropyBackwardOp : Colo_CostedOp<"cross_entropy_backward", [Pure,
   }];
 }
 
+// cross_entropy and its gradient per position (colo-decompose-loss): each
+// position's classes are independent of the others', so the CPU lowering
+// computes them in pieces of rows, and only the sum and the count of the
+// positions are taken over all of them.
+def Colo_CrossEntropyRowsOp : Colo_CostedOp<"cross_entropy_rows", [Pure,
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
+  let summary = "Softmax cross-entropy of each position, not reduced";
+  let description = [{
+    PyTorch's `F.cross_entropy(..., reduction='none')`: `loss_i` of
+    `colo.cross_entropy` at each position whose label is not `ignore_index`,
+    0 at the others. The result has the labels' shape and the logits'
+    element type.
+    ```mlir
+    %l = colo.cross_entropy_rows %logits, %labels {ignore_index = -100 : i64}
+         : tensor<2x15x1000xf32>, tensor<2x15xi64>
+    ```
+  }];
+  let arguments = (ins Colo_FloatTensor:$logits, Colo_IntTensor:$labels,
+      DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs Colo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+def Colo_CrossEntropyRowsBackwardOp : Colo_CostedOp<"cross_entropy_rows_backward", [Pure,
+    AllTypesMatch<["logits", "result"]>]> {
+  let summary = "Gradient of cross_entropy_rows with respect to the logits";
+  let description = [{
+    `scale * (softmax(logits) - target)` at positions whose label is not
+    `ignore_index` (zero elsewhere), with `target` as in
+    `colo.cross_entropy_backward`; `scale` is a scalar of the logits'
+    element type (a mean's gradient divided by the count of positions).
+    ```mlir
+    %dl = colo.cross_entropy_rows_backward %logits, %labels, %scale
+          : tensor<2x15x1000xf32>, tensor<2x15xi64>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Colo_FloatTensor:$logits, Colo_IntTensor:$labels,
+      0DTensorOf<[AnyFloat]>:$scale,
+      DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs Colo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $scale attr-dict `:` type($logits) `,` type($labels)
+    `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//
