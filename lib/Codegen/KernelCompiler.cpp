@@ -69,6 +69,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
@@ -493,11 +494,18 @@ LogicalResult emitObject(ModuleOp module, StringRef objPath,
                               << triple.str() << " (" << cpu << ")";
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
+  // LLVM's tuning for AVX-512 processors prefers 256-bit vectors (older
+  // cores slowed their clock for wider ones); the kernels' exp, tanh and
+  // division chains run at twice the rate in 512-bit ones, with the same bits
+  // (their reductions' lane order is written in the IR).
+  bool wideVectors = machine->getMCSubtargetInfo()->checkFeatures("+avx512f");
   for (llvm::Function &f : *llvmModule)
     if (!f.isDeclaration()) {
       f.addFnAttr("target-cpu", cpu);
       if (!features.empty())
         f.addFnAttr("target-features", features);
+      if (wideVectors)
+        f.addFnAttr("prefer-vector-width", "512");
     }
 
   // The default middle-end pipeline at the requested level, which
