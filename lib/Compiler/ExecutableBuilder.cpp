@@ -322,19 +322,9 @@ private:
       return success();
     if (isa<AddOp, TransposeOp>(op) && bufferOf.count(op->getResult(0)))
       return success(); // a Gemm step computed it (biasEpilogue, transposedProduct)
-    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end()) {
-        // Read before newBuffer inserts into bufferOf, which may move it.
-        int root = it->second;
-        FailureOr<int> id = newBuffer(reshape.getResult(), bufferName(op), rt::Buffer::TEMP);
-        if (failed(id))
-          return failure();
-        if (plan.program.buffers(root).has_alias_of())
-          root = plan.program.buffers(root).alias_of();
-        plan.program.mutable_buffers(*id)->set_alias_of(root);
-        return success();
-      }
-    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      if (bufferOf.contains(reshape.getInput()))
+        return aliasReshape(reshape);
     if (isLibraryOp(op))
       return visitLibrary(op);
     group.insert(op);
@@ -415,6 +405,19 @@ private:
     rt::Step *s = plan.program.add_steps();
     s->set_name(bufferName(op));
     return s;
+  }
+
+  /// A reshape's result as a view of its input's buffer.
+  LogicalResult aliasReshape(ReshapeOp reshape) {
+    // Read before newBuffer inserts into bufferOf, which may move it.
+    int root = bufferOf.lookup(reshape.getInput());
+    FailureOr<int> id = newBuffer(reshape.getResult(), bufferName(reshape), rt::Buffer::TEMP);
+    if (failed(id))
+      return failure();
+    if (plan.program.buffers(root).has_alias_of())
+      root = plan.program.buffers(root).alias_of();
+    plan.program.mutable_buffers(*id)->set_alias_of(root);
+    return success();
   }
 
   FailureOr<int> result(Operation *op, unsigned i = 0) {
@@ -821,6 +824,19 @@ private:
         if (llvm::any_of(r.getUsers(), [&](Operation *u) { return !members.contains(u); }))
           outputs.insert(r);
     }
+    // An output that only reshapes another for later steps is a view of its
+    // buffer, not a copy the kernel writes.
+    SmallVector<ReshapeOp> views;
+    DenseSet<Operation *> viewOps;
+    for (Value v : outputs)
+      if (auto reshape = v.getDefiningOp<ReshapeOp>();
+          reshape && outputs.contains(reshape.getInput()) &&
+          llvm::none_of(v.getUsers(), [&](Operation *u) { return members.contains(u); })) {
+        views.push_back(reshape);
+        viewOps.insert(reshape);
+      }
+    for (ReshapeOp view : views)
+      outputs.remove(view.getResult());
     std::string symbol = symbolPrefix + "k" + std::to_string(kernelCount++) + "_" +
                          ops.front()->getName().stripDialect().str();
     OpBuilder kb = OpBuilder::atBlockEnd(plan.kernels->getBody());
@@ -837,6 +853,8 @@ private:
       map.map(v, arg);
     kb.setInsertionPointToEnd(body);
     for (Operation *op : ops) {
+      if (viewOps.contains(op))
+        continue;
       for (Value v : op->getOperands())
         if (auto c = v.getDefiningOp<ConstantOp>(); c && !map.contains(v))
           map.map(v, kb.clone(*c)->getResult(0));
@@ -873,6 +891,9 @@ private:
         return failure();
       args.push_back(*id);
     }
+    for (ReshapeOp view : views)
+      if (failed(aliasReshape(view)))
+        return failure();
     rt::Step *s = addStep(ops.front());
     s->mutable_kernel()->set_symbol(symbol);
     for (int id : args)
