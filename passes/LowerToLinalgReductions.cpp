@@ -444,6 +444,16 @@ struct CrossEntropyLowering {
           })[0];
   }
 
+  /// The lowering of a cross-entropy op (any of the four) at its location.
+  template <typename Op, typename Adaptor>
+  static CrossEntropyLowering of(OpBuilder &b, Op op, Adaptor adaptor) {
+    return CrossEntropyLowering(b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+                                op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+  }
+
+  /// A scalar operand's map in the logits' iteration space.
+  AffineMap scalarMap(OpBuilder &b) const { return AffineMap::get(rank, 0, {}, b.getContext()); }
+
   /// The operands of positionLoss, mapped by `pos` (a map onto the positions).
   SmallVector<MappedOperand> positionOperands(AffineMap pos) const {
     SmallVector<MappedOperand> in = {{labels, pos}, {mx, pos}, {sumExp, pos}};
@@ -536,8 +546,7 @@ struct CrossEntropyPattern : OpConversionPattern<CrossEntropyOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
-                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+    CrossEntropyLowering ce = CrossEntropyLowering::of(b, op, adaptor);
     Type acc = ce.acc;
     SmallVector<Value> totals = buildReduction(
         b, loc, tensorType(ce.labels).getShape(), range(0, ce.positions),
@@ -567,8 +576,7 @@ struct CrossEntropyRowsPattern : OpConversionPattern<CrossEntropyRowsOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
-                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
+    CrossEntropyLowering ce = CrossEntropyLowering::of(b, op, adaptor);
     RankedTensorType type = tensorType(op.getResult());
     rewriter.replaceOp(op, buildMapped(b, loc, type,
                                        ce.positionOperands(identity(b, ce.positions)),
@@ -589,9 +597,8 @@ struct CrossEntropyBackwardPattern : OpConversionPattern<CrossEntropyBackwardOp>
                                 ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
-                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
-    AffineMap scalar = AffineMap::get(ce.rank, 0, {}, b.getContext());
+    CrossEntropyLowering ce = CrossEntropyLowering::of(b, op, adaptor);
+    AffineMap scalar = ce.scalarMap(b);
     rewriter.replaceOp(op, ce.gradient(b, loc,
                                        {{ce.count(b, loc), scalar}, {adaptor.getGrad(), scalar}},
                                        [&](Arith &m, ValueRange a) {
@@ -607,10 +614,8 @@ struct CrossEntropyRowsBackwardPattern : OpConversionPattern<CrossEntropyRowsBac
                                 ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    CrossEntropyLowering ce(b, loc, adaptor.getLogits(), adaptor.getLabels(),
-                            op.getIgnoreIndex(), op.getLabelSmoothing().convertToDouble());
-    AffineMap scalar = AffineMap::get(ce.rank, 0, {}, b.getContext());
-    rewriter.replaceOp(op, ce.gradient(b, loc, {{adaptor.getScale(), scalar}},
+    CrossEntropyLowering ce = CrossEntropyLowering::of(b, op, adaptor);
+    rewriter.replaceOp(op, ce.gradient(b, loc, {{adaptor.getScale(), ce.scalarMap(b)}},
                                        [&](Arith &m, ValueRange a) {
                                          return m.to(a[0], ce.acc);
                                        }));
