@@ -191,7 +191,7 @@ bool isBrgemm(const dnnl::matmul::primitive_desc &pd) {
 /// session's shared scratch, like the convolutions'.
 dnnl::matmul::primitive_desc matmulDesc(const GemmGeometry &g, const MatmulPlan &plan,
                                         DType dtype, bool intoFloat = false,
-                                        bool withBias = false) {
+                                        bool withBias = false, bool withResidual = false) {
   auto dt = dnnlType(dtype);
   memory::desc A = operandDesc(plan.inside, &Level::a, g.m, g.k, g.lda, g.transA, dt);
   memory::desc B = operandDesc(plan.inside, &Level::b, g.k, g.n, g.ldb, g.transB, dt);
@@ -207,6 +207,12 @@ dnnl::matmul::primitive_desc matmulDesc(const GemmGeometry &g, const MatmulPlan 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.0)
     attr.set_output_scales(0, {float(g.alpha)});
+  // A residual is a binary post-op: a tensor laid out like C, added in float.
+  if (withResidual) {
+    dnnl::post_ops ops;
+    ops.append_binary(dnnl::algorithm::binary_add, C);
+    attr.set_post_ops(ops);
+  }
   // A bias is a row of C's last dimension (one product: C is 2-D).
   dnnl::matmul::desc desc =
       withBias ? dnnl::matmul::desc(A, B,
@@ -279,9 +285,10 @@ using Matmul = std::function<void(const void *a, const void *b, void *c)>;
 /// that buffer, lie at `scratchOffset` in `scratch`, reserved here.
 Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
                      std::shared_ptr<Scratch> scratch, int64_t scratchOffset,
-                     std::string *path, const float *bias = nullptr) {
+                     std::string *path, GemmEpilogue epilogue = {}) {
   dnnl::matmul::primitive_desc direct =
-      matmulDesc(g, plan, dtype, /*intoFloat=*/false, /*withBias=*/bias != nullptr);
+      matmulDesc(g, plan, dtype, /*intoFloat=*/false, /*withBias=*/epilogue.bias != nullptr,
+                 /*withResidual=*/epilogue.residual != nullptr);
   dnnl::matmul::primitive_desc added = matmulDesc(g, plan, dtype, /*intoFloat=*/true);
   int64_t pad = int64_t(std::max(direct.scratchpad_desc().get_size(),
                                  added.scratchpad_desc().get_size()));
@@ -308,7 +315,7 @@ Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
     double beta; // what C is multiplied by as the product is added; 0: written
     dnnl::matmul primitive;
     memory src, weights, dst, scratchpad;
-    // The memories above (and the bias), whose handles each call sets.
+    // The memories above (and the epilogue's), whose handles each call sets.
     std::unordered_map<int, memory> args;
   };
   std::vector<Prepared> prepared;
@@ -324,8 +331,12 @@ Matmul prepareMatmul(const GemmGeometry &g, const MatmulPlan &plan, DType dtype,
               {DNNL_ARG_WEIGHTS, p.weights},
               {DNNL_ARG_DST, p.dst},
               {DNNL_ARG_SCRATCHPAD, p.scratchpad}};
-    if (bias)
-      p.args.emplace(DNNL_ARG_BIAS, memory(pd.bias_desc(), eng, const_cast<float *>(bias)));
+    if (epilogue.bias)
+      p.args.emplace(DNNL_ARG_BIAS,
+                     memory(pd.bias_desc(), eng, const_cast<float *>(epilogue.bias)));
+    if (epilogue.residual)
+      p.args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                     memory(pd.dst_desc(), eng, const_cast<float *>(epilogue.residual)));
   }
   return [=, prepared = std::move(prepared)](const void *a, const void *b,
                                              void *c) mutable {
@@ -397,14 +408,14 @@ bool sixteenBitKernelsFaster() {
 }
 
 PreparedGemm prepareOneDnn(const GemmGeometry &g, DType dtype, const void *a, const void *b,
-                           void *c, const float *bias,
+                           void *c, GemmEpilogue epilogue,
                            const std::shared_ptr<Scratch> &scratch) {
   MatmulPlan plan = planOf(g);
   if (!plan.inside.empty() && !isBrgemm(matmulDesc(g, plan, F32)))
     plan = planOf(g, /*loopAll=*/true);
   PreparedGemm result;
   if (dtype == F32 || (sixteenBitKernelsFaster() && hasKernel(g, plan, dtype))) {
-    Matmul matmul = prepareMatmul(g, plan, dtype, scratch, 0, &result.path, bias);
+    Matmul matmul = prepareMatmul(g, plan, dtype, scratch, 0, &result.path, epilogue);
     result.run = [=] { matmul(a, b, c); };
     return result;
   }
@@ -420,10 +431,10 @@ PreparedGemm prepareOneDnn(const GemmGeometry &g, DType dtype, const void *a, co
 } // namespace
 
 PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                         void *c, const float *bias, std::shared_ptr<Scratch> scratch,
+                         void *c, GemmEpilogue epilogue, std::shared_ptr<Scratch> scratch,
                          GemmLibrary library) {
   GemmGeometry g = geometryOf(gemm);
-  if (std::string why = bias ? checkBias(g, dtype) : ""; !why.empty())
+  if (std::string why = epilogue ? checkEpilogue(g, dtype) : ""; !why.empty())
     throw Error(why);
   if (dtype == F64)
     return {[=] {
@@ -436,7 +447,7 @@ PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const voi
                 " is not supported (f32, f64, bf16, f16)");
   if (library == GemmLibrary::OneDnn) {
     try {
-      return prepareOneDnn(g, dtype, a, b, c, bias, scratch);
+      return prepareOneDnn(g, dtype, a, b, c, epilogue, scratch);
     } catch (const dnnl::error &e) {
       throw Error(std::string("oneDNN cannot build this matmul: ") + e.what());
     }
@@ -450,10 +461,14 @@ PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const voi
   return {[=] {
             auto *C = static_cast<float *>(c);
             sgemmBatch(g, static_cast<const float *>(a), static_cast<const float *>(b), C);
-            if (bias)
-              for (int64_t r = 0; r < g.m; ++r)
-                for (int64_t col = 0; col < g.n; ++col)
-                  C[r * g.ldc + col] += bias[col];
+            for (int64_t r = 0; epilogue && r < g.m; ++r)
+              for (int64_t col = 0; col < g.n; ++col) {
+                float &x = C[r * g.ldc + col];
+                if (epilogue.bias)
+                  x += epilogue.bias[col];
+                if (epilogue.residual)
+                  x += epilogue.residual[r * g.ldc + col];
+              }
           },
           openBlasPath()};
 }

@@ -68,9 +68,10 @@ GemmGeometry geometryOf(const Gemm &g) {
   return r;
 }
 
-std::string checkBias(const GemmGeometry &g, DType dtype) {
+std::string checkEpilogue(const GemmGeometry &g, DType dtype) {
   if (dtype != F32 || g.alpha != 1 || g.beta != 0 || g.batch * g.batchOuter != 1)
-    return "a gemm bias needs f32 operands, alpha 1, beta 0 and one product";
+    return "a gemm epilogue (bias, residual) needs f32 operands, alpha 1, beta 0 and one "
+           "product";
   return "";
 }
 

@@ -385,12 +385,18 @@ void Executable::validateSteps() {
       needElements("operand b", b, geo.elementsB(), false);
       needElements("operand c", c, geo.elementsC(), false);
       notConstant("operand c", c);
+      if (g.has_bias() || g.has_residual())
+        if (std::string why = checkEpilogue(geo, dtype); !why.empty())
+          fail(where + ": " + why);
       if (g.has_bias()) {
         int32_t bias = operand("bias", g.bias());
-        if (std::string why = checkBias(geo, dtype); !why.empty())
-          fail(where + ": " + why);
         needDType("bias", bias, F32);
         needElements("bias", bias, geo.n, true);
+      }
+      if (g.has_residual()) {
+        int32_t residual = operand("residual", g.residual());
+        needDType("residual", residual, F32);
+        needElements("residual", residual, geo.elementsC(), false);
       }
       break;
     }

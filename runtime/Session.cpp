@@ -188,9 +188,10 @@ void Session::prepare() {
       case Step::kGemm: {
         const Gemm &g = step.gemm();
         DType dtype = exe_->buffer(g.c()).dtype();
-        const float *bias = g.has_bias() ? f32(g.bias()) : nullptr;
+        GemmEpilogue epilogue{g.has_bias() ? f32(g.bias()) : nullptr,
+                              g.has_residual() ? f32(g.residual()) : nullptr};
         PreparedGemm gemm = prepareGemm(g, dtype, pointers_[g.a()], pointers_[g.b()],
-                                        pointers_[g.c()], bias, scratch_, gemmLibrary_);
+                                        pointers_[g.c()], epilogue, scratch_, gemmLibrary_);
         prepared_[i].run = std::move(gemm.run);
         ++gemmPaths_[{dtype, gemm.path}];
         break;

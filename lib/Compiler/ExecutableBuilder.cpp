@@ -110,6 +110,38 @@ std::optional<BiasEpilogue> biasEpilogue(MatmulOp mm) {
   return BiasEpilogue{add, bias};
 }
 
+/// A residual add that a matrix product's step absorbs after its bias
+/// (Gemm.residual): the only use of `v` (the product, or its bias add),
+/// through at most one reshape (which keeps the elements in order), adding a
+/// float tensor of the same type that exists before the product. Float
+/// matrices only (one product, C written row after row, as the residual's
+/// buffer lies), where the epilogue computes the bits the add would.
+struct ResidualEpilogue {
+  ReshapeOp reshape; // or null
+  AddOp add;
+  Value residual;
+};
+std::optional<ResidualEpilogue> residualEpilogue(MatmulOp mm, Value v) {
+  RankedTensorType t = tensorType(mm.getResult());
+  if (t.getRank() != 2 || !t.getElementType().isF32() || !v.hasOneUse())
+    return std::nullopt;
+  auto reshape = dyn_cast<ReshapeOp>(*v.user_begin());
+  if (reshape) {
+    v = reshape.getResult();
+    if (!v.hasOneUse())
+      return std::nullopt;
+  }
+  auto add = dyn_cast<AddOp>(*v.user_begin());
+  if (!add || add.getType() != v.getType())
+    return std::nullopt;
+  Value residual = add.getLhs() == v ? add.getRhs() : add.getLhs();
+  Operation *def = residual.getDefiningOp();
+  if (residual == v || residual.getType() != v.getType() ||
+      (def && !def->isBeforeInBlock(mm)))
+    return std::nullopt;
+  return ResidualEpilogue{reshape, add, residual};
+}
+
 /// The transpose of a matrix product that its step computes instead, as the
 /// product of the operands swapped and transposed (C^T = op(B)^T op(A)^T):
 /// the product's only use, swapping the two dimensions of a matrix (a
@@ -320,8 +352,8 @@ private:
       return success();
     if (auto t = dyn_cast<TransposeOp>(op); t && feedsOnlyGemms(t))
       return success();
-    if (isa<AddOp, TransposeOp>(op) && bufferOf.count(op->getResult(0)))
-      return success(); // a Gemm step computed it (biasEpilogue, transposedProduct)
+    if (computedByGemm.contains(op))
+      return success(); // biasEpilogue, residualEpilogue, transposedProduct
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       if (bufferOf.contains(reshape.getInput()))
         return aliasReshape(reshape);
@@ -635,15 +667,25 @@ private:
     };
     GemmOperand lhs = operand(mm.getLhs()), rhs = operand(mm.getRhs());
     std::optional<BiasEpilogue> epilogue = biasEpilogue(mm);
+    std::optional<ResidualEpilogue> residual =
+        residualEpilogue(mm, epilogue ? epilogue->add.getResult() : mm.getResult());
     TransposeOp transposed = transposedProduct(mm);
     FailureOr<int> a = materialize(lhs.stored), b = materialize(rhs.stored);
     FailureOr<int> bias = epilogue ? materialize(epilogue->bias) : FailureOr<int>(-1);
-    // The op whose value the step writes: the add or transpose it absorbs.
-    Operation *written = epilogue     ? epilogue->add.getOperation()
+    FailureOr<int> added = residual ? materialize(residual->residual) : FailureOr<int>(-1);
+    // The op whose value the step writes: the last op it absorbs.
+    Operation *written = residual     ? residual->add.getOperation()
+                         : epilogue   ? epilogue->add.getOperation()
                          : transposed ? transposed.getOperation()
                                       : mm.getOperation();
+    for (Operation *op : {epilogue ? epilogue->add.getOperation() : nullptr,
+                          residual ? residual->reshape.getOperation() : nullptr,
+                          residual ? residual->add.getOperation() : nullptr,
+                          transposed.getOperation()})
+      if (op)
+        computedByGemm.insert(op);
     FailureOr<int> c = result(written);
-    if (failed(a) || failed(b) || failed(bias) || failed(c))
+    if (failed(a) || failed(b) || failed(bias) || failed(added) || failed(c))
       return failure();
     if (transposed) {
       // n x m = op(B)^T op(A)^T: B's storage read the other way round first.
@@ -664,6 +706,8 @@ private:
     g->set_a(*a), g->set_b(*b), g->set_c(*c);
     if (epilogue)
       g->set_bias(*bias);
+    if (residual)
+      g->set_residual(*added);
     g->set_lda(lhs.ld), g->set_ldb(rhs.ld), g->set_ldc(n);
     g->set_m(m), g->set_k(k), g->set_n(n);
 
@@ -982,6 +1026,8 @@ private:
   ExecutablePlan plan;
   DenseMap<Operation *, int> order;
   DenseMap<Value, int> bufferOf;
+  // Ops whose values a Gemm step writes, or which it absorbs on the way.
+  DenseSet<Operation *> computedByGemm;
   llvm::StringMap<int> stateOf;
   llvm::SetVector<Operation *> group;
   int kernelCount = 0;

@@ -43,6 +43,8 @@ void forEachBuffer(const rt::Step &s, const std::function<void(int)> &f) {
     f(s.gemm().a()), f(s.gemm().b()), f(s.gemm().c());
     if (s.gemm().has_bias())
       f(s.gemm().bias());
+    if (s.gemm().has_residual())
+      f(s.gemm().residual());
     break;
   case rt::Step::kConv:
     f(s.conv().x()), f(s.conv().weight()), f(s.conv().y());

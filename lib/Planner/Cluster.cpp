@@ -644,7 +644,7 @@ double measureGemm(int threads, colo::runtime::DType dtype) {
   try {
     rt::ScopedThreads scoped(threads);
     rt::PreparedGemm product = rt::prepareGemm(gemm, dtype, a.data(), b.data(), c.data(),
-                                               nullptr, std::make_shared<rt::Scratch>(),
+                                               {}, std::make_shared<rt::Scratch>(),
                                                rt::GemmLibrary::OneDnn);
     product.run(); // warm-up: page faults, oneDNN's kernels
     Clock::time_point start = Clock::now();

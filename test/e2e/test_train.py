@@ -245,3 +245,20 @@ def test_linear_biases_are_gemm_epilogues(tmp_path):
     with_bias = [g for g in gemms if "bias:" in g]
     print(f"{len(with_bias)} of {len(gemms)} gemm steps add a bias")
     assert len(with_bias) == 3
+
+
+def test_residual_adds_are_gemm_epilogues(tmp_path):
+    """A GPT-2 block's attention and MLP output projections add the residual
+    stream in their forward product's step (Gemm.residual) rather than in the
+    layer-norm kernel after it; test_training_matches_pytorch checks the
+    numbers of the same program against PyTorch."""
+    model, example, data, batch = train_ref.build("gpt2")
+    export(model, example, tmp_path / "m.onnx", "onnx")
+    run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
+             "loss=lm,optimizer=adamw", "--dump-ir", tmp_path / "ir")
+    program = (tmp_path / "exe" / "program.txt").read_text()
+    gemms = re.findall(r"gemm \{[^}]*\}", program)
+    with_residual = [g for g in gemms if "residual:" in g]
+    print(f"{len(with_residual)} of {len(gemms)} gemm steps add a residual")
+    assert len(with_residual) == 4  # 2 blocks x (attention, MLP)
+    assert all("bias:" in g for g in with_residual)

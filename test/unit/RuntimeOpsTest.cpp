@@ -329,6 +329,38 @@ TEST_P(RuntimeGemm, BiasIsAddedToEveryRowOfTheProduct) {
   }
 }
 
+// The residual epilogue adds a tensor laid out like C after the bias: the
+// same bits as the product followed by the float adds.
+TEST_P(RuntimeGemm, ResidualIsAddedAfterTheBias) {
+  for (bool withBias : {false, true}) {
+    SCOPED_TRACE(testing::Message() << "bias " << withBias);
+    GemmCase g;
+    g.m = 7, g.n = 18, g.k = 11, g.ldc = 21;
+    std::vector<float> bias = randomValues<float>(size_t(g.n), 5);
+    std::vector<float> residual = randomValues<float>(size_t(g.m * g.ldc), 6);
+    auto [plain, in] = runGemm<float>(g, F32, GetParam());
+    OpProgram p;
+    int32_t a = p.input("a", F32, in[0]), b = p.input("b", F32, in[1]),
+            c = p.state("c", F32, in[2]), bi = p.input("bias", F32, bias),
+            re = p.input("residual", F32, residual);
+    Gemm &gemm = p.builder.gemm(a, b, c, g.m, g.n, g.k);
+    gemm.set_ldc(g.ldc);
+    if (withBias)
+      gemm.set_bias(bi);
+    gemm.set_residual(re);
+    p.run(GetParam());
+    std::vector<float> got = p.read<float>(c), added = plain;
+    for (int64_t r = 0; r < g.m; ++r)
+      for (int64_t col = 0; col < g.n; ++col) {
+        float &x = added[r * g.ldc + col];
+        if (withBias)
+          x += bias[col];
+        x += residual[r * g.ldc + col];
+      }
+    EXPECT_EQ(std::memcmp(got.data(), added.data(), got.size() * sizeof(float)), 0);
+  }
+}
+
 // The planner times products on other thread counts in the process that
 // later runs a session: the libraries' counts must come back as they were,
 // also before any setThreads (threadCount() then says 1, OpenMP all cores).
@@ -357,7 +389,7 @@ TEST(RuntimeGemmBias, RejectsWhatTheEpilogueDoesNotCover) {
     Executable::load(dir.path);
     FAIL() << "a bias with beta 1 was accepted";
   } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("a gemm bias needs f32 operands, alpha 1, beta 0"),
+    EXPECT_NE(std::string(e.what()).find("a gemm epilogue (bias, residual) needs f32 operands, alpha 1, beta 0"),
               std::string::npos)
         << e.what();
   }

@@ -32,14 +32,21 @@ struct PreparedGemm {
   std::string path;
 };
 
+/// What a float Gemm adds to its product before C is written (Gemm.bias and
+/// Gemm.residual in Program.proto; F32, beta 0 and one product only): a bias
+/// of n elements to every row, then a residual laid out like C.
+struct GemmEpilogue {
+  const float *bias = nullptr;
+  const float *residual = nullptr;
+  explicit operator bool() const { return bias || residual; }
+};
+
 /// Prepares C = alpha op(A) op(B) + beta C on F32, F64, BF16 or F16 buffers
-/// (A, B and C of one dtype). 16-bit products accumulate in float and round
-/// once: oneDNN's 16-bit matmul on AMX, else operands widened to float in
-/// `scratch`. A non-null `bias` (f32, n elements; F32, beta 0 and one product
-/// only) is added to every row of the product (Gemm.bias in Program.proto).
-/// Throws Error if the dtype is not one of these.
+/// (A, B and C of one dtype), with `epilogue`. 16-bit products accumulate in
+/// float and round once: oneDNN's 16-bit matmul on AMX, else operands widened
+/// to float in `scratch`. Throws Error if the dtype is not one of these.
 PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                         void *c, const float *bias, std::shared_ptr<Scratch> scratch,
+                         void *c, GemmEpilogue epilogue, std::shared_ptr<Scratch> scratch,
                          GemmLibrary library);
 
 /// OpenBLAS's kernel family for this processor (openblas_get_corename) and

@@ -36,9 +36,9 @@ struct GemmGeometry {
 GemmGeometry geometryOf(const Gemm &gemm);
 /// Empty if valid, else what is wrong ("lda 3 < k 4").
 std::string checkGeometry(const GemmGeometry &g);
-/// Empty if a Gemm of this geometry on `dtype` operands may add a bias
-/// (Gemm.bias), else why not.
-std::string checkBias(const GemmGeometry &g, DType dtype);
+/// Empty if a Gemm of this geometry on `dtype` operands may have an
+/// epilogue (Gemm.bias, Gemm.residual), else why not.
+std::string checkEpilogue(const GemmGeometry &g, DType dtype);
 
 /// Conv2d or Pool2d geometry with defaults applied (strides, dilations and
 /// groups of 0 read as 1). For pooling k = c and groups = 1.
