@@ -232,16 +232,21 @@ def test_kernel_pieces_on_threads_give_the_same_bits(name, tmp_path):
     assert runs[8, 3] == runs[1, 3]
 
 
+def gemm_steps(name, loss, tmp_path):
+    """The Gemm steps of train_ref's model `name` compiled from ONNX."""
+    model, example, _, _ = train_ref.build(name)
+    export(model, example, tmp_path / "m.onnx", "onnx")
+    run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
+             f"loss={loss},optimizer=adamw", "--dump-ir", tmp_path / "ir")
+    program = (tmp_path / "exe" / "program.txt").read_text()
+    return re.findall(r"gemm \{[^}]*\}", program)
+
+
 def test_linear_biases_are_gemm_epilogues(tmp_path):
     """Each Linear's bias is added by its forward product's step (Gemm.bias)
     rather than by a kernel after it; test_training_matches_pytorch checks
     the numbers of the same program against PyTorch."""
-    model, example, data, batch = train_ref.build("mlp")
-    export(model, example, tmp_path / "m.onnx", "onnx")
-    run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
-             "loss=cross-entropy,optimizer=adamw", "--dump-ir", tmp_path / "ir")
-    program = (tmp_path / "exe" / "program.txt").read_text()
-    gemms = re.findall(r"gemm \{[^}]*\}", program)
+    gemms = gemm_steps("mlp", "cross-entropy", tmp_path)
     with_bias = [g for g in gemms if "bias:" in g]
     print(f"{len(with_bias)} of {len(gemms)} gemm steps add a bias")
     assert len(with_bias) == 3
@@ -252,12 +257,7 @@ def test_residual_adds_are_gemm_epilogues(tmp_path):
     stream in their forward product's step (Gemm.residual) rather than in the
     layer-norm kernel after it; test_training_matches_pytorch checks the
     numbers of the same program against PyTorch."""
-    model, example, data, batch = train_ref.build("gpt2")
-    export(model, example, tmp_path / "m.onnx", "onnx")
-    run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
-             "loss=lm,optimizer=adamw", "--dump-ir", tmp_path / "ir")
-    program = (tmp_path / "exe" / "program.txt").read_text()
-    gemms = re.findall(r"gemm \{[^}]*\}", program)
+    gemms = gemm_steps("gpt2", "lm", tmp_path)
     with_residual = [g for g in gemms if "residual:" in g]
     print(f"{len(with_residual)} of {len(gemms)} gemm steps add a residual")
     assert len(with_residual) == 4  # 2 blocks x (attention, MLP)
