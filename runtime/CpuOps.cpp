@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -263,12 +264,23 @@ PreparedOp runWithReorders(dnnl::primitive primitive, const dnnl::primitive_desc
 }
 } // namespace
 
+void *allocateBuffer(int64_t bytes) {
+  constexpr int64_t kHugePage = 2 << 20;
+  int64_t align = bytes >= kHugePage ? kHugePage : 64;
+  size_t size = size_t((std::max<int64_t>(bytes, 1) + align - 1) / align * align);
+  void *p = std::aligned_alloc(size_t(align), size);
+  // Advice only: where the kernel has no huge pages, the buffer is as before.
+  if (p && align == kHugePage)
+    ::madvise(p, size, MADV_HUGEPAGE);
+  return p;
+}
+
 Scratch::~Scratch() { std::free(data_); }
 
 char *Scratch::base() {
   if (have_ < need_) {
     std::free(data_);
-    data_ = static_cast<char *>(std::aligned_alloc(64, size_t((need_ + 63) / 64 * 64)));
+    data_ = static_cast<char *>(allocateBuffer(need_));
     if (!data_)
       throw Error("out of memory: cannot allocate " + std::to_string(need_) +
                   " bytes of scratch for convolutions");

@@ -26,12 +26,11 @@ constexpr size_t kMaxEvents = 1'000'000;
 int64_t roundUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 void *allocateZeroed(int64_t bytes, const std::string &what) {
-  int64_t size = roundUp(std::max<int64_t>(bytes, 1));
-  void *p = std::aligned_alloc(kAlign, size_t(size));
+  void *p = allocateBuffer(bytes);
   if (!p)
     throw Error("out of memory: cannot allocate " + std::to_string(bytes) +
                 " bytes for " + what);
-  std::memset(p, 0, size_t(size));
+  std::memset(p, 0, size_t(std::max<int64_t>(bytes, 1)));
   return p;
 }
 

@@ -51,6 +51,12 @@ WindowGeometry geometryOf(const Pool2d &pool);
 /// Empty if valid, else what is wrong ("oh is 5 but the input gives 6").
 std::string checkGeometry(const WindowGeometry &g, bool isConv);
 
+/// `bytes` (at least one), 64-byte aligned, for std::free; null if out of
+/// memory. Buffers of 2 MiB and more are 2 MiB aligned and marked for
+/// transparent huge pages (madvise): the products read their operands with
+/// strides that touch a new 4 KiB page at every row, and a TLB miss on each.
+void *allocateBuffer(int64_t bytes);
+
 /// Memory that the steps of a session share because they run one at a time:
 /// the blocked-layout copies that oneDNN convolutions work on and the float
 /// copies of 16-bit GEMM operands. Each step
