@@ -357,8 +357,10 @@ void Session::checkInputs() const {
 void Session::step() {
   checkInputs();
   if (snapshots_) {
-    for (auto &[id, copy] : snapshot_)
+    parallelFor(threadCount(), int64_t(snapshot_.size()), [&](int64_t i) {
+      auto &[id, copy] = snapshot_[i];
       std::memcpy(copy.data(), pointers_[id], copy.size());
+    });
     haveSnapshot_ = true;
   }
   if (!profiling_) {
@@ -631,27 +633,45 @@ bool Session::parametersFinite(std::string *firstBad) const {
   return bad == 0;
 }
 
-bool Session::localParametersFinite(std::string *firstBad) const {
-  for (const auto &[id, torchName] : exe_->parameters()) {
-    DType dtype = exe_->buffer(id).dtype();
-    if (!isFloat(dtype))
-      continue;
-    int64_t n = exe_->numElements(id);
-    bool finite = true;
-    if (dtype == F32) {
-      const float *p = static_cast<const float *>(pointers_[id]);
-      for (int64_t i = 0; i < n && finite; ++i)
-        finite = std::isfinite(p[i]);
-    } else {
-      for (int64_t i = 0; i < n && finite; ++i)
-        finite = std::isfinite(readAsDouble(pointers_[id], dtype, i));
+namespace {
+/// Whether the `n` floats at `p` are all finite (no exponent of all ones),
+/// in blocks whose loops vectorize.
+bool allFinite(const float *p, int64_t n) {
+  constexpr int64_t kBlock = 4096;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    uint32_t bad = 0;
+    for (int64_t i = begin, end = std::min(n, begin + kBlock); i < end; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, p + i, sizeof bits);
+      bad |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
     }
-    if (!finite) {
+    if (bad)
+      return false;
+  }
+  return true;
+}
+} // namespace
+
+bool Session::localParametersFinite(std::string *firstBad) const {
+  const auto &parameters = exe_->parameters();
+  std::vector<char> finite(parameters.size(), 1);
+  parallelFor(threadCount(), int64_t(parameters.size()), [&](int64_t i) {
+    int32_t id = parameters[i].first;
+    DType dtype = exe_->buffer(id).dtype();
+    int64_t n = exe_->numElements(id);
+    if (dtype == F32)
+      finite[i] = allFinite(static_cast<const float *>(pointers_[id]), n);
+    else if (isFloat(dtype))
+      for (int64_t e = 0; e < n && finite[i]; ++e)
+        finite[i] = std::isfinite(readAsDouble(pointers_[id], dtype, e));
+  });
+  // The first bad parameter in the program's order, whatever the threads.
+  for (size_t i = 0; i < parameters.size(); ++i)
+    if (!finite[i]) {
       if (firstBad)
-        *firstBad = torchName;
+        *firstBad = parameters[i].second;
       return false;
     }
-  }
   return true;
 }
 
