@@ -158,18 +158,19 @@ public:
   void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
                  const Group &group) override {
     Call call(*this, "allReduce");
-    int me = member(group, call.what);
-    checkReduce(dtype, op, call.what);
-    checkBuffer(data, count, call.what);
-    int tag = nextTag(group);
-    if (group.size() == 1 || count == 0)
-      return;
-    int64_t es = dtypeSize(dtype);
-    Chunks chunks{count, int64_t(group.size())};
-    char *bytes = static_cast<char *>(data);
-    reduceScatterInPlace(bytes, chunks, es, dtype, op, group, me, tag, call.what);
-    // Everyone copies the owners' results, so all end bit-identical.
-    allGatherRing(bytes, chunks, es, group, me, tag, call.what);
+    std::unique_ptr<RingAllReduce> ring = startRing(data, count, dtype, op, group, call);
+    if (ring->steps() > 0)
+      ring->finish(stage(receive_, ring->stagingBytes()));
+  }
+
+  std::unique_ptr<Work> startAllReduce(void *data, int64_t count, DType dtype, ReduceOp op,
+                                       const Group &group) override {
+    Call call(*this, "allReduce");
+    std::unique_ptr<RingAllReduce> ring = startRing(data, count, dtype, op, group, call);
+    if (ring->steps() > 0)
+      ring->own();
+    ring->progress();
+    return ring;
   }
 
   void allGather(const void *send, void *recv, int64_t count, DType dtype,
@@ -458,23 +459,30 @@ private:
   [[noreturn]] void timedOut(Pending &pending, const std::string &what) {
     // Name the peer we wait to hear from; a send only if no receive is left.
     int peer = -1;
-    for (size_t i = 0; i < pending.requests.size(); ++i) {
-      MPI_Request &request = pending.requests[i];
-      if (request == MPI_REQUEST_NULL)
-        continue;
-      if (peer < 0 || pending.receives[i])
+    for (size_t i = 0; i < pending.requests.size(); ++i)
+      if (pending.requests[i] != MPI_REQUEST_NULL && (peer < 0 || pending.receives[i]))
         peer = pending.peers[i];
-      // A late message must not land in a buffer the caller has reused.
-      if (pending.receives[i])
-        MPI_Cancel(&request);
-      MPI_Request_free(&request);
-    }
-    broken = true;
+    abandon(pending);
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", timeout_);
     throw Error("communication timed out after " + std::string(seconds) +
                 " s waiting for rank " + std::to_string(peer) + " in " + what +
                 " (a rank died or hangs)");
+  }
+
+  /// Gives up on unfinished messages; MPI is unusable after it.
+  static void abandon(Pending &pending) {
+    for (size_t i = 0; i < pending.requests.size(); ++i) {
+      MPI_Request &request = pending.requests[i];
+      if (request == MPI_REQUEST_NULL)
+        continue;
+      // A late message must not land in a buffer the caller has reused.
+      if (pending.receives[i])
+        MPI_Cancel(&request);
+      MPI_Request_free(&request);
+    }
+    pending = {};
+    broken = true;
   }
 
   /// A staging buffer that grows to the largest request. Its bytes are left
@@ -500,30 +508,124 @@ private:
     peakHeld_ = std::max(peakHeld_, held_);
   }
 
-  /// allReduce's reduce-scatter, in place: at step s member i sends chunk
-  /// i-s-1 of `data` (its own, then the one it reduced last step) and adds
-  /// chunk i-s-2, which arrives from the left into the one staging buffer,
-  /// into its copy of it; after p-1 steps chunk i of `data` holds the full
-  /// reduction. One chunk of staging, where the out-of-place ring needs two.
-  void reduceScatterInPlace(char *data, Chunks chunks, int64_t es, DType dtype,
-                            ReduceOp op, const Group &group, int64_t me,
-                            int tag, const std::string &what) {
-    int64_t p = chunks.p;
-    int left = group[mod(me - 1, p)], right = group[mod(me + 1, p)];
-    char *receiving = stage(receive_, chunks.largest() * es);
-    for (int64_t s = 0; s < p - 1; ++s) {
-      int64_t sent = mod(me - s - 1, p), received = mod(me - s - 2, p);
-      Pending pending;
-      postSend(pending, data + chunks.offset(sent) * es, chunks.size(sent) * es,
-               right, tag, what);
-      postRecv(pending, receiving, chunks.size(received) * es, left, tag, what);
-      wait(pending, what);
-      // Addition commutes, so the sums are bit-identical to the ring below.
-      combine(data + chunks.offset(received) * es, receiving,
-              chunks.size(received), dtype, op);
+  /// allReduce's ring, one exchange of messages at a time: p - 1 steps of a
+  /// reduce-scatter in place, where at step s member i sends chunk i-s-1 of
+  /// `data` (its own, then the one it reduced last step) and adds chunk
+  /// i-s-2, arriving from the left into the staging chunk, to its copy; then
+  /// p - 1 steps of an all-gather of the reduced chunks. Everyone copies the
+  /// owners' results, so all end bit-identical, started at once or not.
+  class RingAllReduce final : public Work {
+  public:
+    RingAllReduce(MpiCommunicator &comm, char *data, Chunks chunks, int64_t es, DType dtype,
+                  ReduceOp op, const Group &group, int64_t me, int tag)
+        : comm_(comm), data_(data), chunks_(chunks), es_(es), dtype_(dtype), op_(op),
+          left_(group[mod(me - 1, chunks.p)]), right_(group[mod(me + 1, chunks.p)]), me_(me),
+          tag_(tag) {}
+    ~RingAllReduce() override {
+      if (!pending_.requests.empty())
+        comm_.abandon(pending_);
+      comm_.held_ -= int64_t(owned_.size());
     }
-    if (op == ReduceOp::Average)
-      divide(data + chunks.offset(me) * es, chunks.size(me), dtype, int(p));
+    /// Exchanges of messages: none where nothing moves.
+    int64_t steps() const { return chunks_.count == 0 ? 0 : 2 * (chunks_.p - 1); }
+    int64_t stagingBytes() const { return chunks_.largest() * es_; }
+    /// The staging chunk of its own, for work that outlives the call.
+    void own() {
+      owned_.resize(size_t(stagingBytes()));
+      comm_.hold(stagingBytes());
+      receiving_ = owned_.data();
+    }
+    /// Runs every step, staging in `receiving`.
+    void finish(char *receiving) {
+      receiving_ = receiving;
+      while (post())
+        comm_.wait(pending_, "allReduce"), complete();
+    }
+    bool progress() override {
+      Clock::time_point start = Clock::now();
+      bool done = advance();
+      comm_.stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      return done;
+    }
+    void wait() override {
+      Clock::time_point start = Clock::now();
+      while (!pending_.requests.empty() || step_ < steps()) {
+        if (!pending_.requests.empty())
+          comm_.wait(pending_, "allReduce"), complete();
+        else
+          post();
+      }
+      comm_.stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+
+  private:
+    /// Posts the messages of the next step; false when none is left.
+    bool post() {
+      if (step_ == steps())
+        return false;
+      int64_t p = chunks_.p, s = step_ < p - 1 ? step_ : step_ - (p - 1);
+      bool reducing = step_ < p - 1;
+      int64_t sent = reducing ? mod(me_ - s - 1, p) : mod(me_ - s, p);
+      int64_t received = reducing ? mod(me_ - s - 2, p) : mod(me_ - s - 1, p);
+      char *into = reducing ? receiving_ : data_ + chunks_.offset(received) * es_;
+      comm_.postSend(pending_, data_ + chunks_.offset(sent) * es_, chunks_.size(sent) * es_,
+                     right_, tag_, "allReduce");
+      comm_.postRecv(pending_, into, chunks_.size(received) * es_, left_, tag_, "allReduce");
+      return true;
+    }
+    /// What the step does once its messages arrived.
+    void complete() {
+      int64_t p = chunks_.p;
+      if (step_ < p - 1) {
+        // Addition commutes, so the sums do not depend on the ring's order.
+        int64_t received = mod(me_ - step_ - 2, p);
+        combine(data_ + chunks_.offset(received) * es_, receiving_, chunks_.size(received),
+                dtype_, op_);
+        if (step_ == p - 2 && op_ == ReduceOp::Average)
+          divide(data_ + chunks_.offset(me_) * es_, chunks_.size(me_), dtype_, int(p));
+      }
+      ++step_;
+    }
+    bool advance() {
+      for (;;) {
+        if (pending_.requests.empty() && !post())
+          return true;
+        int flag = 0;
+        check(MPI_Testall(int(pending_.requests.size()), pending_.requests.data(), &flag,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall", "allReduce");
+        if (!flag)
+          return false;
+        pending_ = {};
+        complete();
+      }
+    }
+
+    MpiCommunicator &comm_;
+    char *data_;
+    Chunks chunks_;
+    int64_t es_;
+    DType dtype_;
+    ReduceOp op_;
+    int left_, right_;
+    int64_t me_;
+    int tag_;
+    int64_t step_ = 0;
+    Pending pending_;
+    char *receiving_ = nullptr;
+    std::vector<char> owned_;
+  };
+
+  /// allReduce's ring after the checks.
+  std::unique_ptr<RingAllReduce> startRing(void *data, int64_t count, DType dtype, ReduceOp op,
+                                           const Group &group, const Call &call) {
+    int me = member(group, call.what);
+    checkReduce(dtype, op, call.what);
+    checkBuffer(data, count, call.what);
+    int tag = nextTag(group);
+    return std::make_unique<RingAllReduce>(*this, static_cast<char *>(data),
+                                           Chunks{count, int64_t(group.size())},
+                                           dtypeSize(dtype), dtype, op, group, me, tag);
   }
 
   /// Ring reduce-scatter: at step s member i sends chunk i-s-1 (its own data,

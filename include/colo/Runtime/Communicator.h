@@ -42,6 +42,21 @@ struct CommStats {
 /// valid and moves nothing.
 using Group = std::vector<int>;
 
+/// A collective started by Communicator::startAllReduce and not finished
+/// yet: its buffer belongs to the communicator until progress() returned
+/// true or wait() returned. Work destroyed unfinished (an error elsewhere
+/// ended the step) abandons its messages, and the communicator is unusable
+/// after it, as after a timeout.
+class Work {
+public:
+  virtual ~Work();
+  /// Advances the collective as far as it can without blocking; true once
+  /// it finished.
+  virtual bool progress() = 0;
+  /// Finishes the collective; throws Error after the communicator's timeout.
+  virtual void wait() = 0;
+};
+
 class Communicator {
 public:
   virtual ~Communicator();
@@ -57,6 +72,13 @@ public:
   /// Average divides the sum by the group size. F32, F64 (and I64 for Sum/Max).
   virtual void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
                          const Group &group) = 0;
+  /// allReduce that returns at once; the work's progress() calls (between
+  /// the caller's other work) and wait() carry it out. Members start their
+  /// works in the same order as their other collectives on the group, and
+  /// the result has the bits allReduce gives. A backend without
+  /// asynchronous collectives runs allReduce before returning.
+  virtual std::unique_ptr<Work> startAllReduce(void *data, int64_t count, DType dtype,
+                                               ReduceOp op, const Group &group);
   /// `send` holds `count` elements; `recv` gets count * group.size() elements,
   /// member i's block at i * count. `send` may alias its own block of `recv`.
   virtual void allGather(const void *send, void *recv, int64_t count,
