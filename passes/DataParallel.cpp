@@ -23,10 +23,24 @@ int64_t byteSize(RankedTensorType t) {
   return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
 }
 
+/// The first op of `body` that uses a gradient of `bucket` (the optimizer's,
+/// or the clipping's norm), or the terminator.
+Operation *firstUse(MutableArrayRef<GradientOp> bucket, Block &body) {
+  Operation *first = body.getTerminator();
+  for (GradientOp g : bucket)
+    for (Operation *user : g->getUsers())
+      if (Operation *op = body.findAncestorOpInBlock(*user); op && op->isBeforeInBlock(first))
+        first = op;
+  return first;
+}
+
 /// Averages the gradients of one bucket with a single all-reduce: flattened,
-/// concatenated, reduced, and cut back into their shapes.
+/// concatenated, reduced right after `after`, and cut back into their shapes
+/// just before their first use, so that the all-reduce can run while the
+/// steps in between (the rest of the backward) compute.
 void allReduceBucket(MutableArrayRef<GradientOp> bucket, MeshAxis dp,
                      Operation *after) {
+  Operation *use = firstUse(bucket, *after->getBlock());
   OpBuilder b(after->getContext());
   b.setInsertionPointAfter(after);
   Location loc = bucket.front().getLoc();
@@ -42,6 +56,7 @@ void allReduceBucket(MutableArrayRef<GradientOp> bucket, MeshAxis dp,
                      : ConcatOp::create(b, loc, flat, b.getI64IntegerAttr(0)).getResult();
   Value reduced = shard::AllReduceOp::create(b, loc, joined, dp.grid.getSymName(),
                                              {dp.axis}, shard::ReductionKind::Average);
+  b.setInsertionPoint(use);
   int64_t offset = 0;
   for (GradientOp g : bucket) {
     RankedTensorType t = g.getType();

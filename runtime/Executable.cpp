@@ -532,13 +532,53 @@ void Executable::validateSteps() {
              " elements, not a multiple of the group size " + std::to_string(parts));
       if (in == out && c.kind() != Collective::ALL_REDUCE)
         fail(where + ": input and output are the same buffer");
+      if (c.overlap() && c.kind() != Collective::ALL_REDUCE)
+        fail(where + ": only an all-reduce overlaps the steps after it");
       notConstant("output", out);
       break;
     }
+    case Step::kWait:
+      break; // validateWaits
     default:
-      fail(where + ": the step has no kind (kernel, gemm, conv, pool, copy or collective)");
+      fail(where + ": the step has no kind (kernel, gemm, conv, pool, copy, collective or "
+                   "wait)");
     }
   }
+  validateWaits();
+}
+
+void Executable::validateWaits() {
+  // The overlapped collectives started and not yet waited for, by step.
+  std::map<int, std::set<int32_t>> inFlight;
+  auto storage = [&](int32_t id) { return storageOf(id); };
+  for (int index = 0; index < program_.steps_size(); ++index) {
+    const Step &step = program_.steps(index);
+    std::string where = describeStep(index);
+    if (step.has_wait()) {
+      int started = step.wait().collective_step();
+      if (!inFlight.count(started)) {
+        bool overlapped = started >= 0 && started < index &&
+                          program_.steps(started).has_collective() &&
+                          program_.steps(started).collective().overlap();
+        fail(where + ": waits for step " + std::to_string(started) + ", " +
+             (overlapped ? "which an earlier step already waited for"
+                         : "which is not an earlier overlapped collective"));
+      }
+      inFlight.erase(started);
+      continue;
+    }
+    forEachBuffer(step, [&](int32_t id) {
+      for (const auto &[started, buffers] : inFlight)
+        if (buffers.count(storage(id)))
+          fail(where + ": uses " + describeBuffer(id) + " while the collective of " +
+               describeStep(started) + " still works on it (before its wait)");
+    });
+    if (step.has_collective() && step.collective().overlap())
+      forEachBuffer(step, [&](int32_t id) { inFlight[index].insert(storage(id)); });
+  }
+  if (!inFlight.empty())
+    fail(describeStep(inFlight.begin()->first) + ": an overlapped collective that no step "
+                                                  "waits for");
 }
 
 void Executable::loadKernels() {
@@ -627,8 +667,54 @@ const char *stepKind(const Step &step) {
     return "copy";
   case Step::kCollective:
     return "collective";
+  case Step::kWait:
+    return "wait";
   default:
     return "empty";
+  }
+}
+
+void forEachBuffer(const Step &s, const std::function<void(int32_t)> &f) {
+  switch (s.kind_case()) {
+  case Step::kKernel:
+    for (int32_t id : s.kernel().args())
+      f(id);
+    break;
+  case Step::kGemm:
+    f(s.gemm().a()), f(s.gemm().b()), f(s.gemm().c());
+    if (s.gemm().has_bias())
+      f(s.gemm().bias());
+    if (s.gemm().has_residual())
+      f(s.gemm().residual());
+    break;
+  case Step::kConv:
+    f(s.conv().x()), f(s.conv().weight()), f(s.conv().y());
+    if (s.conv().has_bias() && s.conv().bias() >= 0)
+      f(s.conv().bias());
+    break;
+  case Step::kPool: {
+    const Pool2d &p = s.pool();
+    if (p.mode() == Pool2d::MAX_FORWARD || p.mode() == Pool2d::AVG_FORWARD) {
+      f(p.x()), f(p.y());
+    } else {
+      if (p.mode() == Pool2d::MAX_BACKWARD)
+        f(p.x());
+      f(p.dx()), f(p.dy());
+    }
+    break;
+  }
+  case Step::kCopy:
+    f(s.copy().src()), f(s.copy().dst());
+    break;
+  case Step::kCollective:
+    // A send has no output, a receive no input.
+    if (s.collective().kind() != Collective::RECV)
+      f(s.collective().input());
+    if (s.collective().kind() != Collective::SEND)
+      f(s.collective().output());
+    break;
+  default:
+    break;
   }
 }
 

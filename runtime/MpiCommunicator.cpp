@@ -441,6 +441,10 @@ private:
                                        std::chrono::duration<double>(
                                            std::min(timeout_, 1e8)));
     for (int polls = 0; left > 0; ++polls) {
+      // Started all-reduces move on while this call waits: a peer may wait
+      // for their next message before it sends what this call waits for.
+      for (RingAllReduce *work : active_)
+        work->advanceUnless(&pending);
       int count = 0;
       check(MPI_Testsome(n, pending.requests.data(), &count, completed.data(),
                          MPI_STATUSES_IGNORE),
@@ -525,15 +529,24 @@ private:
       if (!pending_.requests.empty())
         comm_.abandon(pending_);
       comm_.held_ -= int64_t(owned_.size());
+      comm_.active_.erase(std::remove(comm_.active_.begin(), comm_.active_.end(), this),
+                          comm_.active_.end());
     }
     /// Exchanges of messages: none where nothing moves.
     int64_t steps() const { return chunks_.count == 0 ? 0 : 2 * (chunks_.p - 1); }
     int64_t stagingBytes() const { return chunks_.largest() * es_; }
-    /// The staging chunk of its own, for work that outlives the call.
+    /// The staging chunk of its own, for work that outlives the call, which
+    /// the communicator's other waits advance too.
     void own() {
       owned_.resize(size_t(stagingBytes()));
       comm_.hold(stagingBytes());
       receiving_ = owned_.data();
+      comm_.active_.push_back(this);
+    }
+    /// Advances unless `pending` is its own (a wait inside it).
+    void advanceUnless(const Pending *pending) {
+      if (pending != &pending_)
+        advance();
     }
     /// Runs every step, staging in `receiving`.
     void finish(char *receiving) {
@@ -753,6 +766,8 @@ private:
   int64_t held_ = 0, peakHeld_ = 0; // staging bytes, now and at most
   // sendAsync's copies and their requests; a deque keeps both in place.
   std::deque<std::pair<std::vector<char>, Pending>> asyncSends_;
+  // Started all-reduces not finished yet.
+  std::vector<RingAllReduce *> active_;
 };
 
 } // namespace

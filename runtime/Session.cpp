@@ -154,6 +154,9 @@ void Session::prepare() {
   const Program &program = exe_->program();
   int count = program.steps_size();
   prepared_.resize(count);
+  works_.resize(count);
+  workStart_.resize(count);
+  overlapped_.assign(count, 0);
   stepSeconds_.assign(count, 0);
   stepCalls_.assign(count, 0);
   auto f32 = [&](int32_t id) { return static_cast<float *>(pointers_[id]); };
@@ -219,7 +222,10 @@ void Session::prepare() {
         break;
       }
       case Step::kCollective:
-        prepared_[i].run = prepareCollective(step.collective());
+        prepared_[i].run = prepareCollective(step.collective(), i);
+        break;
+      case Step::kWait:
+        prepared_[i].run = [this, started = step.wait().collective_step()] { finish(started); };
         break;
       default:
         break; // rejected by the validator
@@ -244,7 +250,7 @@ std::vector<std::string> Session::gemmPaths() const {
   return lines;
 }
 
-std::function<void()> Session::prepareCollective(const Collective &c) {
+std::function<void()> Session::prepareCollective(const Collective &c, int stepIndex) {
   std::vector<int> axes(c.mesh_axes().begin(), c.mesh_axes().end());
   Group group = exe_->group(rank(), axes);
   Communicator *comm = comm_;
@@ -272,6 +278,16 @@ std::function<void()> Session::prepareCollective(const Collective &c) {
   int64_t index = std::find(group.begin(), group.end(), rank()) - group.begin();
   switch (c.kind()) {
   case Collective::ALL_REDUCE:
+    if (c.overlap() && size > 1) {
+      overlapped_[stepIndex] = 1;
+      return [=] {
+        auto start = std::chrono::steady_clock::now();
+        if (in != out)
+          std::memmove(out, in, size_t(bytes));
+        workStart_[stepIndex] = start;
+        started(stepIndex, comm->startAllReduce(out, n, dtype, op, group));
+      };
+    }
     return [=] {
       if (in != out)
         std::memmove(out, in, size_t(bytes));
@@ -364,8 +380,11 @@ void Session::step() {
     haveSnapshot_ = true;
   }
   if (!profiling_) {
-    for (Prepared &p : prepared_)
+    for (Prepared &p : prepared_) {
       p.run();
+      if (!inFlight_.empty())
+        progressCommunication();
+    }
     if (sends_)
       comm_->waitSends();
     ++steps_;
@@ -378,6 +397,8 @@ void Session::step() {
     clock::time_point t0 = clock::now();
     prepared_[i].run();
     clock::time_point t1 = clock::now();
+    if (!inFlight_.empty())
+      progressCommunication();
     stepSeconds_[i] += std::chrono::duration<double>(t1 - t0).count();
     ++stepCalls_[i];
     if (events_.size() < kMaxEvents)
@@ -389,6 +410,59 @@ void Session::step() {
                      micros(clock::now() - iterationStart)});
   ++steps_;
   noteExtra(comm_ ? comm_->peakStagingBytes() : 0);
+}
+
+void Session::started(int index, std::unique_ptr<Work> work) {
+  works_[index] = std::move(work);
+  inFlight_.push_back(index);
+  if (!overlap_)
+    finish(index);
+}
+
+void Session::progressCommunication() {
+  auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < inFlight_.size();) {
+    if (works_[inFlight_[i]]->progress())
+      finished(i);
+    else
+      ++i;
+  }
+  // The reductions run on this thread, between the steps: exposed.
+  progressSeconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Session::finish(int index) {
+  auto it = std::find(inFlight_.begin(), inFlight_.end(), index);
+  if (it == inFlight_.end())
+    return;
+  works_[index]->wait();
+  finished(size_t(it - inFlight_.begin()));
+}
+
+void Session::finished(size_t position) {
+  int index = inFlight_[position];
+  auto now = std::chrono::steady_clock::now();
+  inFlightSeconds_ += std::chrono::duration<double>(now - workStart_[index]).count();
+  if (profiling_ && commEvents_.size() < kMaxEvents)
+    commEvents_.push_back({index, steps_, micros(workStart_[index] - start_),
+                           micros(now - workStart_[index])});
+  works_[index].reset();
+  inFlight_.erase(inFlight_.begin() + long(position));
+}
+
+CommunicationTime Session::communicationTime() const {
+  CommunicationTime t;
+  t.inFlight = inFlightSeconds_;
+  t.exposed = progressSeconds_;
+  for (int i = 0; i < exe_->program().steps_size(); ++i) {
+    const Step &step = exe_->program().steps(i);
+    if (step.has_collective() || step.has_wait())
+      t.exposed += stepSeconds_[i];
+    if (step.has_collective() && !overlapped_[i])
+      t.inFlight += stepSeconds_[i];
+  }
+  return t;
 }
 
 double Session::scalar(int32_t id) const {
@@ -701,6 +775,12 @@ void Session::writeTrace(const std::string &path) const {
     out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
     out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": "
         << nlohmann::json(exe_->directory()).dump() << "}}";
+    // The steps on one track, overlapped collectives in flight on another.
+    if (!commEvents_.empty())
+      out << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": 0, "
+             "\"args\": {\"name\": \"steps\"}},\n{\"name\": \"thread_name\", \"ph\": "
+             "\"M\", \"pid\": 0, \"tid\": 1, \"args\": {\"name\": \"communication in "
+             "flight\"}}";
     char buf[160];
     for (const Event &e : events_) {
       if (e.step < 0) {
@@ -717,6 +797,15 @@ void Session::writeTrace(const std::string &path) const {
       std::snprintf(
           buf, sizeof buf,
           ", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+          "\"args\": {\"index\": %d, \"iteration\": %lld}}",
+          e.start, e.duration, e.step, static_cast<long long>(e.iteration + 1));
+      out << buf;
+    }
+    for (const Event &e : commEvents_) {
+      out << ",\n{\"name\": " << names[e.step] << ", \"cat\": \"communication\"";
+      std::snprintf(
+          buf, sizeof buf,
+          ", \"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f, "
           "\"args\": {\"index\": %d, \"iteration\": %lld}}",
           e.start, e.duration, e.step, static_cast<long long>(e.iteration + 1));
       out << buf;

@@ -218,6 +218,7 @@ public:
     }
     if (failed(describeMesh()))
       return failure();
+    overlapCollectives(plan.program);
     planMemory(plan.program);
     plan.program.set_kernels_library("kernels.so");
     return std::move(plan);
@@ -562,8 +563,17 @@ private:
     if (auto recv = dyn_cast<shard::RecvOp>(op))
       return visitPointToPoint(op, recv.getGridAxes(), recv.getSource().value_or(ArrayRef<int64_t>{}));
     FailureOr<int> in = materialize(op->getOperand(0));
-    FailureOr<int> out = result(op);
-    if (failed(in) || failed(out))
+    if (failed(in))
+      return failure();
+    // An all-reduce reduces in place a temporary that nothing else reads
+    // (a data-parallel bucket), with no copy of it first.
+    const rt::Buffer &input = plan.program.buffers(*in);
+    bool inPlace = isa<shard::AllReduceOp>(op) && op->getOperand(0).hasOneUse() &&
+                   input.kind() == rt::Buffer::TEMP && !input.has_alias_of();
+    if (inPlace)
+      bufferOf[op->getResult(0)] = *in;
+    FailureOr<int> out = inPlace ? in : result(op);
+    if (failed(out))
       return failure();
     rt::Collective *c = addStep(op)->mutable_collective();
     c->set_input(*in);

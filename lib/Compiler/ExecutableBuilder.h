@@ -28,6 +28,10 @@ mlir::FailureOr<ExecutablePlan> buildExecutablePlan(mlir::func::FuncOp func,
                                                     llvm::StringRef symbolPrefix = "",
                                                     int64_t kernelPieces = 1);
 
+/// Makes each all-reduce that no step touches right after it overlapped
+/// (Collective.overlap), with a Wait step before the first one that does.
+void overlapCollectives(runtime::Program &program);
+
 /// Assigns TEMP buffers (not aliases) offsets in one arena so that buffers
 /// whose lifetimes (first and last step that touches them) overlap never
 /// share bytes; sets program.arena_bytes.

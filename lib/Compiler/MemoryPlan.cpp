@@ -4,6 +4,8 @@
 // overlaps with in time.
 #include "ExecutableBuilder.h"
 
+#include "colo/Runtime/Executable.h"
+
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -33,46 +35,6 @@ int64_t byteSize(const rt::Buffer &b) {
   }
 }
 
-void forEachBuffer(const rt::Step &s, const std::function<void(int)> &f) {
-  switch (s.kind_case()) {
-  case rt::Step::kKernel:
-    for (int id : s.kernel().args())
-      f(id);
-    break;
-  case rt::Step::kGemm:
-    f(s.gemm().a()), f(s.gemm().b()), f(s.gemm().c());
-    if (s.gemm().has_bias())
-      f(s.gemm().bias());
-    if (s.gemm().has_residual())
-      f(s.gemm().residual());
-    break;
-  case rt::Step::kConv:
-    f(s.conv().x()), f(s.conv().weight()), f(s.conv().y());
-    if (s.conv().has_bias())
-      f(s.conv().bias());
-    break;
-  case rt::Step::kPool:
-    if (s.pool().mode() == rt::Pool2d::MAX_FORWARD || s.pool().mode() == rt::Pool2d::AVG_FORWARD)
-      f(s.pool().x()), f(s.pool().y());
-    else {
-      if (s.pool().mode() == rt::Pool2d::MAX_BACKWARD)
-        f(s.pool().x());
-      f(s.pool().dx()), f(s.pool().dy());
-    }
-    break;
-  case rt::Step::kCopy:
-    f(s.copy().src()), f(s.copy().dst());
-    break;
-  case rt::Step::kCollective:
-    // A send has no output, a receive no input.
-    for (int id : {s.collective().input(), s.collective().output()})
-      if (id >= 0)
-        f(id);
-    break;
-  default:
-    break;
-  }
-}
 } // namespace
 
 void colo::planMemory(rt::Program &program) {
@@ -83,11 +45,15 @@ void colo::planMemory(rt::Program &program) {
   };
   std::vector<int> first(n, std::numeric_limits<int>::max()), last(n, -1);
   for (int i = 0; i < program.steps_size(); ++i)
-    forEachBuffer(program.steps(i), [&](int id) {
-      int r = root(id);
-      first[r] = std::min(first[r], i);
-      last[r] = std::max(last[r], i);
-    });
+    // An overlapped collective works on its buffers until its wait.
+    rt::forEachBuffer(program.steps(i).has_wait()
+                          ? program.steps(program.steps(i).wait().collective_step())
+                          : program.steps(i),
+                      [&](int id) {
+                        int r = root(id);
+                        first[r] = std::min(first[r], i);
+                        last[r] = std::max(last[r], i);
+                      });
   for (int id : program.loss())
     last[root(id)] = program.steps_size();
 

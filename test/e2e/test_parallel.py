@@ -318,6 +318,32 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
         assert comm is not None
 
 
+def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
+    """dp=2's bucket all-reduces run while the rest of the backward computes:
+    the profile shows them in flight on a track of their own, with wait steps,
+    and --no-overlap (each finished in its own step) gives the same bits."""
+    tmp, path = baseline("gpt2")[:2]
+    exe = tmp_path / "dp2"
+    run_colo("compile", path, "-o", exe, "--plan", "dp=2", "--bucket-mb", 0.05, "--train",
+             TRAIN["adamw"])
+    outs = {}
+    for flag in ("", "--no-overlap"):
+        args = ["run", exe, "--steps", 2, "--data", tmp / "data.npz", "--threads", 1,
+                "-o", tmp_path / f"w{flag}.safetensors", "--profile", tmp_path / f"t{flag}.json"]
+        outs[flag] = run_colo(*args, *([flag] if flag else [])).stdout
+    line = re.compile(r"^communication: ([\d.]+) ms exposed of ([\d.]+) ms in flight "
+                      r"\((\d+)% overlapped\)", re.M)
+    overlapped, blocking = line.search(outs[""]), line.search(outs["--no-overlap"])
+    assert overlapped and blocking, outs
+    assert blocking[3] == "0" and blocking[1] == blocking[2]
+    assert re.search(r"^profile: .* wait ", outs[""], re.M)
+    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    in_flight = [e for e in trace if e.get("cat") == "communication"]
+    assert len(in_flight) >= 2 * 2 and all(e["tid"] == 1 for e in in_flight)
+    assert ((tmp_path / "w.safetensors").read_bytes() ==
+            (tmp_path / "w--no-overlap.safetensors").read_bytes())
+
+
 def test_given_stages_are_where_the_pipeline_cuts(baseline):
     """A plan file's `stages` cut the pipeline where they say (one layer on the
     first rank, three and the head on the second; balanced by cost, the cut

@@ -440,6 +440,60 @@ TEST(RuntimeValidation, Steps) {
        "needs 4"});
 }
 
+/// Step 3: the toy's gradient all-reduced into a temporary (`reduced`),
+/// overlapping the steps up to its wait.
+int32_t overlappedAllReduce(ExeDir &e, Toy &t) {
+  Step *s = e.b.program().add_steps();
+  s->set_name("grads");
+  Collective *c = s->mutable_collective();
+  c->set_kind(Collective::ALL_REDUCE);
+  c->set_input(t.grad);
+  c->set_output(e.b.temp("reduced", F32, {}));
+  c->set_overlap(true);
+  return c->output();
+}
+
+void addWait(ExeDir &e, int collectiveStep) {
+  Step *s = e.b.program().add_steps();
+  s->set_name("wait");
+  s->mutable_wait()->set_collective_step(collectiveStep);
+}
+
+TEST(RuntimeValidation, Waits) {
+  expectInvalid([](ExeDir &e, Toy &t) { overlappedAllReduce(e, t); },
+                {"step 3 'grads' (collective): an overlapped collective that no step "
+                 "waits for"});
+  expectInvalid([](ExeDir &e, Toy &) { addWait(e, 1); },
+                {"step 3 'wait' (wait): waits for step 1, which is not an earlier "
+                 "overlapped collective"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) {
+        overlappedAllReduce(e, t);
+        addWait(e, 3);
+        addWait(e, 3);
+      },
+      {"step 5 'wait' (wait): waits for step 3, which an earlier step already waited for"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) {
+        overlappedAllReduce(e, t);
+        e.b.copy(t.grad, t.loss, "early");
+        addWait(e, 3);
+      },
+      {"step 4 'early' (copy): uses buffer 6 'grad' while the collective of step 3 "
+       "'grads' (collective) still works on it (before its wait)"});
+
+  // Waited for, it runs: one rank's all-reduce is the gradient itself.
+  ExeDir e;
+  Toy t = buildToy(e);
+  int32_t reduced = overlappedAllReduce(e, t);
+  addWait(e, 3);
+  Session s(e.load());
+  setToyInputs(s, 2.0f, 3.0f);
+  s.step();
+  EXPECT_EQ(readF32(s, reduced), readF32(s, t.grad));
+  EXPECT_NE(readF32(s, reduced), 0.0f);
+}
+
 TEST(RuntimeValidation, ProgramFields) {
   expectInvalid([](ExeDir &e, Toy &t) { e.b.loss(t.step); },
                 {"loss 1: buffer 1 'step' is not a float scalar (it is i64 [])"});

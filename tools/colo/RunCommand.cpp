@@ -85,6 +85,12 @@ cl::opt<bool> runNoSnapshot(
              "weights to save)"),
     cl::sub(runCmd), cl::sub(trainCommand()));
 
+cl::opt<bool> runNoOverlap(
+    "no-overlap",
+    cl::desc("Finish each all-reduce in its own step instead of while the steps up to "
+             "its wait run (the same results; for measuring what overlap saves)"),
+    cl::sub(runCmd), cl::sub(trainCommand()));
+
 cl::opt<int> runRanks(
     "np",
     cl::desc("Ranks to run (through mpirun; default: the number the executable was "
@@ -166,6 +172,11 @@ void printProfile(const rt::Session &session) {
   for (const auto &[kind, seconds] : byKind)
     outs() << formatv(" {0} {1:F1}%", kind, 100 * seconds / total);
   outs() << "\n";
+  rt::CommunicationTime comm = session.communicationTime();
+  if (comm.inFlight > 0)
+    outs() << formatv("communication: {0} exposed of {1} in flight ({2:F0}% overlapped)\n",
+                      milliseconds(comm.exposed * 1e3), milliseconds(comm.inFlight * 1e3),
+                      100 * std::max(0.0, 1 - comm.exposed / comm.inFlight));
   std::sort(times.begin(), times.end(), [](const rt::StepTime &a, const rt::StepTime &b) {
     return a.seconds > b.seconds;
   });
@@ -222,6 +233,8 @@ std::vector<std::string> runArguments() {
   add(runProfile, runProfile);
   if (runNoSnapshot)
     args.push_back("--no-snapshot");
+  if (runNoOverlap)
+    args.push_back("--no-overlap");
   add(runGemm, runGemm.getValue());
   add(runCommTimeout, formatv("{0}", runCommTimeout.getValue()).str());
   return args;
@@ -309,6 +322,7 @@ int run(const std::string &dir) {
   bool snapshots = !runNoSnapshot && session.snapshotBytes() <= kSnapshotLimit;
   session.setSnapshots(snapshots);
   session.setProfiling(!runProfile.empty());
+  session.setOverlap(!runNoOverlap);
   if (exe->parameters().empty())
     WithColor::warning(errs(), "colo")
         << "the program names no parameters (param_names is empty): the weights file "

@@ -18,6 +18,7 @@
 #include "colo/Runtime/DType.h"
 #include "colo/Runtime/Safetensors.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -104,6 +105,9 @@ private:
   void validateShard(int32_t id);
   void validateBuffers();
   void validateSteps();
+  /// Each overlapped collective waited for once, later, and its buffers
+  /// untouched in between.
+  void validateWaits();
   void loadKernels();
   void loadState();
   [[noreturn]] void fail(const std::string &message) const;
@@ -124,9 +128,13 @@ private:
   void *library_ = nullptr;
 };
 
-/// "kernel", "gemm", "conv", "pool", "copy", "collective" or "empty": what a
-/// step does.
+/// "kernel", "gemm", "conv", "pool", "copy", "collective", "wait" or
+/// "empty": what a step does.
 const char *stepKind(const Step &step);
+
+/// Calls `f` with each buffer id that `step` reads or writes (a wait: none;
+/// its collective's buffers are the collective step's).
+void forEachBuffer(const Step &step, const std::function<void(int32_t)> &f);
 
 } // namespace colo::runtime
 

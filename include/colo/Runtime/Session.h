@@ -43,6 +43,13 @@ struct StepTime {
   double seconds = 0;
 };
 
+/// Communication time over the profiled steps, seconds: the time steps spent
+/// in collectives and waits (exposed), and the time collectives were in
+/// flight, from their start until they finished (blocking ones: their step).
+struct CommunicationTime {
+  double exposed = 0, inFlight = 0;
+};
+
 /// Host memory a session holds, bytes. The program plans the arena and the
 /// state and input block; the runtime adds the rest, and reports the most it
 /// held at once (peakExtra) besides the breakdown of each part's largest.
@@ -132,8 +139,15 @@ public:
   /// This process's rank (0 without a communicator).
   int rank() const { return comm_ ? comm_->rank() : 0; }
 
+  /// When off, an overlapped collective (Collective.overlap) finishes in its
+  /// own step instead of while the steps up to its wait run; the bits are
+  /// the same.
+  void setOverlap(bool on) { overlap_ = on; }
+
   /// Times every step of each following step() call.
   void setProfiling(bool on) { profiling_ = on; }
+  /// Over the profiled steps.
+  CommunicationTime communicationTime() const;
   /// Totals per program step, in program order.
   std::vector<StepTime> stepTimes() const;
   /// Writes the profiled steps as Chrome trace JSON: one event per iteration
@@ -151,7 +165,15 @@ private:
   void prepare();
   void checkInputs() const;
 
-  std::function<void()> prepareCollective(const Collective &c);
+  std::function<void()> prepareCollective(const Collective &c, int stepIndex);
+  /// The overlapped collective of step `index`, started.
+  void started(int index, std::unique_ptr<Work> work);
+  /// Advances the collectives in flight; forgets those that finished.
+  void progressCommunication();
+  /// Finishes the collective of step `index` if it is still in flight.
+  void finish(int index);
+  /// Forgets the finished collective at `position` of inFlight_.
+  void finished(size_t position);
   /// Sets STATE/CONSTANT buffer `id` from the whole tensor (its block, if
   /// sharded).
   void fill(int32_t id, const void *whole);
@@ -173,9 +195,18 @@ private:
   std::vector<std::pair<int32_t, std::vector<char>>> snapshot_;
   bool snapshots_ = false, haveSnapshot_ = false;
   bool profiling_ = false;
+  bool overlap_ = true;
+  /// Per step, the overlapped collective it started, while in flight; the
+  /// steps in flight, and when each started.
+  std::vector<std::unique_ptr<Work>> works_;
+  std::vector<int> inFlight_;
+  std::vector<std::chrono::steady_clock::time_point> workStart_;
+  std::vector<char> overlapped_; // per step: its collective may overlap
+  double inFlightSeconds_ = 0, progressSeconds_ = 0;
   std::vector<double> stepSeconds_;
   std::vector<int64_t> stepCalls_;
   std::vector<Event> events_;
+  std::vector<Event> commEvents_; // overlapped collectives, start to finish
   int64_t steps_ = 0;
   std::chrono::steady_clock::time_point start_;
   int64_t plannedBlock_ = 0;             // bytes of the state and input block
