@@ -47,6 +47,8 @@ def main():
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--bucket-mb", type=float, default=None,
+                   help="gradient MiB per all-reduce (default: colo compile's)")
     args = p.parse_args()
     ids = parallel_bench.batches(args.steps)
     runs = {True: [], False: []}
@@ -62,7 +64,8 @@ def main():
         exe = work / "dp2"
         subprocess.run([str(train_bench.COLO), "compile", str(onnx_path), "-o", str(exe),
                         "--plan", "dp=2", "--train",
-                        "loss=lm,optimizer=adamw,lr=1e-4,weight-decay=0.01"],
+                        "loss=lm,optimizer=adamw,lr=1e-4,weight-decay=0.01"]
+                       + ([] if args.bucket_mb is None else ["--bucket-mb", str(args.bucket_mb)]),
                        check=True, stdout=subprocess.DEVNULL)
         for _ in range(args.rounds):
             for overlap in (True, False):
@@ -70,7 +73,8 @@ def main():
                 runs[overlap].append(colo_run(exe, data, args.steps, overlap, weights))
         same = (work / "w-True.safetensors").read_bytes() == (work / "w-False.safetensors").read_bytes()
     print(f"GPT-2 {args.layers} layers, hidden 256, 8 heads, seq 128, vocab 8192, global batch "
-          f"{parallel_bench.GLOBAL_BATCH}; dp=2; median of {args.steps} steps, {args.rounds} rounds; "
+          f"{parallel_bench.GLOBAL_BATCH}; dp=2, buckets of "
+          f"{'the default size' if args.bucket_mb is None else f'{args.bucket_mb:g} MiB'}; median of {args.steps} steps, {args.rounds} rounds; "
           f"per step")
     for overlap in (True, False):
         step, exposed, flight = (statistics.median(r[i] for r in runs[overlap]) for i in range(3))
