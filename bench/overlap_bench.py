@@ -19,12 +19,9 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import parallel_bench  # noqa: E402  (the batches)
-import train_bench  # noqa: E402  (the model, its export and the colo binary)
+import parallel_bench  # noqa: E402  (the batches and the export)
+import train_bench  # noqa: E402  (the colo binary)
 
 
 def colo_run(exe, data, steps, overlap, weights):
@@ -54,13 +51,7 @@ def main():
     runs = {True: [], False: []}
     with tempfile.TemporaryDirectory() as d:
         work = pathlib.Path(d)
-        onnx_path = work / "gpt2.onnx"
-        torch.onnx.export(train_bench.Logits(train_bench.model(args.layers)), (ids[0],),
-                          onnx_path, dynamo=False, input_names=["input_ids"],
-                          do_constant_folding=False,
-                          training=torch.onnx.TrainingMode.TRAINING, opset_version=17)
-        data = work / "data.npz"
-        np.savez(data, input_ids=np.concatenate([b.numpy() for b in ids]))
+        onnx_path, data = parallel_bench.export(work, args.layers, ids)
         exe = work / "dp2"
         subprocess.run([str(train_bench.COLO), "compile", str(onnx_path), "-o", str(exe),
                         "--plan", "dp=2", "--train",

@@ -42,6 +42,16 @@ def batches(steps):
             for _ in range(steps + 2)]
 
 
+def export(work, layers, ids):
+    """The model's ONNX export and the batches as .npz, in `work`."""
+    onnx_path, data = work / "gpt2.onnx", work / "data.npz"
+    torch.onnx.export(train_bench.Logits(train_bench.model(layers)), (ids[0],), onnx_path,
+                      dynamo=False, input_names=["input_ids"], do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING, opset_version=17)
+    np.savez(data, input_ids=np.concatenate([b.numpy() for b in ids]))
+    return onnx_path, data
+
+
 def torch_rank(rank, ranks, kind, layers, steps, port, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(max(1, os.cpu_count() // ranks))
@@ -116,13 +126,7 @@ def main():
     results = {name: [] for name in list(COLO_PLANS) + peers}
     with tempfile.TemporaryDirectory() as d:
         work = pathlib.Path(d)
-        onnx_path = work / "gpt2.onnx"
-        torch.onnx.export(train_bench.Logits(train_bench.model(args.layers)), (ids[0],),
-                          onnx_path, dynamo=False, input_names=["input_ids"],
-                          do_constant_folding=False,
-                          training=torch.onnx.TrainingMode.TRAINING, opset_version=17)
-        data = work / "data.npz"
-        np.savez(data, input_ids=np.concatenate([b.numpy() for b in ids]))
+        onnx_path, data = export(work, args.layers, ids)
         exes = {}
         for name, plan in COLO_PLANS.items():
             exes[name] = work / name.replace(",", "_").replace("=", "")
