@@ -275,11 +275,22 @@ void *allocateBuffer(int64_t bytes) {
   return p;
 }
 
-Scratch::~Scratch() { std::free(data_); }
+Scratch::~Scratch() {
+  if (owned_)
+    std::free(data_);
+}
+
+void Scratch::provide(char *data, int64_t bytes) {
+  if (owned_)
+    std::free(data_);
+  data_ = data, have_ = bytes, owned_ = false;
+}
 
 char *Scratch::base() {
   if (have_ < need_) {
-    std::free(data_);
+    if (owned_)
+      std::free(data_);
+    owned_ = true;
     data_ = static_cast<char *>(allocateBuffer(need_));
     if (!data_)
       throw Error("out of memory: cannot allocate " + std::to_string(need_) +

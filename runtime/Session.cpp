@@ -25,15 +25,6 @@ constexpr size_t kMaxEvents = 1'000'000;
 
 int64_t roundUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-void *allocateZeroed(int64_t bytes, const std::string &what) {
-  void *p = allocateBuffer(bytes);
-  if (!p)
-    throw Error("out of memory: cannot allocate " + std::to_string(bytes) +
-                " bytes for " + what);
-  std::memset(p, 0, size_t(std::max<int64_t>(bytes, 1)));
-  return p;
-}
-
 double micros(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
@@ -72,8 +63,10 @@ struct Session::Prepared {
 };
 
 Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm,
-                 GemmLibrary gemm)
-    : exe_(std::move(executable)), comm_(comm), gemmLibrary_(gemm),
+                 GemmLibrary gemm, Device *device)
+    : exe_(std::move(executable)), comm_(comm),
+      ownedDevice_(device ? nullptr : createCpuDevice()),
+      device_(device ? device : ownedDevice_.get()), gemmLibrary_(gemm),
       start_(std::chrono::steady_clock::now()) {
   int64_t world = exe_->worldSize();
   if (world > 1 && !comm_)
@@ -88,14 +81,14 @@ Session::Session(std::shared_ptr<const Executable> executable, Communicator *com
     prepare();
   } catch (...) {
     for (void *p : blocks_)
-      std::free(p);
+      device_->free(p);
     throw;
   }
 }
 
 Session::~Session() {
   for (void *p : blocks_)
-    std::free(p);
+    device_->free(p);
 }
 
 void Session::allocate() {
@@ -103,10 +96,6 @@ void Session::allocate() {
   int32_t count = exe.numBuffers();
   pointers_.assign(count, nullptr);
   inputSet_.assign(count, 0);
-
-  char *arena = static_cast<char *>(
-      allocateZeroed(exe.program().arena_bytes(), "the arena of TEMP buffers"));
-  blocks_.push_back(arena);
 
   // STATE, CONSTANT and INPUT buffers share one block, each 64-byte aligned.
   int64_t total = 0;
@@ -116,9 +105,23 @@ void Session::allocate() {
       offsets[id] = total;
       total += roundUp(std::max<int64_t>(exe.byteSize(id), 1));
     }
-  char *block = static_cast<char *>(allocateZeroed(total, "the state and inputs"));
+  char *block =
+      static_cast<char *>(device_->allocate(MemorySpace::Device, total, "the state and inputs"));
   blocks_.push_back(block);
   plannedBlock_ = roundUp(std::max<int64_t>(total, 1));
+  // The arena's error names its largest buffer.
+  int32_t largest = -1;
+  for (int32_t id = 0; id < count; ++id)
+    if (!exe.isAlias(id) && exe.buffer(id).kind() == Buffer::TEMP &&
+        (largest < 0 || exe.byteSize(id) > exe.byteSize(largest)))
+      largest = id;
+  char *arena = static_cast<char *>(device_->allocate(
+      MemorySpace::Device, exe.program().arena_bytes(),
+      "the arena of TEMP buffers" +
+          (largest < 0 ? std::string()
+                       : " (the largest, " + exe.describeBuffer(largest) + ", has " +
+                             std::to_string(exe.byteSize(largest)) + " bytes)")));
+  blocks_.push_back(arena);
   for (int32_t id = 0; id < count; ++id) {
     if (exe.isAlias(id))
       continue;
@@ -233,6 +236,13 @@ void Session::prepare() {
     } catch (const Error &e) {
       throw Error(exe_->directory() + ": " + exe_->describeStep(i) + ": " + e.what());
     }
+  }
+  // What the steps reserved, in the device's memory with the rest.
+  if (int64_t bytes = scratch_->size()) {
+    char *scratch = static_cast<char *>(device_->allocate(
+        MemorySpace::Device, bytes, "the operand scratch (convolutions, 16-bit products)"));
+    blocks_.push_back(scratch);
+    scratch_->provide(scratch, bytes);
   }
 }
 

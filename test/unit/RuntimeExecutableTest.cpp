@@ -3,6 +3,7 @@
 // loop (SGD on a scalar STATE parameter) whose weights are saved with PyTorch
 // names and loaded back, snapshots and profiling.
 #include "RuntimeTestUtil.h"
+#include "colo/Runtime/Device.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/ProgramBuilder.h"
@@ -298,6 +299,45 @@ TEST(RuntimeSession, AliasesShareStorage) {
   // [[2, 4], [6, 8]]^2 = [[28, 40], [60, 88]]
   const float *o = static_cast<const float *>(s.data(out));
   EXPECT_EQ(std::vector<float>(o, o + 4), (std::vector<float>{28, 40, 60, 88}));
+}
+
+TEST(RuntimeDevice, CountsItsSpacesAgainstTheirCapacity) {
+  std::unique_ptr<Device> cpu = createCpuDevice();
+  cpu->setCapacity(MemorySpace::Device, 1000);
+  void *a = cpu->allocate(MemorySpace::Device, 600, "a");
+  void *h = cpu->allocate(MemorySpace::Host, 5000, "h"); // no capacity: any size
+  EXPECT_EQ(static_cast<char *>(a)[599], 0);             // zeroed
+  expectError([&] { cpu->allocate(MemorySpace::Device, 401, "the arena"); },
+              {"device memory: the arena needs 0.0 MB, but 0.0 MB of the 0.0 MB capacity are "
+               "in use"});
+  cpu->free(a);
+  void *b = cpu->allocate(MemorySpace::Device, 1000, "b");
+  SpaceUsage u = cpu->usage(MemorySpace::Device);
+  EXPECT_EQ(u.used, 1000);
+  EXPECT_EQ(u.peak, 1000);
+  EXPECT_EQ(u.capacity, 1000);
+  EXPECT_EQ(cpu->usage(MemorySpace::Host).used, 5000);
+  cpu->free(b);
+  cpu->free(h);
+  EXPECT_EQ(cpu->usage(MemorySpace::Device).used, 0);
+}
+
+/// A session holds its state, arena and scratch in the device's space.
+TEST(RuntimeSession, HoldsItsBuffersOnItsDevice) {
+  ExeDir e;
+  buildToy(e);
+  std::shared_ptr<const Executable> exe = e.load();
+  std::unique_ptr<Device> cpu = createCpuDevice();
+  {
+    Session s(exe, nullptr, GemmLibrary::OneDnn, cpu.get());
+    MemoryReport m = s.memory();
+    EXPECT_EQ(cpu->usage(MemorySpace::Device).used,
+              m.stateAndInputs + exe->program().arena_bytes());
+  }
+  EXPECT_EQ(cpu->usage(MemorySpace::Device).used, 0);
+  cpu->setCapacity(MemorySpace::Device, 16);
+  expectError([&] { Session(exe, nullptr, GemmLibrary::OneDnn, cpu.get()); },
+              {"device memory: the state and inputs needs"});
 }
 
 TEST(RuntimeSession, KernelsLibraryByAbsolutePath) {

@@ -157,6 +157,19 @@ TEST(RuntimeRunCommand, ErrorsAreOneLine) {
     ASSERT_EQ(bad.errLines().size(), 1u) << bad.err;
     EXPECT_EQ(bad.errLines()[0].rfind("colo: error: ", 0), 0u) << bad.err;
   }
+  // A device too small for the program, or a size that is none.
+  for (auto [size, words] : {std::pair<std::string, std::string>{"100", "device memory: the "
+                                                                          "state and inputs "
+                                                                          "needs"},
+                             {"12parsecs", "--device-memory '12parsecs' is not a size"}}) {
+    Result small = runColo(dir, exe + " --data " + (dir / "y.npy") + " --device-memory " + size);
+    EXPECT_EQ(small.status, 1);
+    ASSERT_EQ(small.errLines().size(), 1u) << small.err;
+    EXPECT_NE(small.err.find(words), std::string::npos) << small.err;
+  }
+  Result fits = runColo(dir, exe + " --data " + (dir / "y.npy") + " --device-memory 1K");
+  EXPECT_EQ(fits.status, 0) << fits.err;
+  EXPECT_NE(fits.out.find("of the 0.0 MB of --device-memory"), std::string::npos) << fits.out;
   std::filesystem::remove(exe + "/kernels.so");
   Result noKernels = runColo(dir, exe + " --data " + (dir / "y.npy"));
   EXPECT_EQ(noKernels.status, 1);

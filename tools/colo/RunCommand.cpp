@@ -24,6 +24,7 @@
 #include <iterator>
 #include <map>
 #include <new>
+#include <optional>
 #include <thread>
 
 using namespace llvm;
@@ -85,6 +86,12 @@ cl::opt<bool> runNoSnapshot(
              "weights to save)"),
     cl::sub(runCmd), cl::sub(trainCommand()));
 
+cl::opt<std::string> runDeviceMemory(
+    "device-memory",
+    cl::desc("Cap the device memory of each rank (the arena, the state and inputs, the "
+             "scratch): bytes, or with K, M, G (binary: 1G = 1024^3). A program that "
+             "does not fit stops with an error naming what did not fit"),
+    cl::value_desc("SIZE"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runNoOverlap(
     "no-overlap",
     cl::desc("Finish each all-reduce in its own step instead of while the steps up to "
@@ -111,6 +118,24 @@ raw_ostream &note() { return WithColor::note(errs(), "colo"); }
 std::string megabytes(int64_t bytes) { return formatv("{0:F1} MB", bytes / 1e6).str(); }
 
 /// "41 ms", "3.25 ms": whole milliseconds unless that would hide the time.
+/// "1073741824", "512M", "1.5G", "64KiB" as bytes (binary multiples); none
+/// if it is not a positive size.
+std::optional<int64_t> parseBytes(StringRef text) {
+  StringRef number = text.take_while([](char c) { return isDigit(c) || c == '.'; });
+  std::string u = text.drop_front(number.size()).trim().lower();
+  double value;
+  if (number.empty() || number.getAsDouble(value) || !(value > 0))
+    return std::nullopt;
+  if (!u.empty() && u.back() == 'b')
+    u.pop_back();
+  if (u.size() == 2 && u.back() == 'i')
+    u.pop_back();
+  int shift = u.empty() ? 0 : u == "k" ? 10 : u == "m" ? 20 : u == "g" ? 30 : u == "t" ? 40 : -1;
+  if (shift < 0 || value * double(int64_t(1) << shift) >= 9e18)
+    return std::nullopt;
+  return int64_t(value * double(int64_t(1) << shift));
+}
+
 std::string milliseconds(double ms) {
   return formatv(ms < 10 ? "{0:F2} ms" : "{0:F0} ms", ms).str();
 }
@@ -235,6 +260,7 @@ std::vector<std::string> runArguments() {
     args.push_back("--no-snapshot");
   if (runNoOverlap)
     args.push_back("--no-overlap");
+  add(runDeviceMemory, runDeviceMemory);
   add(runGemm, runGemm.getValue());
   add(runCommTimeout, formatv("{0}", runCommTimeout.getValue()).str());
   return args;
@@ -254,6 +280,10 @@ int run(const std::string &dir) {
     return reportError("--np must not be negative");
   if (!(runCommTimeout > 0))
     return reportError("--comm-timeout must be positive");
+  std::optional<int64_t> deviceMemory;
+  if (!runDeviceMemory.empty() && !(deviceMemory = parseBytes(runDeviceMemory)))
+    return reportError("--device-memory '" + runDeviceMemory +
+                       "' is not a size (bytes, or a number with K, M or G)");
   int64_t world = exe->worldSize();
   if (rt::launchedWithRanks()) {
     comm = rt::createMpiCommunicator();
@@ -276,7 +306,10 @@ int run(const std::string &dir) {
     threads = std::max<int>(1, int(std::thread::hardware_concurrency()) /
                                    std::max(1, comm->size()));
   rt::setThreads(threads);
-  rt::Session session(exe, comm.get(), rt::parseGemmLibrary(runGemm));
+  std::unique_ptr<rt::Device> device = rt::createCpuDevice();
+  if (deviceMemory)
+    device->setCapacity(rt::MemorySpace::Device, *deviceMemory);
+  rt::Session session(exe, comm.get(), rt::parseGemmLibrary(runGemm), device.get());
   // Rank 0 speaks for the run; the others only report errors.
   raw_ostream &out = rank == 0 ? outs() : nulls();
   if (std::vector<std::string> paths = session.gemmPaths(); !paths.empty()) {
@@ -407,6 +440,13 @@ int run(const std::string &dir) {
                  megabytes(figures[0]), megabytes(figures[1]), megabytes(figures[2]),
                  megabytes(figures[3]), megabytes(figures[4]), megabytes(figures[5]),
                  megabytes(figures[6]), megabytes(figures[7]), megabytes(figures[8]));
+  if (deviceMemory) {
+    int64_t peak = session.device().usage(rt::MemorySpace::Device).peak;
+    if (comm)
+      comm->allReduce(&peak, 1, rt::I64, rt::ReduceOp::Max, comm->world());
+    out << formatv("device memory: {0} at most per rank of the {1} of --device-memory\n",
+                   megabytes(peak), megabytes(*deviceMemory));
+  }
   if (rank != 0)
     return 0;
   out << "wrote the weights (" << tensors(exe->parameters().size()) << ") to "

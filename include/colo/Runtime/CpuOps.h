@@ -72,10 +72,14 @@ public:
   int64_t size() const { return need_; }
   /// 64-byte aligned, at least size() bytes.
   char *base();
+  /// Memory of at least size() bytes that the caller owns (a session's
+  /// device memory), used instead of allocating it.
+  void provide(char *data, int64_t bytes);
 
 private:
   int64_t need_ = 0, have_ = 0;
   char *data_ = nullptr;
+  bool owned_ = true;
 };
 
 /// Prepares a convolution; `bias` may be null. oneDNN chooses the layouts it

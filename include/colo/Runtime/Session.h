@@ -16,6 +16,7 @@
 #include "colo/Runtime/Communicator.h"
 #include "colo/Runtime/CpuGemm.h"
 #include "colo/Runtime/CpuOps.h"
+#include "colo/Runtime/Device.h"
 #include "colo/Runtime/Executable.h"
 
 #include <chrono>
@@ -71,13 +72,17 @@ public:
   /// A program for several ranks needs `comm` (this rank's communicator, with
   /// the program's world size); it must outlive the session.
   /// `gemm` is the library of the float and 16-bit Gemm steps (CpuGemm.h).
+  /// The memory is `device`'s device space (a CPU device of the session's
+  /// own if null); the device must outlive the session.
   explicit Session(std::shared_ptr<const Executable> executable,
-                   Communicator *comm = nullptr, GemmLibrary gemm = GemmLibrary::OneDnn);
+                   Communicator *comm = nullptr, GemmLibrary gemm = GemmLibrary::OneDnn,
+                   Device *device = nullptr);
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
 
   const Executable &executable() const { return *exe_; }
+  const Device &device() const { return *device_; }
 
   /// The storage of buffer `id` (an alias's is its target's).
   void *data(int32_t id);
@@ -184,6 +189,8 @@ private:
 
   std::shared_ptr<const Executable> exe_;
   Communicator *comm_;
+  std::unique_ptr<Device> ownedDevice_;
+  Device *device_;
   bool sends_ = false; // the program has point-to-point sends to complete
   std::vector<void *> pointers_; // per buffer id
   std::vector<void *> blocks_;   // owned allocations
