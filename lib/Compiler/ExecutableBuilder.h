@@ -28,6 +28,10 @@ mlir::FailureOr<ExecutablePlan> buildExecutablePlan(mlir::func::FuncOp func,
                                                     llvm::StringRef symbolPrefix = "",
                                                     int64_t kernelPieces = 1);
 
+/// The buffer whose storage buffer `id` uses: the one it aliases (the
+/// compiler aliases only buffers with storage of their own), or itself.
+int storageOf(const runtime::Program &program, int id);
+
 /// Makes each all-reduce that no step touches right after it overlapped
 /// (Collective.overlap), with a Wait step before the first one that does.
 void overlapCollectives(runtime::Program &program);

@@ -37,12 +37,14 @@ int64_t byteSize(const rt::Buffer &b) {
 
 } // namespace
 
+int colo::storageOf(const rt::Program &program, int id) {
+  const rt::Buffer &b = program.buffers(id);
+  return b.has_alias_of() && b.alias_of() >= 0 ? b.alias_of() : id;
+}
+
 void colo::planMemory(rt::Program &program) {
   int n = program.buffers_size();
-  auto root = [&](int id) {
-    const rt::Buffer &b = program.buffers(id);
-    return b.has_alias_of() ? b.alias_of() : id;
-  };
+  auto root = [&](int id) { return storageOf(program, id); };
   std::vector<int> first(n, std::numeric_limits<int>::max()), last(n, -1);
   for (int i = 0; i < program.steps_size(); ++i)
     // An overlapped collective works on its buffers until its wait.

@@ -6,38 +6,30 @@
 
 #include "colo/Runtime/Executable.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <set>
 
 using namespace colo;
 namespace rt = colo::runtime;
 
 void colo::overlapCollectives(rt::Program &program) {
-  auto root = [&](int id) {
-    while (program.buffers(id).has_alias_of() && program.buffers(id).alias_of() >= 0)
-      id = program.buffers(id).alias_of();
-    return id;
-  };
-  auto storage = [&](const rt::Step &step) {
-    std::set<int> ids;
-    rt::forEachBuffer(step, [&](int id) { ids.insert(root(id)); });
-    return ids;
-  };
-  // Per step, the waits that go right before it (index steps_size: the end).
+  // The storage each step touches, by step.
   int n = program.steps_size();
+  std::vector<std::set<int>> storage(n);
+  for (int i = 0; i < n; ++i)
+    rt::forEachBuffer(program.steps(i),
+                      [&](int id) { storage[i].insert(storageOf(program, id)); });
+  // Per step, the waits that go right before it (index n: the end).
   std::vector<std::vector<int>> waitsBefore(n + 1);
   for (int i = 0; i < n; ++i) {
     rt::Step &step = *program.mutable_steps(i);
     if (!step.has_collective() || step.collective().kind() != rt::Collective::ALL_REDUCE)
       continue;
-    std::set<int> mine = storage(step);
-    int next = i + 1;
     auto touches = [&](int j) {
-      std::set<int> theirs = storage(program.steps(j));
-      for (int id : mine)
-        if (theirs.count(id))
-          return true;
-      return false;
+      return llvm::any_of(storage[i], [&](int id) { return storage[j].count(id) > 0; });
     };
+    int next = i + 1;
     while (next < n && !touches(next))
       ++next;
     if (next == i + 1)
