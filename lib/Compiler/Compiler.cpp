@@ -16,6 +16,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <fstream>
 
 using namespace mlir;
@@ -110,8 +113,18 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     return std::string(path);
   };
   {
+    // Deterministic: map fields (param_names) in key order, so that the same
+    // program always gives the same bytes.
+    std::string bytes;
+    bool serialized;
+    {
+      google::protobuf::io::StringOutputStream raw(&bytes);
+      google::protobuf::io::CodedOutputStream coded(&raw);
+      coded.SetSerializationDeterministic(true);
+      serialized = program.SerializeToCodedStream(&coded);
+    }
     std::ofstream os(in("program.pb"), std::ios::binary);
-    if (!program.SerializeToOstream(&os) || !os.flush())
+    if (!serialized || !os.write(bytes.data(), std::streamsize(bytes.size())) || !os.flush())
       return module.emitError() << "cannot write '" << in("program.pb") << "'";
   }
   if (options.dumpIrDir.size()) {

@@ -344,6 +344,16 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 
 
+def test_the_same_plan_compiles_to_the_same_program_bytes(baseline, tmp_path):
+    """program.pb is serialized deterministically (param_names, a map, in key
+    order): compiling a plan twice gives the same bytes."""
+    tmp, path = baseline("gpt2")[:2]
+    for exe in ("a", "b"):
+        run_colo("compile", path, "-o", tmp_path / exe, "--plan", "dp=2", "--train",
+                 TRAIN["adamw"])
+    assert (tmp_path / "a" / "program.pb").read_bytes() == (tmp_path / "b" / "program.pb").read_bytes()
+
+
 def test_given_stages_are_where_the_pipeline_cuts(baseline):
     """A plan file's `stages` cut the pipeline where they say (one layer on the
     first rank, three and the head on the second; balanced by cost, the cut
