@@ -20,6 +20,8 @@ struct FinishedWork final : Work {
 };
 } // namespace
 
+void Communicator::createGroups(const std::vector<Group> &) {}
+
 std::unique_ptr<Work> Communicator::startAllReduce(void *data, int64_t count, DType dtype,
                                                    ReduceOp op, const Group &group) {
   allReduce(data, count, dtype, op, group);

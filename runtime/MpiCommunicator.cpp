@@ -2,9 +2,12 @@
 //
 // Ring algorithms over MPI_Isend/MPI_Irecv, completed by polling: MPI's own
 // collectives and blocking calls cannot time out, and a run whose peer died
-// must end with a message, not hang. Messages are raw bytes on
-// MPI_COMM_WORLD; each call's tag is drawn from a per-group sequence number,
-// so two calls (or a user's send/recv) never match each other's messages.
+// must end with a message, not hang. Messages are raw bytes. Each group has
+// its own MPI communicator (createGroups splits them off a copy of the world
+// once; a group used without that is created at first use), and its calls'
+// tags are its own sequence numbers, so no two groups share a tag space and
+// two calls never match each other's messages. Users' point-to-point
+// messages go on MPI_COMM_WORLD, which no collective uses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -145,10 +149,22 @@ public:
     int *ub = nullptr, found = 0;
     check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found),
           "MPI_Comm_get_attr", "mpi");
-    int64_t tags = (found ? int64_t(*ub) : 32767) + 1;
-    // Users' tags below userTags_, the collectives' above.
-    userTags_ = std::min<int64_t>(int64_t(1) << 15, tags / 2);
-    collectiveTags_ = tags - userTags_;
+    tags_ = (found ? int64_t(*ub) : 32767) + 1;
+    // Collective over the world, like MPI_Init: every rank constructs one.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &collectives_), "MPI_Comm_dup", "mpi");
+    check(MPI_Comm_set_errhandler(collectives_, MPI_ERRORS_RETURN),
+          "MPI_Comm_set_errhandler", "mpi");
+  }
+
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      return;
+    for (auto &[group, channel] : groups_)
+      if (channel.comm != MPI_COMM_SELF)
+        MPI_Comm_free(&channel.comm);
+    MPI_Comm_free(&collectives_);
   }
 
   int rank() const override { return rank_; }
@@ -180,13 +196,13 @@ public:
     int64_t es = elementSize(dtype, call.what);
     checkBuffer(send, count, call.what);
     checkBuffer(recv, count, call.what);
-    int tag = nextTag(group);
+    Channel ch = channel(group, call.what);
     int64_t p = group.size();
     char *out = static_cast<char *>(recv);
     if (count > 0 && send != out + me * count * es)
       std::memmove(out + me * count * es, send, count * es);
     if (p > 1 && count > 0)
-      allGatherRing(out, Chunks{count * p, p}, es, group, me, tag, call.what);
+      allGatherRing(out, Chunks{count * p, p}, es, me, ch, call.what);
   }
 
   void reduceScatter(const void *send, void *recv, int64_t count, DType dtype,
@@ -196,7 +212,7 @@ public:
     checkReduce(dtype, op, call.what);
     checkBuffer(send, count, call.what);
     checkBuffer(recv, count, call.what);
-    int tag = nextTag(group);
+    Channel ch = channel(group, call.what);
     int64_t p = group.size();
     if (count == 0)
       return;
@@ -206,7 +222,7 @@ public:
     }
     reduceScatterRing(static_cast<const char *>(send),
                       static_cast<char *>(recv), Chunks{count * p, p},
-                      dtypeSize(dtype), dtype, op, group, me, tag, call.what);
+                      dtypeSize(dtype), dtype, op, me, ch, call.what);
   }
 
   void allToAll(const void *send, void *recv, int64_t count, DType dtype,
@@ -216,7 +232,7 @@ public:
     int64_t block = count * elementSize(dtype, call.what);
     checkBuffer(send, count, call.what);
     checkBuffer(recv, count, call.what);
-    int tag = nextTag(group);
+    Channel ch = channel(group, call.what);
     const char *in = static_cast<const char *>(send);
     char *out = static_cast<char *>(recv);
     if (block > 0)
@@ -227,8 +243,8 @@ public:
     for (int64_t s = 1; s < p && block > 0; ++s) {
       int64_t to = mod(me + s, p), from = mod(me - s, p);
       Pending pending;
-      postSend(pending, in + to * block, block, group[to], tag, call.what);
-      postRecv(pending, out + from * block, block, group[from], tag, call.what);
+      postSend(pending, in + to * block, block, int(to), ch, call.what);
+      postRecv(pending, out + from * block, block, int(from), ch, call.what);
       wait(pending, call.what);
     }
   }
@@ -246,12 +262,12 @@ public:
     if (root < 0 || root >= p)
       throw Error("broadcast: root " + std::to_string(root) +
                   " is not an index into group " + groupString(group));
-    int tag = nextTag(group);
+    Channel ch = channel(group, call.what);
     if (p == 1 || bytes == 0)
       return;
     char *buffer = static_cast<char *>(data);
     int64_t position = mod(me - root, p);
-    int prev = group[mod(me - 1, p)], next = group[mod(me + 1, p)];
+    int prev = int(mod(me - 1, p)), next = int(mod(me + 1, p));
     bool forwards = position != p - 1;
     int64_t segments = (bytes + kSegment - 1) / kSegment;
     auto segmentSize = [&](int64_t k) {
@@ -260,17 +276,17 @@ public:
     Pending sends;
     if (position == 0) {
       for (int64_t k = 0; k < segments; ++k)
-        postSend(sends, buffer + k * kSegment, segmentSize(k), next, tag,
+        postSend(sends, buffer + k * kSegment, segmentSize(k), next, ch,
                  call.what);
     } else {
       std::vector<Pending> recvs(segments);
       for (int64_t k = 0; k < segments; ++k)
-        postRecv(recvs[k], buffer + k * kSegment, segmentSize(k), prev, tag,
+        postRecv(recvs[k], buffer + k * kSegment, segmentSize(k), prev, ch,
                  call.what);
       for (int64_t k = 0; k < segments; ++k) {
         wait(recvs[k], call.what);
         if (forwards)
-          postSend(sends, buffer + k * kSegment, segmentSize(k), next, tag,
+          postSend(sends, buffer + k * kSegment, segmentSize(k), next, ch,
                    call.what);
       }
     }
@@ -281,7 +297,7 @@ public:
     Call call(*this, "send");
     checkPointToPoint(data, bytes, peer, tag, call.what);
     Pending pending;
-    postSend(pending, data, bytes, peer, tag, call.what);
+    postSend(pending, data, bytes, peer, users(tag), call.what);
     wait(pending, call.what);
   }
 
@@ -291,7 +307,7 @@ public:
     auto &copy = asyncSends_.emplace_back();
     copy.first.assign(static_cast<const char *>(data), static_cast<const char *>(data) + bytes);
     hold(bytes);
-    postSend(copy.second, copy.first.data(), bytes, peer, tag, call.what);
+    postSend(copy.second, copy.first.data(), bytes, peer, users(tag), call.what);
   }
 
   void waitSends() override {
@@ -310,7 +326,7 @@ public:
     Call call(*this, "recv");
     checkPointToPoint(data, bytes, peer, tag, call.what);
     Pending pending;
-    postRecv(pending, data, bytes, peer, tag, call.what);
+    postRecv(pending, data, bytes, peer, users(tag), call.what);
     wait(pending, call.what);
   }
 
@@ -318,19 +334,19 @@ public:
   std::vector<std::vector<char>>
   gatherBytes(const std::vector<char> &mine) override {
     Call call(*this, "gatherBytes");
-    int tag = nextTag(world());
+    Channel ch = channel(world(), call.what);
     if (rank_ != 0) {
       int64_t bytes = int64_t(mine.size());
       Pending pending;
-      postSend(pending, &bytes, sizeof bytes, 0, tag, call.what);
-      postSend(pending, mine.data(), bytes, 0, tag, call.what);
+      postSend(pending, &bytes, sizeof bytes, 0, ch, call.what);
+      postSend(pending, mine.data(), bytes, 0, ch, call.what);
       wait(pending, call.what);
       return {};
     }
     std::vector<int64_t> sizes(size_);
     Pending pending;
     for (int r = 1; r < size_; ++r)
-      postRecv(pending, &sizes[r], sizeof(int64_t), r, tag, call.what);
+      postRecv(pending, &sizes[r], sizeof(int64_t), r, ch, call.what);
     wait(pending, call.what);
     std::vector<std::vector<char>> all(size_);
     all[0] = mine;
@@ -339,7 +355,7 @@ public:
         throw Error("gatherBytes: rank " + std::to_string(r) +
                     " announced a negative size");
       all[r].resize(sizes[r]);
-      postRecv(pending, all[r].data(), sizes[r], r, tag, call.what);
+      postRecv(pending, all[r].data(), sizes[r], r, ch, call.what);
     }
     wait(pending, call.what);
     return all;
@@ -349,13 +365,80 @@ public:
   /// for the one 2^k behind; after ceil(log2 p) rounds all have arrived.
   void barrier() override {
     Call call(*this, "barrier");
-    int tag = nextTag(world());
+    if (size_ == 1)
+      return;
+    Channel ch = channel(world(), call.what);
     for (int k = 1; k < size_; k *= 2) {
       Pending pending;
-      postSend(pending, nullptr, 0, (rank_ + k) % size_, tag, call.what);
-      postRecv(pending, nullptr, 0, (rank_ - k + size_) % size_, tag,
-               call.what);
+      postSend(pending, nullptr, 0, (rank_ + k) % size_, ch, call.what);
+      postRecv(pending, nullptr, 0, (rank_ - k + size_) % size_, ch, call.what);
       wait(pending, call.what);
+    }
+  }
+
+  /// Everyone's groups first (an all-gather of the lists, which times out
+  /// like any wait), then one MPI_Comm_split of the world per round of
+  /// pairwise disjoint groups (one per mesh axis for a mesh's groups), in
+  /// the same order on every rank. A group made earlier keeps its
+  /// communicator; the split still runs, since every rank takes part.
+  void createGroups(const std::vector<Group> &mine) override {
+    Call call(*this, "createGroups");
+    std::vector<int> flat; // size, then members, for each group
+    for (const Group &g : mine) {
+      member(g, call.what);
+      flat.push_back(int(g.size()));
+      flat.insert(flat.end(), g.begin(), g.end());
+    }
+    int length = int(flat.size());
+    std::vector<int> lengths(size_), offsets(size_);
+    Pending pending;
+    MPI_Request request;
+    check(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, collectives_,
+                         &request),
+          "MPI_Iallgather", call.what);
+    add(pending, request, -1, true);
+    wait(pending, call.what);
+    int total = 0;
+    for (int r = 0; r < size_; ++r)
+      offsets[r] = total, total += lengths[r];
+    std::vector<int> all(total);
+    check(MPI_Iallgatherv(flat.data(), length, MPI_INT, all.data(), lengths.data(),
+                          offsets.data(), MPI_INT, collectives_, &request),
+          "MPI_Iallgatherv", call.what);
+    add(pending, request, -1, true);
+    wait(pending, call.what);
+    std::set<Group> every;
+    for (size_t i = 0; i < all.size(); i += size_t(all[i]) + 1)
+      if (all[i] > 1)
+        every.emplace(all.begin() + i + 1, all.begin() + i + 1 + all[i]);
+    std::vector<std::vector<const Group *>> rounds;
+    std::vector<std::vector<char>> taken; // per round, the ranks in it
+    for (const Group &g : every) {
+      auto disjoint = [&](const std::vector<char> &in) {
+        return std::none_of(g.begin(), g.end(), [&](int m) { return in[m]; });
+      };
+      size_t r = std::find_if(taken.begin(), taken.end(), disjoint) - taken.begin();
+      if (r == rounds.size())
+        rounds.emplace_back(), taken.emplace_back(size_, 0);
+      rounds[r].push_back(&g);
+      for (int m : g)
+        taken[r][m] = 1;
+    }
+    for (const std::vector<const Group *> &round : rounds) {
+      int color = MPI_UNDEFINED, key = 0;
+      for (size_t c = 0; c < round.size(); ++c) {
+        auto at = std::find(round[c]->begin(), round[c]->end(), rank_);
+        if (at != round[c]->end())
+          color = int(c), key = int(at - round[c]->begin());
+      }
+      MPI_Comm comm = MPI_COMM_NULL;
+      check(MPI_Comm_split(collectives_, color, key, &comm), "MPI_Comm_split", call.what);
+      if (comm == MPI_COMM_NULL)
+        continue;
+      check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
+            call.what);
+      if (!groups_.emplace(*round[size_t(color)], GroupComm{comm}).second)
+        MPI_Comm_free(&comm);
     }
   }
 
@@ -387,6 +470,15 @@ private:
     }
   };
 
+  /// Where a call's messages go: a communicator, the call's tag there, and
+  /// the group whose members are its ranks (null: the world's ranks).
+  struct Channel {
+    MPI_Comm comm;
+    int tag;
+    const Group *group;
+    int worldRank(int peer) const { return group ? (*group)[size_t(peer)] : peer; }
+  };
+
   /// Requests of one step, with the world rank each one waits for.
   struct Pending {
     std::vector<MPI_Request> requests;
@@ -394,33 +486,32 @@ private:
     std::vector<char> receives;
   };
 
+  /// Sends to `peer`, a rank of `ch`'s communicator.
   void postSend(Pending &pending, const void *data, int64_t bytes, int peer,
-                int tag, const std::string &what) {
+                const Channel &ch, const std::string &what) {
     const char *p = static_cast<const char *>(data);
     int64_t done = 0;
     do { // one message even for 0 bytes
       int piece = int(std::min(bytes - done, kMaxPiece));
       MPI_Request request;
-      check(MPI_Isend(p + done, piece, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                      &request),
+      check(MPI_Isend(p + done, piece, MPI_BYTE, peer, ch.tag, ch.comm, &request),
             "MPI_Isend", what);
-      add(pending, request, peer, false);
+      add(pending, request, ch.worldRank(peer), false);
       stats_.bytesSent += piece;
       done += piece;
     } while (done < bytes);
   }
 
-  void postRecv(Pending &pending, void *data, int64_t bytes, int peer, int tag,
-                const std::string &what) {
+  void postRecv(Pending &pending, void *data, int64_t bytes, int peer,
+                const Channel &ch, const std::string &what) {
     char *p = static_cast<char *>(data);
     int64_t done = 0;
     do { // one message even for 0 bytes
       int piece = int(std::min(bytes - done, kMaxPiece));
       MPI_Request request;
-      check(MPI_Irecv(p + done, piece, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                      &request),
+      check(MPI_Irecv(p + done, piece, MPI_BYTE, peer, ch.tag, ch.comm, &request),
             "MPI_Irecv", what);
-      add(pending, request, peer, true);
+      add(pending, request, ch.worldRank(peer), true);
       stats_.bytesReceived += piece;
       done += piece;
     } while (done < bytes);
@@ -469,9 +560,9 @@ private:
     abandon(pending);
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", timeout_);
-    throw Error("communication timed out after " + std::string(seconds) +
-                " s waiting for rank " + std::to_string(peer) + " in " + what +
-                " (a rank died or hangs)");
+    std::string whom = peer < 0 ? "the other ranks" : "rank " + std::to_string(peer);
+    throw Error("communication timed out after " + std::string(seconds) + " s waiting for " +
+                whom + " in " + what + " (a rank died or hangs)");
   }
 
   /// Gives up on unfinished messages; MPI is unusable after it.
@@ -521,10 +612,10 @@ private:
   class RingAllReduce final : public Work {
   public:
     RingAllReduce(MpiCommunicator &comm, char *data, Chunks chunks, int64_t es, DType dtype,
-                  ReduceOp op, const Group &group, int64_t me, int tag)
+                  ReduceOp op, int64_t me, Channel ch)
         : comm_(comm), data_(data), chunks_(chunks), es_(es), dtype_(dtype), op_(op),
-          left_(group[mod(me - 1, chunks.p)]), right_(group[mod(me + 1, chunks.p)]), me_(me),
-          tag_(tag) {}
+          left_(int(mod(me - 1, chunks.p))), right_(int(mod(me + 1, chunks.p))), me_(me),
+          ch_(ch) {}
     ~RingAllReduce() override {
       if (!pending_.requests.empty())
         comm_.abandon(pending_);
@@ -582,8 +673,8 @@ private:
       int64_t received = reducing ? mod(me_ - s - 2, p) : mod(me_ - s - 1, p);
       char *into = reducing ? receiving_ : data_ + chunks_.offset(received) * es_;
       comm_.postSend(pending_, data_ + chunks_.offset(sent) * es_, chunks_.size(sent) * es_,
-                     right_, tag_, "allReduce");
-      comm_.postRecv(pending_, into, chunks_.size(received) * es_, left_, tag_, "allReduce");
+                     right_, ch_, "allReduce");
+      comm_.postRecv(pending_, into, chunks_.size(received) * es_, left_, ch_, "allReduce");
       return true;
     }
     /// What the step does once its messages arrived.
@@ -622,7 +713,7 @@ private:
     ReduceOp op_;
     int left_, right_;
     int64_t me_;
-    int tag_;
+    Channel ch_;
     int64_t step_ = 0;
     Pending pending_;
     char *receiving_ = nullptr;
@@ -635,10 +726,10 @@ private:
     int me = member(group, call.what);
     checkReduce(dtype, op, call.what);
     checkBuffer(data, count, call.what);
-    int tag = nextTag(group);
     return std::make_unique<RingAllReduce>(*this, static_cast<char *>(data),
                                            Chunks{count, int64_t(group.size())},
-                                           dtypeSize(dtype), dtype, op, group, me, tag);
+                                           dtypeSize(dtype), dtype, op, me,
+                                           channel(group, call.what));
   }
 
   /// Ring reduce-scatter: at step s member i sends chunk i-s-1 (its own data,
@@ -646,11 +737,10 @@ private:
   /// from the left, so after p-1 steps it holds the full reduction of chunk
   /// i, which it writes to `out`.
   void reduceScatterRing(const char *local, char *out, Chunks chunks,
-                         int64_t es, DType dtype, ReduceOp op,
-                         const Group &group, int64_t me, int tag,
-                         const std::string &what) {
+                         int64_t es, DType dtype, ReduceOp op, int64_t me,
+                         const Channel &ch, const std::string &what) {
     int64_t p = chunks.p;
-    int left = group[mod(me - 1, p)], right = group[mod(me + 1, p)];
+    int left = int(mod(me - 1, p)), right = int(mod(me + 1, p));
     // Two ranks send only their own data: one buffer receives.
     char *receiving = stage(receive_, chunks.largest() * es);
     char *sending = p > 2 ? stage(send_, chunks.largest() * es) : nullptr;
@@ -658,9 +748,8 @@ private:
       int64_t sent = mod(me - s - 1, p), received = mod(me - s - 2, p);
       Pending pending;
       postSend(pending, s == 0 ? local + chunks.offset(sent) * es : sending,
-               chunks.size(sent) * es, right, tag, what);
-      postRecv(pending, receiving, chunks.size(received) * es, left, tag,
-               what);
+               chunks.size(sent) * es, right, ch, what);
+      postRecv(pending, receiving, chunks.size(received) * es, left, ch, what);
       wait(pending, what);
       combine(receiving, local + chunks.offset(received) * es,
               chunks.size(received), dtype, op);
@@ -673,18 +762,17 @@ private:
 
   /// Ring all-gather: at step s member i forwards chunk i-s to the right and
   /// receives chunk i-s-1 from the left, in place in `buffer`.
-  void allGatherRing(char *buffer, Chunks chunks, int64_t es,
-                     const Group &group, int64_t me, int tag,
-                     const std::string &what) {
+  void allGatherRing(char *buffer, Chunks chunks, int64_t es, int64_t me,
+                     const Channel &ch, const std::string &what) {
     int64_t p = chunks.p;
-    int left = group[mod(me - 1, p)], right = group[mod(me + 1, p)];
+    int left = int(mod(me - 1, p)), right = int(mod(me + 1, p));
     for (int64_t s = 0; s < p - 1; ++s) {
       int64_t sent = mod(me - s, p), received = mod(me - s - 1, p);
       Pending pending;
       postSend(pending, buffer + chunks.offset(sent) * es,
-               chunks.size(sent) * es, right, tag, what);
+               chunks.size(sent) * es, right, ch, what);
       postRecv(pending, buffer + chunks.offset(received) * es,
-               chunks.size(received) * es, left, tag, what);
+               chunks.size(received) * es, left, ch, what);
       wait(pending, what);
     }
   }
@@ -743,25 +831,57 @@ private:
       throw Error(what + ": rank " + std::to_string(rank_) +
                   " cannot talk to rank " + std::to_string(peer) +
                   " (world of " + std::to_string(size_) + ")");
-    if (tag < 0 || tag >= userTags_)
+    if (tag < 0 || tag >= tags_)
       throw Error(what + ": tag " + std::to_string(tag) + " is outside [0, " +
-                  std::to_string(userTags_) + ")");
+                  std::to_string(tags_) + ")");
   }
 
-  /// Members of a group call its collectives in the same order, so they draw
-  /// the same sequence number; the group's hash keeps groups with common
-  /// members apart.
-  int nextTag(const Group &group) {
-    uint64_t seq = seq_[group]++ & 0xffff;
+  /// Users' point-to-point messages: on MPI_COMM_WORLD, where no
+  /// collective sends.
+  static Channel users(int tag) { return Channel{MPI_COMM_WORLD, tag, nullptr}; }
+
+  /// The group's communicator and the tag of its next call: members call a
+  /// group's collectives in the same order, so they draw the same tag.
+  Channel channel(const Group &group, const std::string &what) {
+    auto it = groups_.find(group);
+    if (it == groups_.end())
+      it = groups_.emplace(group, GroupComm{createAtFirstUse(group, what)}).first;
+    GroupComm &g = it->second;
+    return Channel{g.comm, int(g.calls++ % uint64_t(tags_)), &it->first};
+  }
+
+  /// A communicator made at the group's first use, collectively over its
+  /// members only (MPI_Comm_create_group): they must all reach it before
+  /// any of them waits on another new group, which createGroups does not
+  /// need. The tag tells concurrent creations of overlapping groups apart.
+  MPI_Comm createAtFirstUse(const Group &group, const std::string &what) {
+    if (group.size() == 1)
+      return MPI_COMM_SELF;
     uint64_t hash = 1469598103934665603ull; // FNV-1a
     for (int m : group)
       hash = (hash ^ uint32_t(m)) * 1099511628211ull;
-    return int(userTags_ + (hash * 0x10000 + seq) % uint64_t(collectiveTags_));
+    MPI_Group world, members;
+    check(MPI_Comm_group(collectives_, &world), "MPI_Comm_group", what);
+    check(MPI_Group_incl(world, int(group.size()), group.data(), &members),
+          "MPI_Group_incl", what);
+    MPI_Comm comm = MPI_COMM_NULL;
+    int code = MPI_Comm_create_group(collectives_, members, int(hash % uint64_t(tags_)), &comm);
+    MPI_Group_free(&members);
+    MPI_Group_free(&world);
+    check(code, "MPI_Comm_create_group", what);
+    check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", what);
+    return comm;
   }
 
   int rank_ = 0, size_ = 1;
-  int64_t userTags_ = 0, collectiveTags_ = 0;
-  std::map<Group, uint64_t> seq_;
+  int64_t tags_ = 0; // MPI's tag bound + 1
+  // The parent of the groups' communicators; no message goes on it.
+  MPI_Comm collectives_ = MPI_COMM_NULL;
+  struct GroupComm {
+    MPI_Comm comm;
+    uint64_t calls = 0; // the next call's sequence number
+  };
+  std::map<Group, GroupComm> groups_;
   Staging receive_, send_;
   int64_t held_ = 0, peakHeld_ = 0; // staging bytes, now and at most
   // sendAsync's copies and their requests; a deque keeps both in place.

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <thread>
 #endif
 
@@ -97,6 +98,16 @@ public:
       ncclCommAbort(comm);
     }
     cudaStreamDestroy(stream_);
+  }
+
+  /// MPI's groups first (NCCL's setup broadcasts over them), then this
+  /// rank's NCCL communicators in the same (sorted) order on every rank, so
+  /// that no two members of a group wait on different new groups.
+  void createGroups(const std::vector<Group> &groups) override {
+    mpi_.createGroups(groups);
+    for (const Group &g : std::set<Group>(groups.begin(), groups.end()))
+      if (g.size() > 1)
+        commFor(g, member(g, "createGroups"), "createGroups");
   }
 
   int rank() const override { return mpi_.rank(); }

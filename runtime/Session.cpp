@@ -30,9 +30,7 @@ double micros(std::chrono::steady_clock::duration d) {
 }
 
 /// saveWeights' point-to-point tag. It runs after the steps, when no message
-/// of the program is in flight, and below every communicator's collective
-/// tags (MPI's tag bound is at least 32767; MpiCommunicator keeps the lower
-/// half for point-to-point).
+/// of the program is in flight (MPI's tag bound is at least 32767).
 constexpr int kSaveTag = 16383;
 
 /// Bytes of the data of `block` (the block of a sharded tensor).
@@ -79,6 +77,11 @@ Session::Session(std::shared_ptr<const Executable> executable, Communicator *com
   try {
     allocate();
     prepare();
+    if (comm_ && comm_->size() > 1) {
+      // The finiteness agreement's group too.
+      groups_.insert(comm_->world());
+      comm_->createGroups({groups_.begin(), groups_.end()});
+    }
   } catch (...) {
     for (void *p : blocks_)
       device_->free(p);
@@ -286,6 +289,8 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
                 : c.reduction() == Collective::AVERAGE ? ReduceOp::Average
                                                        : ReduceOp::Max;
   int64_t index = std::find(group.begin(), group.end(), rank()) - group.begin();
+  if (size > 1)
+    groups_.insert(group);
   switch (c.kind()) {
   case Collective::ALL_REDUCE:
     if (c.overlap() && size > 1) {

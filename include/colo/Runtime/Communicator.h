@@ -68,6 +68,14 @@ public:
   /// Every rank, in rank order.
   Group world() const;
 
+  /// Makes the communicators of this rank's `groups` once, before their
+  /// first collective. Collective over the world: every rank calls it at
+  /// the same point with the groups it will use (the session does, for its
+  /// program's groups). A group used without it is set up at its first
+  /// collective, collectively over its members, which must then all reach
+  /// it before any of them waits on another new group.
+  virtual void createGroups(const std::vector<Group> &groups);
+
   /// In place: every member ends with the reduction of all members' `data`.
   /// Average divides the sum by the group size. F32, F64 (and I64 for Sum/Max).
   virtual void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,

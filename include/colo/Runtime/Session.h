@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -209,6 +210,7 @@ private:
   std::vector<int> inFlight_;
   std::vector<std::chrono::steady_clock::time_point> workStart_;
   std::vector<char> overlapped_; // per step: its collective may overlap
+  std::set<Group> groups_; // of the collectives, of more than one rank
   double inFlightSeconds_ = 0, progressSeconds_ = 0;
   std::vector<double> stepSeconds_;
   std::vector<int64_t> stepCalls_;
