@@ -31,6 +31,7 @@ LogicalResult writeText(ModuleOp where, StringRef path, Operation *op) {
   if (ec)
     return where.emitError() << "cannot write '" << path << "': " << ec.message();
   op->print(os);
+  os << "\n"; // as colo-opt ends its output
   return success();
 }
 } // namespace
@@ -48,14 +49,14 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     return writeText(module, path, op);
   };
 
+  if (options.kernelPieces < 1)
+    return module.emitError() << "kernel pieces (--kernel-pieces) must be at least 1, got "
+                              << options.kernelPieces;
   PassManager pm(module.getContext());
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  if (failed(buildTrainStepPipeline(pm, options.train, options.parallel, es)))
-    return module.emitError() << "invalid --train options: " << errors;
-  // The CPU lowering computes the loss's positions in pieces.
-  pm.addPass(createColoDecomposeLoss());
-  pm.addPass(createCSEPass());
+  if (failed(buildCompilePipeline(pm, options, es)))
+    return module.emitError() << errors;
   if (failed(dump("0-forward.mlir", module)) || failed(pm.run(module)) ||
       failed(dump("1-train-step.mlir", module)))
     return failure();

@@ -1,5 +1,6 @@
 // mlir-opt for colo: the colo dialect and passes plus the upstream pieces
 // colo's pipelines use.
+#include "colo/Compiler/Compiler.h"
 #include "colo/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,6 +12,7 @@ int main(int argc, char **argv) {
   colo::registerAllDialects(registry);
   registry.insert<mlir::func::FuncDialect>();
   colo::registerAllPasses();
+  colo::registerCompilePipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -74,78 +74,6 @@ cl::SubCommand &colo::tool::trainCommand() {
   return cmd;
 }
 
-/// The parts of `text`'s plan that the plan passes implement; anything else is
-/// rejected by name before anything is compiled.
-static FailureOr<colo::ParallelOptions> parallelOptions(StringRef text) {
-  colo::ParallelOptions options;
-  options.bucketMb = compileBucketMb;
-  if (!(options.bucketMb > 0))
-    return reportError("--bucket-mb must be positive"), failure();
-  if (text.empty())
-    return options;
-  Expected<colo::planner::Plan> plan = colo::planner::parsePlan(text);
-  if (!plan)
-    return reportError("invalid --plan: " + toString(plan.takeError())), failure();
-  auto unsupported = [&](StringRef what) {
-    reportError("--plan " + plan->str() + ": " + what +
-                " is not implemented yet (data, tensor and pipeline parallelism, "
-                "ZeRO and microbatches are)");
-    return failure();
-  };
-  if (plan->pp > 1 && plan->zero > 1)
-    return unsupported("ZeRO stage 2 or 3 with pipeline parallelism");
-  // colo-pipeline-stages checks the ends against the model's layers.
-  int64_t chunks = plan->pp * plan->virtualStages;
-  if (!plan->stages.empty() && static_cast<int64_t>(plan->stages.size()) != chunks)
-    return reportError("--plan " + plan->str() + ": it gives " + Twine(plan->stages.size()) +
-                       " stages for pp x v = " + Twine(chunks) + " pipeline chunks"),
-           failure();
-  for (auto [i, range] : llvm::enumerate(plan->stages)) {
-    int64_t begin = i ? plan->stages[i - 1].second : 0;
-    if (range.first != begin || range.second <= range.first)
-      return reportError("--plan " + plan->str() + ": stage " + Twine(i) + " is layers [" +
-                         Twine(range.first) + ", " + Twine(range.second) +
-                         "); the stages must cover the layers in order from 0, "
-                         "without gaps"),
-             failure();
-    options.stageLayerEnds.push_back(range.second);
-  }
-  if (plan->zero > 3)
-    return reportError("--plan " + plan->str() + ": ZeRO stage " + Twine(plan->zero) +
-                       " is not implemented (stages 1, 2 and 3 are)"),
-           failure();
-  if (plan->zero == 3 && plan->tp > 1)
-    return unsupported("ZeRO stage 3 with tensor parallelism");
-  if (plan->recompute != colo::planner::Recompute::None)
-    return unsupported("recomputation");
-  if (plan->offload != colo::planner::Offload::None)
-    return unsupported("offload");
-  options.dp = plan->dp;
-  // colo-tensor-parallel reports sizes tp does not divide, on the op.
-  options.tp = plan->tp;
-  // The parser rejects sp without tp; colo-sequence-parallel reports token
-  // counts tp does not divide, on the op.
-  options.sequenceParallel = plan->sequenceParallel;
-  // The parser rejects vocab without tp; colo-vocab-parallel reports a
-  // vocabulary tp does not divide.
-  if (plan->vocabParallel && (plan->pp > 1 || plan->microBatches > 1))
-    return unsupported("vocab parallelism with pipeline parallelism or microbatches");
-  options.vocabParallel = plan->vocabParallel;
-  options.zero = plan->zero;
-  options.pp = plan->pp;
-  options.micro = plan->microBatches;
-  options.virtualStages = plan->virtualStages;
-  // colo-ulysses reports sequences and heads sp does not divide, on the op.
-  if (plan->ulysses > 1 && (plan->tp > 1 || plan->pp > 1 || plan->microBatches > 1))
-    return unsupported("ulysses with tensor or pipeline parallelism or microbatches");
-  options.ulysses = plan->ulysses;
-  if (plan->schedule != colo::planner::Schedule::None)
-    options.schedule = colo::planner::scheduleName(plan->schedule).str();
-  else if (plan->virtualStages > 1)
-    options.schedule = "interleaved";
-  return options;
-}
-
 int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef exeDir,
                              StringRef train, ArrayRef<std::string> inputShapes,
                              StringRef dumpIr) {
@@ -158,18 +86,16 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
       reportError("import of '" + model + "' failed");
     return 1;
   }
-  FailureOr<colo::ParallelOptions> parallel = parallelOptions(compilePlan);
-  if (failed(parallel))
-    return 1;
   colo::CompileOptions options;
-  options.parallel = *parallel;
+  if (!compilePlan.empty()) {
+    Expected<colo::planner::Plan> plan = colo::planner::parsePlan(compilePlan);
+    if (!plan)
+      return reportError("invalid --plan: " + toString(plan.takeError()));
+    options.plan = *plan;
+  }
+  options.bucketMb = compileBucketMb;
   options.train = train.str();
   options.dumpIrDir = dumpIr.str();
-  if (compileKernelPieces < 1) {
-    reportError("--kernel-pieces must be at least 1, got " +
-                std::to_string(compileKernelPieces));
-    return 1;
-  }
   options.kernelPieces = compileKernelPieces;
   if (failed(colo::compileTrainStep(**module, exeDir, options))) {
     if (!diagnostics.reported())

@@ -11,8 +11,11 @@
 #define COLO_COMPILER_COMPILER_H
 
 #include "colo/Passes/Passes.h"
+#include "colo/Planner/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -25,14 +28,33 @@ struct CompileOptions {
   /// Write the IR after each stage into this directory (empty: don't).
   std::string dumpIrDir;
   /// How the step is spread over ranks (default: one rank).
-  ParallelOptions parallel;
+  planner::Plan plan;
+  /// Data parallelism: gradient MiB per all-reduce.
+  double bucketMb = 25;
   /// Kernels whose rows are independent compute 1/kernelPieces of them per
   /// call (or 1/2, 1/4 ... where that does not divide), and the runtime
   /// runs the calls on its threads; 1 keeps every kernel whole.
   int64_t kernelPieces = 8;
 };
 
-/// Builds @train_step (colo-build-train-step, canonicalize, CSE), splits it
+/// The plan passes' options for `plan`, or an error naming the part of the
+/// plan that colo does not compile yet (the planner prices more than the
+/// compiler builds).
+llvm::Expected<ParallelOptions> parallelOptionsFor(const planner::Plan &plan, double bucketMb);
+
+/// The passes from an imported forward to @train_step: buildTrainStepPipeline
+/// for the options' training step and plan, then the loss's CPU form. `colo
+/// compile`, `colo-opt --colo-train-step-pipeline` and Python's
+/// colo.compile all build the step with it. Invalid options are described
+/// on `errors`.
+mlir::LogicalResult buildCompilePipeline(mlir::OpPassManager &pm, const CompileOptions &options,
+                                         llvm::raw_ostream &errors);
+
+/// Registers `colo-train-step-pipeline` (options train=, plan=, bucket-mb=)
+/// with the global registry, for colo-opt.
+void registerCompilePipeline();
+
+/// Builds @train_step (buildCompilePipeline), splits it
 /// into library calls (GEMM, convolution, pooling) and generated kernels,
 /// plans the temporaries' memory and writes the executable into `exeDir`.
 /// Errors are reported through the context's diagnostics.
