@@ -3,8 +3,16 @@
 // diagnostics become Python exceptions, and the GIL is released while the
 // compiler works.
 #include "colo/Analysis/ModelSummary.h"
+#include "colo/Compiler/Compiler.h"
 #include "colo/Driver/Driver.h"
 #include "colo/Planner/Search.h"
+#include "colo/Runtime/CpuGemm.h"
+#include "colo/Runtime/CpuOps.h"
+#include "colo/Runtime/DataSource.h"
+#include "colo/Runtime/Error.h"
+#include "colo/Runtime/Executable.h"
+#include "colo/Runtime/Files.h"
+#include "colo/Runtime/Session.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -12,6 +20,8 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <cmath>
 
 namespace py = pybind11;
 
@@ -105,7 +115,90 @@ struct Module {
     });
     return result;
   }
+
+  /// Compiles a copy of the module, as `colo compile` does: this one stays
+  /// as imported, for more plans and compiles.
+  void compile(const std::string &dir, const std::string &train, const std::string &plan,
+               double bucketMb, int64_t kernelPieces) {
+    withDiagnostics(*ctx, [&](std::string &error) {
+      colo::CompileOptions options;
+      if (!plan.empty()) {
+        llvm::Expected<colo::planner::Plan> parsed = colo::planner::parsePlan(plan);
+        if (!parsed) {
+          error = "invalid plan: " + llvm::toString(parsed.takeError());
+          return false;
+        }
+        options.plan = *parsed;
+      }
+      options.train = train;
+      options.bucketMb = bucketMb;
+      options.kernelPieces = kernelPieces;
+      mlir::OwningOpRef<mlir::ModuleOp> copy = module->clone();
+      if (mlir::failed(colo::compileTrainStep(*copy, dir, options))) {
+        if (error.empty())
+          error = "compilation failed";
+        return false;
+      }
+      return true;
+    });
+  }
 };
+
+/// `steps` training steps of a one-rank executable in this process, as
+/// `colo run` takes them (the same session and data sources); the losses
+/// of the steps. Stops with an error at a loss that is not finite.
+std::vector<double> runSteps(const std::string &dir, const std::string &data, int64_t steps,
+                             int threads, uint64_t seed, const std::string &tokenDType,
+                             bool shiftLabels, const std::string &weights,
+                             const std::string &output) {
+  namespace rt = colo::runtime;
+  std::vector<double> losses;
+  std::string error;
+  {
+    py::gil_scoped_release release;
+    try {
+      if (steps < 0)
+        throw rt::Error("steps must not be negative");
+      auto exe = rt::Executable::load(dir);
+      if (exe->worldSize() > 1)
+        throw rt::Error("'" + dir + "' is compiled for " + std::to_string(exe->worldSize()) +
+                        " ranks: run it with 'colo run " + dir + " --np " +
+                        std::to_string(exe->worldSize()) + "' (colo.run runs one rank)");
+      rt::setThreads(threads);
+      rt::Session session(exe, nullptr, rt::parseGemmLibrary("onednn"));
+      if (!weights.empty())
+        session.loadWeights(weights);
+      std::unique_ptr<rt::DataSource> source;
+      if (!exe->inputs().empty()) {
+        if (data.empty())
+          throw rt::Error("the program has inputs: give data= (.npy, .npz, a token file "
+                          "with token_dtype=, or \"synthetic\")");
+        rt::DataOptions options;
+        options.tokenDType = tokenDType;
+        options.shiftLabels = shiftLabels;
+        options.seed = seed;
+        source = rt::openDataSource(data, *exe, options);
+      }
+      for (int64_t k = 1; k <= steps; ++k) {
+        if (source)
+          source->next(session);
+        session.step();
+        double loss = exe->program().loss_size() ? session.loss() : 0.0;
+        if (!std::isfinite(loss))
+          throw rt::Error("loss is " + std::to_string(loss) + " at step " +
+                          std::to_string(k));
+        losses.push_back(loss);
+      }
+      session.saveWeights(output.empty() ? rt::joinPath(exe->directory(), "weights.safetensors")
+                                         : output);
+    } catch (const rt::Error &e) {
+      error = e.what();
+    }
+  }
+  if (!error.empty())
+    raise(error);
+  return losses;
+}
 
 std::unique_ptr<Module> importModel(const std::string &path,
                                     std::vector<std::string> shapes) {
@@ -133,7 +226,12 @@ PYBIND11_MODULE(_colo, m) {
       .def("ir", &Module::ir, py::arg("locations") = false)
       .def("summary", &Module::summary)
       .def("plan", &Module::plan, py::arg("cluster"), py::arg("global_batch"),
-           py::arg("top") = 10, py::arg("offload") = true, py::arg("recompute") = true);
+           py::arg("top") = 10, py::arg("offload") = true, py::arg("recompute") = true)
+      .def("compile", &Module::compile, py::arg("dir"), py::arg("train"), py::arg("plan"),
+           py::arg("bucket_mb"), py::arg("kernel_pieces"));
+  m.def("_run", &runSteps, py::arg("dir"), py::arg("data"), py::arg("steps"),
+        py::arg("threads"), py::arg("seed"), py::arg("token_dtype"), py::arg("shift_labels"),
+        py::arg("weights"), py::arg("output"));
   m.def("_import_model", &importModel, py::arg("path"),
         py::arg("input_shapes") = std::vector<std::string>());
 }

@@ -59,6 +59,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
@@ -229,6 +230,43 @@ struct PrepareKernelsPass
 /// and later appearances, so that buffer-results-to-out-params can replace
 /// each returned allocation by one out-param (it cannot hoist one allocation
 /// into two).
+/// One-shot bufferization creates the constants' memref.globals in an order
+/// that varies from run to run (it visits the functions in an order of its
+/// own), which moves them in the object file. This pass renames them by
+/// their first use in the module and puts them at its start in that order,
+/// so that the same kernels always give the same bytes.
+struct OrderGlobalsPass : PassWrapper<OrderGlobalsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(OrderGlobalsPass)
+  StringRef getArgument() const final { return "colo-order-globals"; }
+  StringRef getDescription() const final {
+    return "Names and orders the memref.globals by their first use";
+  }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    llvm::MapVector<memref::GlobalOp, StringAttr> renamed;
+    module.walk([&](memref::GetGlobalOp use) {
+      auto global = symbols.lookup<memref::GlobalOp>(use.getName());
+      if (!global)
+        return;
+      auto [it, first] = renamed.try_emplace(global, StringAttr());
+      if (first)
+        it->second = StringAttr::get(&getContext(),
+                                     "__colo_constant_" + Twine(renamed.size() - 1));
+      use.setNameAttr(FlatSymbolRefAttr::get(it->second));
+    });
+    Block *body = module.getBody();
+    Operation *start = &body->front();
+    for (auto [global, name] : renamed) {
+      global.setSymName(name);
+      if (global.getOperation() != start)
+        global->moveBefore(start);
+      else
+        start = start->getNextNode();
+    }
+  }
+};
+
 struct DistinctResultBuffersPass
     : PassWrapper<DistinctResultBuffersPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DistinctResultBuffersPass)
@@ -392,6 +430,7 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(std::make_unique<OrderGlobalsPass>());
   pm.addPass(std::make_unique<DistinctResultBuffersPass>());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;

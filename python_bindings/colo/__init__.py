@@ -3,15 +3,17 @@
     import colo, torch, torchvision
     m = colo.from_torch(torchvision.models.resnet18(), torch.randn(1, 3, 64, 64))
     print(m.summary())
+    exe = colo.compile(m, "resnet.colo", train="loss=cross-entropy,lr=1e-3")
+    losses = colo.run(exe, data="batches.npz", steps=10)  # writes the weights
 """
 import json
 import os
 import tempfile
 
-from ._colo import ColoError, _import_model
+from ._colo import ColoError, _import_model, _run
 
-__all__ = ["ColoError", "Module", "PlanResult", "Summary", "from_torch", "import_model",
-           "plan"]
+__all__ = ["ColoError", "Executable", "Module", "PlanResult", "Summary", "compile",
+           "from_torch", "import_model", "plan", "run"]
 
 
 class Summary(dict):
@@ -101,3 +103,53 @@ def from_torch(module, example_inputs):
         traced = torch.jit.trace(module, example_inputs, check_trace=False)
         traced.save(path)
         return import_model(path, [_shape_spec(t) for t in example_inputs])
+
+
+class Executable(os.PathLike):
+    """A compiled training step: the directory `colo compile` writes
+    (program.pb, kernels.so, state.safetensors), for colo.run or `colo run`."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+
+    def __fspath__(self):
+        return self.path
+
+    @property
+    def weights(self):
+        """Where colo.run writes the trained weights by default."""
+        return os.path.join(self.path, "weights.safetensors")
+
+    def __str__(self):
+        return self.path
+
+    def __repr__(self):
+        return f"<colo.Executable {self.path!r}>"
+
+
+def compile(model, output, train="", plan=None, bucket_mb=25.0, kernel_pieces=8,
+            input_shapes=()):
+    """Compiles `model` (a colo.Module, or a path to import) into the
+    executable directory `output`, as `colo compile` does with the same
+    options: `train` as --train ("loss=lm,optimizer=adamw,lr=3e-4"; empty:
+    colo's defaults), `plan` as --plan ("dp=2,tp=2" or a plan file).
+    The same options give the same bytes as the CLI. Returns an Executable;
+    raises ColoError on failure."""
+    if not isinstance(model, Module):
+        model = import_model(model, input_shapes)
+    model._native.compile(os.fspath(output), str(train), str(plan or ""), float(bucket_mb),
+                          int(kernel_pieces))
+    return Executable(output)
+
+
+def run(executable, data=None, steps=10, threads=0, seed=0, token_dtype="",
+        shift_labels=False, weights=None, output=None):
+    """Trains `steps` steps of a one-rank executable in this process, as
+    `colo run` does: `data` a .npy/.npz file, a token file (with
+    `token_dtype`) or "synthetic"; `weights` a safetensors file to start
+    from. Writes the weights to `output` (default: the executable's
+    weights.safetensors) and returns the steps' losses. Executables
+    compiled for several ranks run under `colo run --np N`."""
+    return _run(os.fspath(executable), os.fspath(data) if data else "", int(steps), int(threads),
+                int(seed), str(token_dtype), bool(shift_labels),
+                os.fspath(weights) if weights else "", os.fspath(output) if output else "")

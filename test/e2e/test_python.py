@@ -67,3 +67,70 @@ def test_plan_returns_ranked_plans():
         plans[0]["plan_file"]["mesh"]["pp"] == 8
     with pytest.raises(colo.ColoError, match="unknown"):
         colo.plan(m, cluster="no-such-gpu", global_batch=16)
+
+
+def _files(d):
+    return {f: (d / f).read_bytes() for f in ("program.pb", "kernels.so", "state.safetensors")}
+
+
+@pytest.mark.parametrize("plan", ["", "dp=2,zero=1", "pp=2,micro=2"])
+def test_cli_colo_opt_and_python_build_the_same_step(tmp_path, plan):
+    """One train-step pipeline behind the three front ends: colo-opt's
+    colo-train-step-pipeline prints the IR `colo compile --dump-ir` wrote,
+    and colo.compile writes the CLI's bytes."""
+    import subprocess
+    from conftest import BIN, run_colo
+
+    train = "loss=lm,optimizer=adamw,lr=1e-3"
+    cli = tmp_path / "cli"
+    run_colo("compile", EXAMPLE, "-o", cli, "--train", train, "--dump-ir", tmp_path / "ir",
+             *(["--plan", plan] if plan else []))
+    option = f"train={{{train}}}" + (f" plan={{{plan}}}" if plan else "")
+    opt = subprocess.run([str(BIN / "colo-opt"), str(tmp_path / "ir" / "0-forward.mlir"),
+                          f"--colo-train-step-pipeline={option}"],
+                         capture_output=True, text=True, timeout=600)
+    assert opt.returncode == 0, opt.stderr
+    assert opt.stdout == (tmp_path / "ir" / "1-train-step.mlir").read_text()
+
+    exe = colo.compile(EXAMPLE, tmp_path / "py", train=train, plan=plan)
+    assert isinstance(exe, colo.Executable)
+    assert _files(tmp_path / "py") == _files(cli)
+
+
+def test_run_trains_as_the_cli_does(tmp_path):
+    """colo.run takes the steps `colo run` takes: the same losses and
+    weights, from a module imported once and compiled twice."""
+    import numpy as np
+    from conftest import run_colo
+
+    m = colo.import_model(EXAMPLE)
+    exe = colo.compile(m, tmp_path / "exe", train="loss=lm,lr=1e-3")
+    colo.compile(m, tmp_path / "again", train="loss=lm,lr=1e-3")  # m is left as imported
+    assert _files(tmp_path / "exe") == _files(tmp_path / "again")
+    ids = np.random.default_rng(0).integers(0, 256, size=(16, 64), dtype=np.int64)
+    np.savez(tmp_path / "d.npz", input_ids=ids)
+    losses = colo.run(exe, data=tmp_path / "d.npz", steps=3, threads=1,
+                      output=tmp_path / "py.safetensors")
+    out = run_colo("run", exe, "--data", tmp_path / "d.npz", "--steps", 3, "--threads", 1,
+                   "-o", tmp_path / "cli.safetensors").stdout
+    cli = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+    assert len(losses) == 3 and losses[-1] < losses[0]
+    assert [f"{x:.6f}" for x in losses] == [f"{x:.6f}" for x in cli]
+    assert (tmp_path / "py.safetensors").read_bytes() == \
+        (tmp_path / "cli.safetensors").read_bytes()
+
+
+def test_compile_and_run_errors_raise(tmp_path):
+    with pytest.raises(colo.ColoError, match="offload is not implemented yet"):
+        colo.compile(EXAMPLE, tmp_path / "a", plan="dp=2,offload=optimizer")
+    with pytest.raises(colo.ColoError, match="invalid plan"):
+        colo.compile(EXAMPLE, tmp_path / "a", plan="dp=two")
+    with pytest.raises(colo.ColoError, match="unknown optimizer .newton."):
+        colo.compile(EXAMPLE, tmp_path / "a", train="optimizer=newton")
+    exe = colo.compile(EXAMPLE, tmp_path / "dp", train="loss=lm", plan="dp=2")
+    with pytest.raises(colo.ColoError, match="--np 2"):
+        colo.run(exe, data="synthetic", steps=1)
+    with pytest.raises(colo.ColoError, match="give data="):
+        colo.run(colo.compile(EXAMPLE, tmp_path / "one", train="loss=lm"), steps=1)
+    with pytest.raises(colo.ColoError):
+        colo.run(tmp_path / "nothing-here", data="synthetic")
