@@ -628,7 +628,22 @@ void Executable::loadState() {
   std::vector<int32_t> needed;
   for (int32_t id = 0; id < numBuffers(); ++id) {
     Buffer::Kind kind = buffer(id).kind();
-    if (!isAlias(id) && (kind == Buffer::STATE || kind == Buffer::CONSTANT))
+    if (buffer(id).has_init()) {
+      const Initializer &init = buffer(id).init();
+      DType dtype = buffer(id).dtype();
+      if ((kind != Buffer::STATE && kind != Buffer::CONSTANT) || isAlias(id))
+        throw Error(joinPath(dir_, "program.pb") + ": " + describeBuffer(id) +
+                    " has an initial value but is not STATE or CONSTANT storage");
+      if (!Initializer::Distribution_IsValid(init.distribution()) ||
+          (init.distribution() != Initializer::FILL && dtype != F32 && dtype != F64 &&
+           dtype != BF16))
+        throw Error(joinPath(dir_, "program.pb") + ": " + describeBuffer(id) +
+                    " has an initial value of distribution " +
+                    std::to_string(init.distribution()) + " for " + dtypeName(dtype) +
+                    " (random values are f32, f64 or bf16)");
+    }
+    if (!isAlias(id) && (kind == Buffer::STATE || kind == Buffer::CONSTANT) &&
+        !buffer(id).has_init())
       needed.push_back(id);
   }
   if (needed.empty())

@@ -3,6 +3,7 @@
 #include "colo/Runtime/Session.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
+#include "colo/Runtime/Initializer.h"
 #include "colo/Runtime/Safetensors.h"
 #include "colo/Runtime/Shard.h"
 #include "colo/Runtime/Workers.h"
@@ -136,14 +137,29 @@ void Session::allocate() {
     if (exe.isAlias(id))
       pointers_[id] = pointers_[exe.storageOf(id)];
 
-  if (const SafetensorsFile *state = exe.initialState())
-    for (int32_t id = 0; id < count; ++id) {
-      Buffer::Kind kind = exe.buffer(id).kind();
-      if (exe.isAlias(id) || (kind != Buffer::STATE && kind != Buffer::CONSTANT))
-        continue;
-      const SafetensorsFile::Entry *e = state->find(exe.buffer(id).name());
-      fill(id, state->data(*e));
+  const SafetensorsFile *state = exe.initialState();
+  std::vector<char> whole; // a sharded buffer's whole initial value
+  for (int32_t id = 0; id < count; ++id) {
+    const Buffer &b = exe.buffer(id);
+    if (exe.isAlias(id) || (b.kind() != Buffer::STATE && b.kind() != Buffer::CONSTANT))
+      continue;
+    if (!b.has_init()) {
+      fill(id, state->data(*state->find(b.name())));
+      continue;
     }
+    try {
+      if (!b.has_shard()) {
+        makeInitialValue(b.init(), b.dtype(), exe.numElements(id), pointers_[id]);
+        continue;
+      }
+      int64_t n = numElements(Shape(b.shard().full_shape().begin(), b.shard().full_shape().end()));
+      whole.resize(size_t(n * dtypeSize(b.dtype())));
+      makeInitialValue(b.init(), b.dtype(), n, whole.data());
+      fill(id, whole.data());
+    } catch (const Error &e) {
+      throw Error("the initial value of " + exe.describeBuffer(id) + ": " + e.what());
+    }
+  }
 }
 
 void Session::fill(int32_t id, const void *whole) {

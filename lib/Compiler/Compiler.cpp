@@ -113,6 +113,9 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     llvm::sys::path::append(path, file);
     return std::string(path);
   };
+  // Before program.pb: the state's fills and specs go into the program.
+  if (failed(writeInitialState(program, module, in("state.safetensors"))))
+    return failure();
   {
     // Deterministic: map fields (param_names) in key order, so that the same
     // program always gives the same bytes.
@@ -133,7 +136,5 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     os << program.DebugString();
   }
   KernelCompileOptions kernelOptions;
-  if (failed(compileKernels(kernels, in("kernels.so"), kernelOptions)))
-    return failure();
-  return writeInitialState(program, module, in("state.safetensors"));
+  return compileKernels(kernels, in("kernels.so"), kernelOptions);
 }

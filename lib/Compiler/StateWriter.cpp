@@ -1,8 +1,11 @@
 // state.safetensors: the initial value of every STATE buffer, in the
 // buffer's element type, read by the interpreter (inline data, external data
-// files, #colo.init specs).
+// files); fills and #colo.init specs become the buffers' Initializer, which
+// the runtime makes when a session starts.
 #include "StateWriter.h"
 
+#include "colo/Dialect/Colo/ColoDialect.h"
+#include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Interpreter/Interpreter.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Safetensors.h"
@@ -12,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include <optional>
 #include <set>
 
 using namespace mlir;
@@ -67,22 +71,81 @@ std::vector<char> encode(const std::vector<double> &values, rt::DType dtype) {
 }
 } // namespace
 
-LogicalResult colo::writeInitialState(const rt::Program &program, ModuleOp module,
+std::optional<rt::Initializer> colo::initializerOf(GlobalOp global, rt::DType dtype) {
+  Attribute init = global.getInitialValueAttr();
+  Type element = global.getTensorType().getElementType();
+  rt::Initializer spec;
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(init); dense && dense.isSplat()) {
+    if (auto f = dyn_cast<FloatType>(element)) {
+      if (!f.isF32() && !f.isF64() && !f.isBF16())
+        return std::nullopt;
+      spec.set_a(dense.getSplatValue<APFloat>().convertToDouble());
+    } else if (element.isSignlessInteger(1)) {
+      spec.set_a(dense.getSplatValue<bool>() ? 1.0 : 0.0);
+    } else if (element.isSignlessInteger()) {
+      int64_t v = dense.getSplatValue<APInt>().getSExtValue();
+      if (v > (int64_t(1) << 53) || v < -(int64_t(1) << 53))
+        return std::nullopt; // not exact as a double
+      spec.set_a(double(v));
+    } else {
+      return std::nullopt;
+    }
+    spec.set_distribution(rt::Initializer::FILL);
+    return spec;
+  }
+  auto drawn = dyn_cast_or_null<InitializerAttr>(init);
+  bool sameType = (element.isF32() && dtype == rt::F32) ||
+                  (element.isF64() && dtype == rt::F64) ||
+                  (element.isBF16() && dtype == rt::BF16);
+  if (!drawn || !sameType)
+    return std::nullopt;
+  StringRef dist = drawn.getDistribution();
+  if (dist == "zeros" || dist == "ones") {
+    spec.set_distribution(rt::Initializer::FILL);
+    spec.set_a(dist == "ones" ? 1.0 : 0.0);
+    return spec;
+  }
+  if (dist != "normal" && dist != "uniform")
+    return std::nullopt; // the interpreter reports it
+  spec.set_distribution(dist == "normal" ? rt::Initializer::NORMAL : rt::Initializer::UNIFORM);
+  spec.set_a(drawn.getA().getValueAsDouble());
+  spec.set_b(drawn.getB().getValueAsDouble());
+  // The interpreter's seed: FNV-1a of the name; a pipeline rank's copy of a
+  // global (colo.param_name) draws the same.
+  StringRef name = global.getSymName();
+  if (auto model = global->getAttrOfType<StringAttr>("colo.param_name"))
+    name = model.getValue();
+  uint64_t seed = 1469598103934665603ull;
+  for (char c : name)
+    seed = (seed ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  spec.set_seed(seed);
+  return spec;
+}
+LogicalResult colo::writeInitialState(rt::Program &program, ModuleOp module,
                                       const std::string &path) {
   Interpreter reader(module);
   std::vector<std::vector<char>> storage;
   std::vector<rt::TensorView> views;
   // A pipeline's stages have their own buffers; each global is written once.
-  std::vector<const rt::Buffer *> buffers;
+  std::vector<rt::Buffer *> buffers;
   std::set<std::string> seen;
-  for (const rt::Program &stage : program.stages())
-    for (const rt::Buffer &b : stage.buffers())
+  for (rt::Program &stage : *program.mutable_stages())
+    for (rt::Buffer &b : *stage.mutable_buffers())
       buffers.push_back(&b);
-  for (const rt::Buffer &b : program.buffers())
+  for (rt::Buffer &b : *program.mutable_buffers())
     buffers.push_back(&b);
-  for (const rt::Buffer *buffer : buffers) {
-    const rt::Buffer &b = *buffer;
-    if (b.kind() != rt::Buffer::STATE || !seen.insert(b.name()).second)
+  SymbolTable symbols(module);
+  for (rt::Buffer *buffer : buffers) {
+    rt::Buffer &b = *buffer;
+    if (b.kind() != rt::Buffer::STATE)
+      continue;
+    bool alias = b.has_alias_of() && b.alias_of() >= 0;
+    if (auto global = symbols.lookup<GlobalOp>(b.name()); global && !alias)
+      if (std::optional<rt::Initializer> init = initializerOf(global, b.dtype())) {
+        *b.mutable_init() = *init;
+        continue;
+      }
+    if (!seen.insert(b.name()).second)
       continue;
     if (b.dtype() == rt::F16)
       return module.emitError() << "'" << b.name()

@@ -3,6 +3,10 @@
 #include "colo/Interpreter/Interpreter.h"
 
 #include "colo/Dialect/Colo/ColoDialect.h"
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Runtime/Initializer.h"
+
+#include "StateWriter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -12,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -978,3 +983,71 @@ TEST_F(InterpreterTest, LarsUpdateFollowsItsDefinition) {
 }
 
 } // namespace
+
+// The runtime makes the initial values of fills and #colo.init specs
+// (runtime/Initializer.cpp) that the compiler used to take from the
+// interpreter: it must make the interpreter's bits, in every rounding case
+// (bf16 directly from double, its subnormals, overflow to infinity).
+// @midpoint is 1 + 2^-8 + 2^-30: to bf16 it rounds up, through float
+// (to 1 + 2^-8, a tie) down to 1.
+TEST(RuntimeInitializer, MakesTheInterpretersValues) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<colo::ColoDialect, mlir::func::FuncDialect>();
+  const char *src = R"mlir(
+    colo.global @normal : tensor<1000x7xf32> = #colo.init<distribution = "normal", a = 0.5 : f64, b = 2.0e-02 : f64>
+    colo.global @uniform : tensor<3001xf32> = #colo.init<distribution = "uniform", a = -0.1 : f64, b = 0.3 : f64>
+    colo.global @wide : tensor<4001xf64> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0e+03 : f64>
+    colo.global @half : tensor<5003xbf16> = #colo.init<distribution = "normal", a = 1.0 : f64, b = 0.3 : f64>
+    colo.global @tiny : tensor<5003xbf16> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 3.0e-39 : f64>
+    colo.global @huge : tensor<5003xbf16> = #colo.init<distribution = "uniform", a = 3.0e+38 : f64, b = 3.5e+38 : f64>
+    colo.global @midpoint : tensor<3xbf16> = #colo.init<distribution = "uniform", a = 1.0039062509313226 : f64, b = 1.0039062509313226 : f64>
+    colo.global @ones : tensor<17xbf16> = #colo.init<distribution = "ones", a = 0.0 : f64, b = 0.0 : f64>
+    colo.global @step : tensor<i64> = dense<3> : tensor<i64>
+    colo.global @mask : tensor<4x4xi1> = dense<true> : tensor<4x4xi1>
+    colo.global @fill : tensor<9xf32> = dense<-2.5> : tensor<9xf32>
+  )mlir";
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(src, &ctx);
+  ASSERT_TRUE(module);
+  colo::Interpreter interp(*module);
+  namespace rt = colo::runtime;
+  struct Case {
+    const char *name;
+    rt::DType dtype;
+  } cases[] = {{"normal", rt::F32}, {"uniform", rt::F32}, {"wide", rt::F64},
+               {"half", rt::BF16},  {"tiny", rt::BF16},   {"huge", rt::BF16},
+               {"midpoint", rt::BF16}, {"ones", rt::BF16}, {"step", rt::I64},    {"mask", rt::BOOL},
+               {"fill", rt::F32}};
+  for (auto [name, dtype] : cases) {
+    auto global = mlir::SymbolTable::lookupNearestSymbolFrom<colo::GlobalOp>(
+        *module, mlir::StringAttr::get(&ctx, name));
+    std::optional<rt::Initializer> init = colo::initializerOf(global, dtype);
+    ASSERT_TRUE(init) << name;
+    colo::HostArray *want = interp.global(name);
+    ASSERT_NE(want, nullptr) << name;
+    int64_t n = int64_t(want->data.size());
+    std::vector<char> made(size_t(n * rt::dtypeSize(dtype)));
+    rt::makeInitialValue(*init, dtype, n, made.data());
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = want->data[size_t(i)], got;
+      if (dtype == rt::F32) {
+        float f = reinterpret_cast<const float *>(made.data())[i], w = float(v);
+        wrong += std::memcmp(&f, &w, 4) != 0;
+        continue;
+      }
+      if (dtype == rt::BF16) {
+        uint16_t b = reinterpret_cast<const uint16_t *>(made.data())[i];
+        wrong += b != rt::floatToBf16(float(v));
+        continue;
+      }
+      if (dtype == rt::F64)
+        got = reinterpret_cast<const double *>(made.data())[i];
+      else if (dtype == rt::I64)
+        got = double(reinterpret_cast<const int64_t *>(made.data())[i]);
+      else
+        got = double(reinterpret_cast<const uint8_t *>(made.data())[i]);
+      wrong += got != v;
+    }
+    EXPECT_EQ(wrong, 0) << name;
+  }
+}
