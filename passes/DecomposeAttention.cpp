@@ -9,6 +9,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
+#include <vector>
 
 namespace colo {
 #define GEN_PASS_DEF_COLODECOMPOSEATTENTION
@@ -68,14 +69,18 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     if (op.getCausal()) {
       // Top-left aligned, as PyTorch's is_causal: query i sees keys <= i.
       auto maskType = RankedTensorType::get({s, t}, e);
-      SmallVector<Attribute> values;
-      values.reserve(s * t);
-      for (int64_t i = 0; i < s; ++i)
-        for (int64_t j = 0; j < t; ++j)
-          values.push_back(rewriter.getFloatAttr(
-              e, j > i ? -std::numeric_limits<double>::infinity() : 0.0));
+      // From raw values: an attribute per element costs seconds at long
+      // sequences (2048^2 per layer).
+      auto causal = [&](auto zero) {
+        using T = decltype(zero);
+        std::vector<T> values(size_t(s * t), zero);
+        for (int64_t i = 0; i < s; ++i)
+          for (int64_t j = i + 1; j < t; ++j)
+            values[size_t(i * t + j)] = -std::numeric_limits<T>::infinity();
+        return DenseElementsAttr::get(maskType, ArrayRef<T>(values));
+      };
       Value mask = ConstantOp::create(rewriter, loc,
-                                      DenseElementsAttr::get(maskType, values));
+                                      e.isF32() ? causal(0.0f) : causal(0.0));
       scores = AddOp::create(rewriter, loc, scores, mask);
     }
     if (Value mask = op.getMask()) {

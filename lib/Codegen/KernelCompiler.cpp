@@ -59,6 +59,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -346,6 +347,12 @@ struct EntryPointsPass : PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto voidType = LLVM::LLVMVoidType::get(ctx);
     SymbolTable symbols(module);
+    // The symbols something refers to, found in one walk: renaming the
+    // others needs no walk each (which made the pass quadratic in kernels).
+    llvm::DenseSet<StringAttr> referenced;
+    if (std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(module))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        referenced.insert(use.getSymbolRef().getRootReference());
     OpBuilder b(ctx);
     for (auto name : names.getAsValueRange<StringAttr>()) {
       auto impl = symbols.lookup<LLVM::LLVMFuncOp>(name);
@@ -363,8 +370,13 @@ struct EntryPointsPass : PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
       std::string implName = (name + "_impl").str();
       for (int n = 1; symbols.lookup(implName); ++n)
         implName = (name + "_impl" + Twine(n)).str();
-      if (failed(symbols.rename(impl, StringAttr::get(ctx, implName))))
+      if (!referenced.contains(impl.getSymNameAttr())) {
+        symbols.remove(impl);
+        impl.setSymName(implName);
+        symbols.insert(impl);
+      } else if (failed(symbols.rename(impl, StringAttr::get(ctx, implName)))) {
         return signalPassFailure();
+      }
       impl.setLinkage(LLVM::Linkage::Internal);
       for (unsigned i = 0; noAlias && i < type.getNumParams(); ++i)
         impl.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
