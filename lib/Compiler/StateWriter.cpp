@@ -110,15 +110,7 @@ std::optional<rt::Initializer> colo::initializerOf(GlobalOp global, rt::DType dt
   spec.set_distribution(dist == "normal" ? rt::Initializer::NORMAL : rt::Initializer::UNIFORM);
   spec.set_a(drawn.getA().getValueAsDouble());
   spec.set_b(drawn.getB().getValueAsDouble());
-  // The interpreter's seed: FNV-1a of the name; a pipeline rank's copy of a
-  // global (colo.param_name) draws the same.
-  StringRef name = global.getSymName();
-  if (auto model = global->getAttrOfType<StringAttr>("colo.param_name"))
-    name = model.getValue();
-  uint64_t seed = 1469598103934665603ull;
-  for (char c : name)
-    seed = (seed ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  spec.set_seed(seed);
+  spec.set_seed(initializerSeed(global));
   return spec;
 }
 LogicalResult colo::writeInitialState(rt::Program &program, ModuleOp module,

@@ -238,15 +238,7 @@ FailureOr<HostArray> readGlobal(GlobalOp global) {
     int64_t n = numElements(a.shape);
     double pa = spec.getA().getValueAsDouble(), pb = spec.getB().getValueAsDouble();
     StringRef dist = spec.getDistribution();
-    // A fixed seed per global (FNV-1a of its name), so runs are reproducible;
-    // a pipeline rank's copy of a global (colo.param_name) draws the same.
-    StringRef name = global.getSymName();
-    if (auto model = global->getAttrOfType<StringAttr>("colo.param_name"))
-      name = model.getValue();
-    uint64_t seed = 1469598103934665603ull;
-    for (char c : name)
-      seed = (seed ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    std::mt19937_64 gen(seed);
+    std::mt19937_64 gen(colo::initializerSeed(global));
     auto uniform01 = [&] { return (gen() >> 11) * 0x1.0p-53; };
     a.data.resize(n);
     if (dist == "zeros" || dist == "ones") {
@@ -1018,3 +1010,15 @@ FailureOr<std::vector<HostArray>> interpret(ModuleOp module, ArrayRef<HostArray>
 }
 
 } // namespace colo
+
+uint64_t colo::initializerSeed(GlobalOp global) {
+  // FNV-1a of the name, so runs are reproducible; a pipeline rank's copy of
+  // a global (colo.param_name) draws the same.
+  StringRef name = global.getSymName();
+  if (auto model = global->getAttrOfType<StringAttr>("colo.param_name"))
+    name = model.getValue();
+  uint64_t seed = 1469598103934665603ull;
+  for (char c : name)
+    seed = (seed ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return seed;
+}

@@ -17,6 +17,8 @@
 
 namespace colo {
 
+class GlobalOp;
+
 /// A host tensor: row-major values of any element type, held as double.
 struct HostArray {
   std::vector<int64_t> shape;
@@ -86,6 +88,10 @@ public:
 private:
   std::unique_ptr<Impl> impl;
 };
+
+/// The seed of a #colo.init global's draws (std::mt19937_64): a hash of its
+/// name, or of its colo.param_name (a pipeline rank's copy draws the same).
+uint64_t initializerSeed(GlobalOp global);
 
 /// Evaluates `func.func @forward` of `module` on `inputs` with fresh model
 /// state: `Interpreter(module).call("forward", inputs)`.
