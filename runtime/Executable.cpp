@@ -4,6 +4,7 @@
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
+#include "colo/Runtime/Initializer.h"
 #include "colo/Runtime/Shard.h"
 
 #include <algorithm>
@@ -635,8 +636,7 @@ void Executable::loadState() {
         throw Error(joinPath(dir_, "program.pb") + ": " + describeBuffer(id) +
                     " has an initial value but is not STATE or CONSTANT storage");
       if (!Initializer::Distribution_IsValid(init.distribution()) ||
-          (init.distribution() != Initializer::FILL && dtype != F32 && dtype != F64 &&
-           dtype != BF16))
+          (init.distribution() != Initializer::FILL && !drawsIn(dtype)))
         throw Error(joinPath(dir_, "program.pb") + ": " + describeBuffer(id) +
                     " has an initial value of distribution " +
                     std::to_string(init.distribution()) + " for " + dtypeName(dtype) +

@@ -65,7 +65,7 @@ void makeInitialValue(const Initializer &init, DType dtype, int64_t count, void 
       throw Error(std::string("a fill of ") + dtypeName(dtype) + " is not supported");
     }
   }
-  if (dtype != F32 && dtype != F64 && dtype != BF16)
+  if (!drawsIn(dtype))
     throw Error(std::string("a random initial value of ") + dtypeName(dtype) +
                 " is not supported (f32, f64 and bf16 are)");
   std::mt19937_64 gen(init.seed());

@@ -74,6 +74,12 @@ void check(int code, const char *call, const std::string &what) {
   throw Error(what + ": " + call + " failed: " + mpiMessage(code));
 }
 
+/// MPI calls on `comm` return their errors instead of aborting, so that
+/// `check` can report them.
+void returnErrors(MPI_Comm comm, const std::string &what) {
+  check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", what);
+}
+
 std::string groupString(const Group &group) {
   std::string s = "[";
   for (size_t i = 0; i < group.size(); ++i)
@@ -152,8 +158,7 @@ public:
     tags_ = (found ? int64_t(*ub) : 32767) + 1;
     // Collective over the world, like MPI_Init: every rank constructs one.
     check(MPI_Comm_dup(MPI_COMM_WORLD, &collectives_), "MPI_Comm_dup", "mpi");
-    check(MPI_Comm_set_errhandler(collectives_, MPI_ERRORS_RETURN),
-          "MPI_Comm_set_errhandler", "mpi");
+    returnErrors(collectives_, "mpi");
   }
 
   ~MpiCommunicator() override {
@@ -435,8 +440,7 @@ public:
       check(MPI_Comm_split(collectives_, color, key, &comm), "MPI_Comm_split", call.what);
       if (comm == MPI_COMM_NULL)
         continue;
-      check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
-            call.what);
+      returnErrors(comm, call.what);
       if (!groups_.emplace(*round[size_t(color)], GroupComm{comm}).second)
         MPI_Comm_free(&comm);
     }
@@ -869,7 +873,7 @@ private:
     MPI_Group_free(&members);
     MPI_Group_free(&world);
     check(code, "MPI_Comm_create_group", what);
-    check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", what);
+    returnErrors(comm, what);
     return comm;
   }
 
@@ -909,8 +913,7 @@ std::unique_ptr<Communicator> createMpiCommunicator() {
     ownsMpi = true;
     std::atexit(finalizeAtExit);
   }
-  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-        "MPI_Comm_set_errhandler", "mpi");
+  returnErrors(MPI_COMM_WORLD, "mpi");
   return std::make_unique<MpiCommunicator>();
 }
 

@@ -17,6 +17,10 @@
 
 namespace colo::runtime {
 
+/// Whether UNIFORM and NORMAL initial values can be made in `dtype` (F32,
+/// F64, BF16; a FILL can be made in any).
+inline bool drawsIn(DType dtype) { return dtype == F32 || dtype == F64 || dtype == BF16; }
+
 /// Writes the `count` elements of the whole tensor that `init` describes,
 /// in `dtype`'s encoding, to `out`. Throws Error for a distribution on a
 /// dtype it does not support.
