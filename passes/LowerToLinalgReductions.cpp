@@ -149,12 +149,35 @@ Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis, bool log) 
   Type acc = computeType(type.getElementType());
   AffineMap id = identity(b, rank), kept = dropDimsMap(rank, {axis}, b.getContext());
   Value mx = maxAlong(b, loc, x, axis, acc);
-  Value sum = sumExpAlong(b, loc, x, mx, axis, acc);
-  return buildMapped(b, loc, type, {{x, id}, {mx, kept}, {sum, kept}},
-                     [log](OpBuilder &nb, Location l, ValueRange a) {
-                       Arith m{nb, l};
-                       Value d = m.sub(a[0], a[1]);
-                       return log ? m.sub(d, m.log(a[2])) : m.div(m.exp(d), a[2]);
+  if (log) {
+    Value sum = sumExpAlong(b, loc, x, mx, axis, acc);
+    return buildMapped(b, loc, type, {{x, id}, {mx, kept}, {sum, kept}},
+                       [](OpBuilder &nb, Location l, ValueRange a) {
+                         Arith m{nb, l};
+                         Value d = m.sub(a[0], a[1]);
+                         return m.sub(d, m.log(a[2]));
+                       });
+  }
+  // The exponentials once, kept in `acc` for the sum and the quotient (two
+  // users, so elementwise fusion does not compute them again in each); then
+  // a multiplication by the sum's reciprocal, as PyTorch's CPU softmax does.
+  Value e = buildMapped(b, loc, RankedTensorType::get(type.getShape(), acc),
+                        {{x, id}, {mx, kept}}, [](OpBuilder &nb, Location l, ValueRange a) {
+                          Arith m{nb, l};
+                          return m.exp(m.sub(a[0], a[1]));
+                        });
+  Value sum = buildReduction(b, loc, type.getShape(), {axis}, {{e, id}}, {zeroAttr(b, acc)},
+                             [](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+                               return SmallVector<Value>{Arith{nb, l}.add(a[0], in[0])};
+                             })[0];
+  Value inverse = buildMapped(b, loc, tensorType(sum), {{sum, identity(b, rank - 1)}},
+                              [acc](OpBuilder &nb, Location l, ValueRange a) {
+                                Arith m{nb, l};
+                                return m.div(m.c(acc, 1.0), a[0]);
+                              });
+  return buildMapped(b, loc, type, {{e, id}, {inverse, kept}},
+                     [](OpBuilder &nb, Location l, ValueRange a) {
+                       return Arith{nb, l}.mul(a[0], a[1]);
                      });
 }
 
@@ -510,7 +533,11 @@ struct CrossEntropyLowering {
       Value isLabel = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, cls, label);
       Value target = m.add(m.select(isLabel, m.c(acc, 1.0 - eps), m.c(acc, 0.0)),
                            m.c(acc, eps / static_cast<double>(classes)));
-      Value p = m.div(m.exp(m.sub(a[0], a[2])), a[3]);
+      // exp(x - (max + log(sum))): one exponential and no division per
+      // element (the logarithm is the position's, hoisted out of the loop
+      // over classes).
+      Value logZ = m.add(a[2], m.log(a[3]));
+      Value p = m.exp(m.sub(a[0], logZ));
       Value d = m.mul(scale(m, a.drop_front(4)), m.sub(p, target));
       return m.select(isCounted(nb, l, label), d, m.c(acc, 0.0));
     });

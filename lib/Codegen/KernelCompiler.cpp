@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "colo/Codegen/KernelCompiler.h"
 
+#include "FuseElementwise.h"
+
 #include "colo/Passes/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -157,6 +159,41 @@ struct SplitReductionsPass
     return isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp>(combiners[0]);
   }
 
+  /// linalg::splitReduction takes an operand's constant index (a size-1
+  /// dimension read by broadcasting, `(d0, d1, d2) -> (d0, d1, 0)`) for a
+  /// loop dimension and builds an invalid generic, so such dimensions are
+  /// first collapsed into a neighbour (or the operand into a scalar).
+  static void collapseConstantIndices(RewriterBase &rw, linalg::GenericOp g) {
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    bool changed = false;
+    for (OpOperand *operand : g.getDpsInputOperands()) {
+      AffineMap map = maps[operand->getOperandNumber()];
+      auto type = dyn_cast<RankedTensorType>(operand->get().getType());
+      if (!type || llvm::none_of(map.getResults(), llvm::IsaPred<AffineConstantExpr>))
+        continue;
+      SmallVector<ReassociationIndices> groups;
+      SmallVector<AffineExpr> exprs;
+      ReassociationIndices pending;
+      for (auto [i, e] : llvm::enumerate(map.getResults())) {
+        pending.push_back(i);
+        if (isa<AffineConstantExpr>(e))
+          continue;
+        groups.push_back(std::move(pending));
+        pending.clear();
+        exprs.push_back(e);
+      }
+      if (!groups.empty())
+        llvm::append_range(groups.back(), pending);
+      Value collapsed = tensor::CollapseShapeOp::create(rw, g.getLoc(), operand->get(), groups);
+      operand->set(collapsed);
+      maps[operand->getOperandNumber()] =
+          AffineMap::get(map.getNumDims(), 0, exprs, g.getContext());
+      changed = true;
+    }
+    if (changed)
+      g.setIndexingMapsAttr(rw.getAffineMapArrayAttr(maps));
+  }
+
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> ops;
     getOperation()->walk([&](linalg::GenericOp g) {
@@ -166,6 +203,7 @@ struct SplitReductionsPass
     IRRewriter rw(&getContext());
     for (linalg::GenericOp g : ops) {
       rw.setInsertionPoint(g);
+      collapseConstantIndices(rw, g);
       auto control = [](linalg::LinalgOp op) {
         return linalg::SplitReductionOptions{
             kLanes, static_cast<unsigned>(op.getRank(op.getDpsInitOperand(0))),
@@ -428,7 +466,7 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(std::make_unique<PrepareKernelsPass>());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgGeneralizeNamedOpsPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(std::make_unique<SplitReductionsPass>());
@@ -463,7 +501,13 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true; // bf16 <-> f32 in integer ops, no libgcc helpers
   pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // aligned_alloc, not malloc and a pointer rounded up through an integer:
+  // LLVM knows the former's result aliases nothing, and so keeps a split
+  // reduction's lanes in registers instead of versioning its loops on
+  // run-time overlap checks and storing the lanes back at every element.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass()); // erf and what LLVM has no intrinsic for
   ConvertFuncToLLVMPassOptions funcToLLVM;
@@ -475,6 +519,19 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(std::make_unique<EntryPointsPass>(options.noAlias));
   pm.addPass(createCanonicalizerPass());
+}
+
+void registerKernelCompilerPasses() {
+  PassRegistration<ApproximateMathPass>();
+  PassRegistration<SplitReductionsPass>();
+  PassRegistration<PrepareKernelsPass>();
+  PassRegistration<OrderGlobalsPass>();
+  PassRegistration<DistinctResultBuffersPass>();
+  PassRegistration<StridedCopiesToLoopsPass>();
+  PassRegistration<Pass>([] { return createFuseElementwisePass(); });
+  PassPipelineRegistration<>("colo-cpu-kernel-pipeline",
+                             "colo kernels on tensors to the LLVM dialect",
+                             [](OpPassManager &pm) { buildCpuKernelPipeline(pm, {}); });
 }
 
 LogicalResult lowerKernelsToLLVM(ModuleOp module, const KernelCompileOptions &opts) {

@@ -776,7 +776,7 @@ TEST_F(KernelCompilerTest, FusedElementwiseChain) {
   check(source, {}, opts);
 
   StringRef text(dump);
-  size_t at = text.find("(linalg-fuse-elementwise-ops)");
+  size_t at = text.find("(colo-fuse-elementwise)");
   ASSERT_NE(at, StringRef::npos) << "no IR dump after the fusion pass";
   StringRef fused = text.drop_front(at);
   fused = fused.take_front(fused.find("IR Dump After", 10));
@@ -878,6 +878,30 @@ TEST_F(KernelCompilerTest, SumsRunInSixteenLanesAddedInOrder) {
     EXPECT_EQ(sums[r], sum) << "row " << r;
     EXPECT_EQ(maxima[r], *std::max_element(&x[r * 1024], &x[(r + 1) * 1024])) << "row " << r;
   }
+}
+
+// Split reductions that read a broadcast operand (a mean kept as a size-1
+// dimension) and recompute a cheap producer for two users: layer norm's
+// variance and a softmax over scaled scores, 64 wide so that both reduce in
+// 16 lanes.
+TEST_F(KernelCompilerTest, SplitReductionsReadBroadcastOperands) {
+  check(R"mlir(
+    func.func @forward(%x: tensor<3x5x64xf32>, %m: tensor<64xf32>)
+        -> (tensor<3x5x1xf32>, tensor<3x5x64xf32>) {
+      %mean = colo.reduce_mean %x dims = [2] {keep_dims} : tensor<3x5x64xf32>
+      %d = colo.sub %x, %mean : tensor<3x5x64xf32>, tensor<3x5x1xf32>
+      %sq = colo.mul %d, %d : tensor<3x5x64xf32>, tensor<3x5x64xf32>
+      %var = colo.reduce_mean %sq dims = [2] {keep_dims} : tensor<3x5x64xf32>
+      %c = colo.constant dense<0.125> : tensor<f32>
+      %s = colo.mul %x, %c : tensor<3x5x64xf32>, tensor<f32>
+      %t = colo.add %s, %m : tensor<3x5x64xf32>, tensor<64xf32>
+      %p = colo.softmax %t axis = 2 : tensor<3x5x64xf32>
+      return %var, %p : tensor<3x5x1xf32>, tensor<3x5x64xf32>
+    }
+  )mlir",
+        {{0, [](std::mt19937 &rng, int64_t) {
+            return 3.0 + std::uniform_real_distribution<double>(-4.0, 4.0)(rng);
+          }}});
 }
 
 TEST_F(KernelCompilerTest, SeveralKernelsInOneObject) {

@@ -73,6 +73,10 @@ struct CpuKernelPipelineOptions {
 /// deallocation, LLVM IR translation) the kernel pipeline needs.
 void registerKernelCompilerDialects(mlir::DialectRegistry &registry);
 
+/// Registers the kernel pipeline as `colo-cpu-kernel-pipeline` and its own
+/// passes, so that colo-opt runs them (and lit tests check them) one by one.
+void registerKernelCompilerPasses();
+
 /// Adds the passes from colo kernels on tensors to the LLVM dialect, with the
 /// `void name(void **)` entry points, to `pm` (on a ModuleOp).
 void buildCpuKernelPipeline(mlir::OpPassManager &pm,
