@@ -191,6 +191,8 @@ int64_t elementBytes(Value v) {
 } // namespace
 
 bool colo::sumsOverRows(Operation *op) {
+  if (isa<ScatterAddOp>(op))
+    return true;
   auto reduce = dyn_cast<ReduceSumOp>(op);
   if (!reduce)
     return false;

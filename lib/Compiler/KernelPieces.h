@@ -35,7 +35,9 @@ std::optional<KernelPieces> splitKernelIntoPieces(mlir::func::FuncOp kernel,
                                                   int64_t minElements);
 
 /// A sum over its operand's outermost dimension longer than 1, which no
-/// piece can compute alone (a bias or norm gradient).
+/// piece can compute alone: a reduce_sum over it (a bias or norm gradient)
+/// or a scatter_add, which adds rows into the positions its indices name (an
+/// embedding gradient).
 bool sumsOverRows(mlir::Operation *op);
 
 } // namespace colo
