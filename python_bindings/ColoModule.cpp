@@ -13,6 +13,7 @@
 #include "colo/Runtime/Executable.h"
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/Session.h"
+#include "colo/Runtime/TrainLoop.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -179,18 +180,22 @@ std::vector<double> runSteps(const std::string &dir, const std::string &data, in
         options.seed = seed;
         source = rt::openDataSource(data, *exe, options);
       }
-      for (int64_t k = 1; k <= steps; ++k) {
-        if (source)
-          source->next(session);
-        session.step();
-        double loss = exe->program().loss_size() ? session.loss() : 0.0;
-        if (!std::isfinite(loss))
-          throw rt::Error("loss is " + std::to_string(loss) + " at step " +
-                          std::to_string(k));
-        losses.push_back(loss);
+      // As colo run: a step whose loss or update is not finite stops the
+      // run, and the weights written are those from before it.
+      session.setSnapshots(session.snapshotBytes() <= rt::kSnapshotLimit);
+      std::string out =
+          output.empty() ? rt::joinPath(exe->directory(), "weights.safetensors") : output;
+      rt::TrainLoopResult result = rt::runTrainLoop(session, source.get(), steps, nullptr);
+      if (result.stop != rt::TrainStop::Done) {
+        std::string written = " (" + out + " was left as it was)";
+        if (rt::keepLastGoodWeights(session) == rt::GoodWeights::Restored) {
+          session.saveWeights(out);
+          written = "; wrote the weights from before it to " + out;
+        }
+        throw rt::Error(result.message() + written);
       }
-      session.saveWeights(output.empty() ? rt::joinPath(exe->directory(), "weights.safetensors")
-                                         : output);
+      losses = std::move(result.losses);
+      session.saveWeights(out);
     } catch (const rt::Error &e) {
       error = e.what();
     }

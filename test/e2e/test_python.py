@@ -134,3 +134,31 @@ def test_compile_and_run_errors_raise(tmp_path):
         colo.run(colo.compile(EXAMPLE, tmp_path / "one", train="loss=lm"), steps=1)
     with pytest.raises(colo.ColoError):
         colo.run(tmp_path / "nothing-here", data="synthetic")
+
+
+def test_run_stops_at_a_broken_update_with_the_last_good_weights(tmp_path):
+    """colo.run runs colo run's loop: a step whose update overflows the
+    weights stops the run with an error, and the weights written are those
+    from before it (here the initial ones), not the broken ones."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    model = tmp_path / "linear.mlir"
+    model.write_text("""
+colo.global trainable @fc.weight : tensor<4x3xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0 : f64>
+func.func @forward(%x: tensor<8x4xf32> loc("x")) -> tensor<8x3xf32> {
+  %w = colo.global_load @fc.weight : tensor<4x3xf32>
+  %y = colo.matmul %x, %w : tensor<8x4xf32>, tensor<4x3xf32>
+  return %y : tensor<8x3xf32>
+}
+""")
+    exe = colo.compile(model, tmp_path / "exe", train="optimizer=sgd,lr=1e38")
+    np.savez(tmp_path / "d.npz", x=np.full((16, 4), 1e3, np.float32),
+             labels=np.arange(16) % 3)
+    colo.run(exe, data=tmp_path / "d.npz", steps=0, output=tmp_path / "initial.safetensors")
+    with pytest.raises(colo.ColoError, match="update of step 1 made parameter .fc.weight. "
+                       "not finite.*wrote the weights from before it"):
+        colo.run(exe, data=tmp_path / "d.npz", steps=5, output=tmp_path / "w.safetensors")
+    weights = load_file(tmp_path / "w.safetensors")["fc.weight"]
+    assert np.isfinite(weights).all()
+    assert (weights == load_file(tmp_path / "initial.safetensors")["fc.weight"]).all()

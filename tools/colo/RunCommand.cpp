@@ -10,6 +10,7 @@
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/Session.h"
+#include "colo/Runtime/TrainLoop.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -109,9 +110,6 @@ cl::opt<double> runCommTimeout(
              "with an error (default 300)"),
     cl::init(300), cl::sub(runCmd), cl::sub(trainCommand()));
 
-/// Snapshots are on by default below this size (a copy of the parameters per
-/// step is cheap next to the step itself, which reads them several times).
-constexpr int64_t kSnapshotLimit = int64_t(2) << 30;
 
 raw_ostream &note() { return WithColor::note(errs(), "colo"); }
 
@@ -144,7 +142,6 @@ std::string tensors(size_t n) {
   return std::to_string(n) + (n == 1 ? " tensor" : " tensors");
 }
 
-std::string notFinite(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
 
 /// Under mpirun, standard output is mpirun's pseudo-terminal whatever the
 /// user's is; the launcher passes on whether the user's is a terminal.
@@ -214,27 +211,27 @@ void printProfile(const rt::Session &session) {
 
 /// After a failed step `k`: writes the parameters from before it, if a finite
 /// copy was kept, and says what was written.
-void keepLastGoodWeights(rt::Session &session, int64_t k, const std::string &output,
-                         bool snapshots) {
-  if (!snapshots) {
+void writeLastGoodWeights(rt::Session &session, int64_t k, const std::string &output) {
+  std::string bad;
+  switch (rt::keepLastGoodWeights(session, &bad)) {
+  case rt::GoodWeights::NoSnapshot:
     note() << "no weights written: no copy of the parameters was kept ("
            << (runNoSnapshot ? std::string("--no-snapshot")
                              : "they take " + megabytes(session.snapshotBytes()))
            << "); " << output << " was left as it was\n";
     return;
-  }
-  session.restoreSnapshot();
-  std::string bad;
-  if (!session.parametersFinite(&bad)) {
+  case rt::GoodWeights::NotFinite:
     note() << "no weights written: parameter '" << bad
            << "' was already not finite before step " << k << "; " << output
            << " was left as it was\n";
     return;
+  case rt::GoodWeights::Restored:
+    session.saveWeights(output);
+    note() << "wrote the weights from before step " << k
+           << (k == 1 ? " (the initial weights)" : " (after step " + std::to_string(k - 1) + ")")
+           << " to " << output << "\n";
+    return;
   }
-  session.saveWeights(output);
-  note() << "wrote the weights from before step " << k
-         << (k == 1 ? " (the initial weights)" : " (after step " + std::to_string(k - 1) + ")")
-         << " to " << output << "\n";
 }
 
 /// The run options given on the command line, as `colo run` arguments for
@@ -352,8 +349,7 @@ int run(const std::string &dir) {
     out << "data: " << data->description() << "\n";
   }
 
-  bool snapshots = !runNoSnapshot && session.snapshotBytes() <= kSnapshotLimit;
-  session.setSnapshots(snapshots);
+  session.setSnapshots(!runNoSnapshot && session.snapshotBytes() <= rt::kSnapshotLimit);
   session.setProfiling(!runProfile.empty());
   session.setOverlap(!runNoOverlap);
   if (exe->parameters().empty())
@@ -363,57 +359,40 @@ int run(const std::string &dir) {
 
   const colo::runtime::Program &program = exe->program();
   Progress progress(runSteps, rank == 0);
-  using clock = std::chrono::steady_clock;
-  clock::time_point runStart = clock::now();
-  int64_t stepBytes = 0;
-  for (int64_t k = 1; k <= runSteps; ++k) {
-    clock::time_point t0 = clock::now();
-    if (data)
-      data->next(session);
-    int64_t sentBefore = comm ? comm->stats().bytesSent : 0;
-    session.step();
-    if (comm)
-      stepBytes += comm->stats().bytesSent - sentBefore;
-    double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-
-    progress.clear();
-    out << "step " << k << "/" << runSteps;
-    for (int i = 0; i < program.loss_size(); ++i) {
-      double v = session.scalar(program.loss(i));
-      out << "  "
-             << (i == 0 ? std::string("loss") : exe->buffer(program.loss(i)).name())
-             << " " << formatv("{0:F6}", v);
-    }
-    out << "  (" << milliseconds(ms) << ")\n";
-
-    // Stops at the first step with a non-finite loss, or whose update made a
-    // parameter non-finite, keeping the weights from before that step.
-    double loss = program.loss_size() ? session.loss() : 0.0;
-    std::string bad;
-    bool lossFinite = std::isfinite(loss);
-    if (!lossFinite || (snapshots && !session.parametersFinite(&bad))) {
-      out.flush();
-      if (rank != 0) {
-        // The collectives of keepLastGoodWeights, without its messages.
-        if (snapshots && session.restoreSnapshot() && session.parametersFinite())
-          session.saveWeights(output);
-        return 1;
-      }
-      if (!lossFinite)
-        reportError(formatv("loss is {0} at step {1}", notFinite(loss), k));
-      else
-        reportError(formatv("the update of step {0} made parameter '{1}' not finite "
-                            "(lower the learning rate or clip gradients)",
-                            k, bad));
-      keepLastGoodWeights(session, k, output, snapshots);
+  auto runStart = std::chrono::steady_clock::now();
+  rt::TrainLoopResult result =
+      rt::runTrainLoop(session, data.get(), runSteps, comm.get(), [&](int64_t k, double ms) {
+        progress.clear();
+        out << "step " << k << "/" << runSteps;
+        for (int i = 0; i < program.loss_size(); ++i) {
+          double v = session.scalar(program.loss(i));
+          out << "  "
+              << (i == 0 ? std::string("loss") : exe->buffer(program.loss(i)).name())
+              << " " << formatv("{0:F6}", v);
+        }
+        out << "  (" << milliseconds(ms) << ")\n";
+        double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+        if (k < runSteps)
+          progress.draw(k, elapsed / double(k));
+      });
+  progress.clear();
+  // A step whose loss or update is not finite stops the run, keeping the
+  // weights from before it.
+  if (result.stop != rt::TrainStop::Done) {
+    out.flush();
+    if (rank != 0) {
+      // The collectives of writeLastGoodWeights, without its messages.
+      if (rt::keepLastGoodWeights(session) == rt::GoodWeights::Restored)
+        session.saveWeights(output);
       return 1;
     }
-    double elapsed = std::chrono::duration<double>(clock::now() - runStart).count();
-    if (k < runSteps)
-      progress.draw(k, elapsed / double(k));
+    reportError(result.message());
+    writeLastGoodWeights(session, result.stepsRun + 1, output);
+    return 1;
   }
-  progress.clear();
-  double seconds = std::chrono::duration<double>(clock::now() - runStart).count();
+  double seconds = result.seconds;
+  int64_t stepBytes = result.bytesSent;
   if (runSteps > 0)
     out << formatv("{0} steps in {1:F2} s (", runSteps.getValue(), seconds)
            << milliseconds(seconds * 1e3 / double(runSteps)) << " per step)\n";

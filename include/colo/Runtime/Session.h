@@ -127,6 +127,7 @@ public:
   /// that went wrong (a NaN loss) restoreSnapshot() brings back the ones from
   /// before it. Costs a copy of the parameters per step.
   void setSnapshots(bool on);
+  bool snapshots() const { return snapshots_; }
   /// Restores the parameters saved before the last step; false if there is no
   /// snapshot.
   bool restoreSnapshot();
