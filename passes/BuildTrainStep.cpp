@@ -605,3 +605,13 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
   }
 };
 } // namespace
+
+LogicalResult colo::parseBuildTrainStepOptions(
+    StringRef text, ColoBuildTrainStepOptions &options,
+    function_ref<LogicalResult(const Twine &)> error) {
+  ColoBuildTrainStep pass;
+  if (failed(pass.initializeOptions(text, error)))
+    return failure();
+  options = pass.options();
+  return success();
+}

@@ -4,8 +4,6 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 
-#include <algorithm>
-#include <optional>
 
 namespace colo {
 #define GEN_PASS_REGISTRATION
@@ -23,42 +21,51 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
-/// Whether the optimizer needs norms of whole parameters (LAMB and LARS
-/// trust ratios), which its update ops compute on what the rank holds: under
-/// tensor parallelism, blocks of the sharded parameters.
-static bool needsWholeNorms(llvm::StringRef spacedOptions) {
+mlir::FailureOr<colo::TrainStepOptions>
+colo::parseTrainStepOptions(llvm::StringRef text, llvm::raw_ostream &errors) {
+  TrainStepOptions options;
   llvm::SmallVector<llvm::StringRef> words;
-  spacedOptions.split(words, ' ', -1, /*KeepEmpty=*/false);
-  return llvm::any_of(words, [](llvm::StringRef word) {
-    auto [key, value] = word.split('=');
-    return key == "optimizer" && (value == "lamb" || value == "lars");
-  });
-}
-
-/// Removes `key=value` from the comma-separated `options` and returns the
-/// value (the last, if repeated): keys that choose passes rather than
-/// configure colo-build-train-step.
-static std::optional<std::string> takeOption(std::string &options, llvm::StringRef key) {
-  llvm::SmallVector<llvm::StringRef> words, kept;
-  llvm::StringRef(options).split(words, ',', -1, /*KeepEmpty=*/false);
-  std::optional<std::string> value;
+  llvm::SplitString(text, words, ", ");
+  llvm::SmallVector<llvm::StringRef> stepWords;
+  bool lossScaleGiven = false;
   for (llvm::StringRef word : words) {
-    auto [k, v] = word.split('=');
-    if (k.trim() == key)
-      value = v.trim().str();
-    else
-      kept.push_back(word);
+    auto [key, value] = word.split('=');
+    if (key == "precision") {
+      options.precision = value.str();
+      continue;
+    }
+    lossScaleGiven |= key == "loss-scale";
+    stepWords.push_back(word);
   }
-  options = llvm::join(kept, ",");
-  return value;
+  if (!llvm::is_contained({"fp32", "bf16", "fp16"}, options.precision)) {
+    errors << "unknown precision '" << options.precision << "' (expected fp32, bf16 or fp16)";
+    return mlir::failure();
+  }
+  // The option parser reports a bad value itself (on stderr) and calls the
+  // handler with an empty message.
+  std::string message;
+  if (failed(parseBuildTrainStepOptions(llvm::join(stepWords, " "), options.step,
+                                        [&](const llvm::Twine &msg) {
+                                          message = msg.str();
+                                          return mlir::failure();
+                                        }))) {
+    llvm::StringRef m = llvm::StringRef(message).trim();
+    m.consume_front("<Pass-Options-Parser>: ");
+    if (m.empty())
+      errors << "cannot read '" << text << "' (key=value pairs separated by commas)";
+    else
+      errors << m;
+    return mlir::failure();
+  }
+  if (options.precision == "fp16" && !lossScaleGiven)
+    options.step.lossScale = "dynamic";
+  return options;
 }
 
 mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
-                                                 llvm::StringRef trainOptions,
+                                                 const TrainStepOptions &train,
                                                  const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
-  std::string options = trainOptions.str();
-  std::replace(options.begin(), options.end(), ' ', ',');
   if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || parallel.ulysses > 1)
     pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{
         parallel.dp, parallel.tp, parallel.pp, parallel.ulysses}));
@@ -82,38 +89,24 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   }
   if (parallel.sequenceParallel)
     pm.addPass(createColoSequenceParallel(ColoSequenceParallelOptions{parallel.tp}));
-  std::string precision = takeOption(options, "precision").value_or("fp32");
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
-    errors << "unknown precision '" << precision << "' (expected fp32, bf16 or fp16)";
-    return mlir::failure();
-  }
-  if (precision != "fp32")
-    pm.addPass(createColoAutocast(ColoAutocastOptions{precision}));
-  // fp16 gradients overflow and underflow without it (bf16 has f32's range).
-  if (precision == "fp16" && !llvm::StringRef(options).contains("loss-scale="))
-    options += ",loss-scale=dynamic";
+  if (train.precision != "fp32")
+    pm.addPass(createColoAutocast(ColoAutocastOptions{train.precision}));
   bool pipelined = parallel.pp > 1 || parallel.micro > 1;
   if (pipelined)
     pm.addPass(createColoPipelineStages(
         ColoPipelineStagesOptions{parallel.pp * parallel.virtualStages,
                                   llvm::SmallVector<int64_t>(parallel.stageLayerEnds.begin(),
                                                              parallel.stageLayerEnds.end())}));
-  // The CLI writes "loss=lm,lr=3e-4"; pass options are separated by spaces.
-  std::string spaced = options;
-  std::replace(spaced.begin(), spaced.end(), ',', ' ');
-  if (parallel.tp > 1 && needsWholeNorms(spaced)) {
+  // LAMB and LARS trust ratios need norms of whole parameters, which their
+  // update ops compute on what the rank holds: under tensor parallelism,
+  // blocks of the sharded parameters.
+  if (parallel.tp > 1 && (train.step.optimizer == "lamb" || train.step.optimizer == "lars")) {
     errors << "lamb and lars are not implemented with tensor parallelism yet "
               "(their trust ratios need norms of whole parameters, of which each "
               "tp rank holds a block)";
     return mlir::failure();
   }
-  std::unique_ptr<mlir::Pass> pass = createColoBuildTrainStep();
-  if (failed(pass->initializeOptions(spaced, [&](const llvm::Twine &msg) {
-        errors << msg;
-        return mlir::failure();
-      })))
-    return mlir::failure();
-  pm.addPass(std::move(pass));
+  pm.addPass(createColoBuildTrainStep(train.step));
   if (pipelined)
     pm.addPass(createColoPipeline(ColoPipelineOptions{
         parallel.pp, parallel.virtualStages, parallel.micro, parallel.schedule}));

@@ -131,7 +131,14 @@ struct Module {
         }
         options.plan = *parsed;
       }
-      options.train = train;
+      llvm::raw_string_ostream es(error);
+      mlir::FailureOr<colo::TrainStepOptions> trainOptions =
+          colo::parseTrainStepOptions(train, es);
+      if (mlir::failed(trainOptions)) {
+        error = "invalid train options: " + error;
+        return false;
+      }
+      options.train = *trainOptions;
       options.bucketMb = bucketMb;
       options.kernelPieces = kernelPieces;
       mlir::OwningOpRef<mlir::ModuleOp> copy = module->clone();

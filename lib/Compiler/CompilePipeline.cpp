@@ -116,7 +116,12 @@ void colo::registerCompilePipeline() {
         if (failed(parsed.parseFromString(text)))
           return failure();
         CompileOptions options;
-        options.train = parsed.train;
+        std::string trainErrors;
+        llvm::raw_string_ostream trainStream(trainErrors);
+        FailureOr<TrainStepOptions> train = parseTrainStepOptions(parsed.train, trainStream);
+        if (failed(train))
+          return errorHandler("invalid train options: " + trainErrors);
+        options.train = *train;
         options.bucketMb = parsed.bucketMb;
         if (!parsed.plan.empty()) {
           llvm::Expected<planner::Plan> plan = planner::parsePlan(parsed.plan);

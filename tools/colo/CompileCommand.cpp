@@ -94,7 +94,12 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
     options.plan = *plan;
   }
   options.bucketMb = compileBucketMb;
-  options.train = train.str();
+  std::string trainErrors;
+  raw_string_ostream es(trainErrors);
+  FailureOr<colo::TrainStepOptions> trainOptions = colo::parseTrainStepOptions(train, es);
+  if (failed(trainOptions))
+    return reportError("invalid --train options: " + trainErrors);
+  options.train = *trainOptions;
   options.dumpIrDir = dumpIr.str();
   options.kernelPieces = compileKernelPieces;
   if (failed(colo::compileTrainStep(**module, exeDir, options))) {

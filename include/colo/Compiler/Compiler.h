@@ -22,9 +22,8 @@
 namespace colo {
 
 struct CompileOptions {
-  /// Options of colo-build-train-step, as `key=value` pairs separated by
-  /// commas or spaces, e.g. "loss=lm,optimizer=adamw,lr=3e-4".
-  std::string train;
+  /// The training step (parseTrainStepOptions reads `--train`'s text).
+  TrainStepOptions train;
   /// Write the IR after each stage into this directory (empty: don't).
   std::string dumpIrDir;
   /// How the step is spread over ranks (default: one rank).

@@ -40,17 +40,37 @@ struct ParallelOptions {
   int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")
 };
 
+/// The training step, typed: colo-build-train-step's options and the
+/// precision (colo-autocast).
+struct TrainStepOptions {
+  ColoBuildTrainStepOptions step;
+  std::string precision = "fp32"; ///< fp32, bf16 or fp16
+};
+
+/// Parses the training step as `colo compile --train` writes it: `key=value`
+/// pairs separated by commas (or spaces), e.g. "loss=lm,lr=3e-4,precision=bf16",
+/// the keys colo-build-train-step's options and `precision`. fp16 without a
+/// loss-scale gets dynamic loss scaling (its gradients overflow and underflow
+/// without it; bf16 has f32's range). Errors are described on `errors`.
+mlir::FailureOr<TrainStepOptions> parseTrainStepOptions(llvm::StringRef text,
+                                                        llvm::raw_ostream &errors);
+
+/// Parses colo-build-train-step's options in pass-option syntax (`key=value`
+/// separated by spaces) with the pass's own parser.
+mlir::LogicalResult
+parseBuildTrainStepOptions(llvm::StringRef text, ColoBuildTrainStepOptions &options,
+                           llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> error);
+
 /// The train-step pipeline: the plan's mesh (colo-create-mesh), the batch
 /// split for data parallelism (colo-split-batch), tensor and sequence
 /// parallelism of the forward (colo-vocab-parallel, colo-tensor-parallel,
 /// colo-sequence-parallel),
-/// mixed precision (colo-autocast, for `precision=bf16|fp16` in `options`),
-/// colo-build-train-step with the other `options` (its pass options as
-/// `key=value` separated by commas or spaces), the plan passes
+/// mixed precision (colo-autocast, for bf16 and fp16),
+/// colo-build-train-step with `train.step`, the plan passes
 /// (colo-data-parallel, or colo-zero for ZeRO), canonicalize, CSE.
 /// Invalid options are described on `errors`.
 mlir::LogicalResult buildTrainStepPipeline(mlir::OpPassManager &pm,
-                                           llvm::StringRef options,
+                                           const TrainStepOptions &train,
                                            const ParallelOptions &parallel,
                                            llvm::raw_ostream &errors);
 
