@@ -127,7 +127,7 @@ Value maxAlong(OpBuilder &b, Location loc, Value x, int64_t axis, Type acc) {
                         })[0];
 }
 
-/// The sum of exp(x - mx) along `axis`, in `acc`. Softmax, the loss and
+/// The sum of exp(x - mx) along `axis`, in `acc`. Log-softmax, the loss and
 /// its gradient build the same reduction, which CSE then computes once when
 /// they are in one kernel.
 Value sumExpAlong(OpBuilder &b, Location loc, Value x, Value mx, int64_t axis, Type acc) {
