@@ -6,7 +6,11 @@ vocab 8192, global batch 8) in colo and in PyTorch on the same cores.
 
 colo runs dp=2, dp=2,zero=3, tp=2 and pp=2 (two microbatches, 1F1B) under
 mpirun; PyTorch runs DistributedDataParallel and FSDP2 (fully_shard on each
-block and the root) over gloo, and DeepSpeed's ZeRO-3 where it is installed.
+block and the root) over gloo, and DeepSpeed's ZeRO-3 (its CPU accelerator,
+gloo) where `import deepspeed` works: it is not among the pinned packages;
+`pip install --target DIR --no-deps deepspeed==0.19.8 hjson py-cpuinfo
+msgpack einops ninja pydantic pydantic-core annotated-types
+typing-inspection` and PYTHONPATH=DIR run it beside the pinned PyTorch.
 Every run splits the cores evenly among its ranks, runs AdamW with the same
 settings on the same batches, and reports the median step time after two
 warm-up steps. colo and PyTorch run in alternating rounds; each round's ratios
@@ -53,30 +57,52 @@ def export(work, layers, ids):
 
 
 def torch_rank(rank, ranks, kind, layers, steps, port, out):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      LOCAL_RANK=str(rank), WORLD_SIZE=str(ranks))
     torch.set_num_threads(max(1, os.cpu_count() // ranks))
     dist.init_process_group("gloo", rank=rank, world_size=ranks)
     net = train_bench.Logits(train_bench.model(layers))
-    if kind == "ddp":
-        net = torch.nn.parallel.DistributedDataParallel(net)
-    else:
-        from torch.distributed.fsdp import fully_shard
-        for block in net.m.transformer.h:
-            fully_shard(block)
-        fully_shard(net)
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.01)
     per_rank = GLOBAL_BATCH // ranks
+    if kind == "deepspeed":
+        # ZeRO-3 on DeepSpeed's CPU accelerator (gloo without oneCCL), with
+        # torch's AdamW as the other runs (DeepSpeed's fused Adam needs CUDA).
+        import deepspeed
+        config = {"train_micro_batch_size_per_gpu": per_rank, "zero_optimization": {"stage": 3},
+                  "optimizer": {"type": "AdamW", "params": {
+                      "lr": 1e-4, "weight_decay": 0.01, "torch_adam": True}}}
+        engine, _, _, _ = deepspeed.initialize(model=net, model_parameters=net.parameters(),
+                                               config=config, dist_init_required=False)
+        forward, backward = engine, engine.backward
+
+        def update():
+            engine.step()
+    else:
+        if kind == "ddp":
+            net = torch.nn.parallel.DistributedDataParallel(net)
+        else:
+            from torch.distributed.fsdp import fully_shard
+            for block in net.m.transformer.h:
+                fully_shard(block)
+            fully_shard(net)
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.01)
+        forward = net
+
+        def backward(loss):
+            loss.backward()
+
+        def update():
+            opt.step()
+            opt.zero_grad()
     times = []
     for batch in batches(steps):
         local = batch[rank * per_rank:(rank + 1) * per_rank]
         dist.barrier()
         t = time.perf_counter()
-        opt.zero_grad()
-        logits = net(local)
+        logits = forward(local)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
                                local[:, 1:].reshape(-1))
-        loss.backward()
-        opt.step()
+        backward(loss)
+        update()
         times.append(time.perf_counter() - t)
     if rank == 0:
         out.put(statistics.median(times[2:]))
@@ -92,6 +118,7 @@ def torch_step(kind, ranks, layers, steps, port):
 
 
 def deepspeed_available():
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
     try:
         import deepspeed  # noqa: F401
         return True
@@ -121,8 +148,10 @@ def main():
         sys.exit("parallel_bench: the plans compared are for 2 ranks (--ranks 2)")
     ids = batches(args.steps)
     peers = ["ddp", "fsdp2"]
-    if not deepspeed_available():
-        print("deepspeed: not installed (its CPU ZeRO is not measured)")
+    if deepspeed_available():
+        peers.append("deepspeed")
+    else:
+        print("deepspeed: not installed (its CPU ZeRO-3 is not measured)")
     results = {name: [] for name in list(COLO_PLANS) + peers}
     with tempfile.TemporaryDirectory() as d:
         work = pathlib.Path(d)
@@ -145,14 +174,17 @@ def main():
           f"batch {GLOBAL_BATCH}; {args.ranks} ranks, {max(1, os.cpu_count() // args.ranks)} "
           f"threads each; median of {args.steps} steps, {args.rounds} rounds")
     for peer in peers:
-        print(f"  pytorch {peer:13s}  {statistics.median(results[peer]) * 1e3:8.1f} ms/step"
+        label = "deepspeed zero3" if peer == "deepspeed" else "pytorch " + peer
+        print(f"  {label:21s}  {statistics.median(results[peer]) * 1e3:8.1f} ms/step"
               f"   rounds: {', '.join(f'{t * 1e3:.0f}' for t in results[peer])}")
     for name in COLO_PLANS:
-        peer = PEER_OF[name]
-        ratios = [c / t for c, t in zip(results[name], results[peer])]
-        print(f"  colo {name:13s}  {statistics.median(results[name]) * 1e3:8.1f} ms/step"
-              f"   colo/{peer} = {statistics.median(ratios):.2f} "
-              f"(rounds {', '.join(f'{x:.2f}' for x in ratios)})")
+        line = f"  colo {name:13s}  {statistics.median(results[name]) * 1e3:8.1f} ms/step"
+        for peer in [PEER_OF[name]] + (["deepspeed"] if name == "dp=2,zero=3" and
+                                       "deepspeed" in peers else []):
+            ratios = [c / t for c, t in zip(results[name], results[peer])]
+            line += (f"   colo/{peer} = {statistics.median(ratios):.2f} "
+                     f"(rounds {', '.join(f'{x:.2f}' for x in ratios)})")
+        print(line)
     return 0
 
 
