@@ -4,7 +4,6 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 
-
 namespace colo {
 #define GEN_PASS_REGISTRATION
 #include "colo/Passes/Passes.h.inc"

@@ -110,7 +110,6 @@ cl::opt<double> runCommTimeout(
              "with an error (default 300)"),
     cl::init(300), cl::sub(runCmd), cl::sub(trainCommand()));
 
-
 raw_ostream &note() { return WithColor::note(errs(), "colo"); }
 
 std::string megabytes(int64_t bytes) { return formatv("{0:F1} MB", bytes / 1e6).str(); }
@@ -141,7 +140,6 @@ std::string milliseconds(double ms) {
 std::string tensors(size_t n) {
   return std::to_string(n) + (n == 1 ? " tensor" : " tensors");
 }
-
 
 /// Under mpirun, standard output is mpirun's pseudo-terminal whatever the
 /// user's is; the launcher passes on whether the user's is a terminal.
