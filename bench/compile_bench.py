@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import train_bench  # noqa: E402  (the colo binary)
@@ -73,6 +74,7 @@ def main():
             import torchvision
             m = d / "densenet121.onnx"
             net = torchvision.models.densenet121().train()
+            warnings.filterwarnings("ignore")  # the exporter's notes on every batch norm
             torch.onnx.export(net, (torch.randn(2, 3, 64, 64),), m, dynamo=False,
                               training=torch.onnx.TrainingMode.TRAINING,
                               do_constant_folding=False, input_names=["x"], opset_version=17)

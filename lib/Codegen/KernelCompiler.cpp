@@ -549,6 +549,8 @@ LogicalResult lowerKernelsToLLVM(ModuleOp module, const KernelCompileOptions &op
                         [](Pass *, Operation *) { return true; },
                         /*printModuleScope=*/false, /*printAfterOnlyOnChange=*/true,
                         /*printAfterOnlyOnFailure=*/false, *opts.irDump);
+  if (opts.timing && *opts.timing)
+    pm.enableTiming(*opts.timing);
   return pm.run(module);
 }
 
@@ -571,6 +573,9 @@ LogicalResult emitObject(ModuleOp module, StringRef objPath,
       (void)it->second->addOccurrence(0, "force-ordered-reductions", "true");
   });
 
+  TimingScope untimed;
+  TimingScope &timing = opts.timing ? *opts.timing : untimed;
+  TimingScope phase = timing.nest("LLVM IR translation");
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "colo_kernels");
@@ -618,6 +623,7 @@ LogicalResult emitObject(ModuleOp module, StringRef objPath,
 
   // The default middle-end pipeline at the requested level, which
   // vectorizes loops for the target machine.
+  phase = timing.nest("LLVM optimization");
   {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -651,6 +657,7 @@ LogicalResult emitObject(ModuleOp module, StringRef objPath,
   if (opts.llvmIRDump)
     llvmModule->print(*opts.llvmIRDump, nullptr);
 
+  phase = timing.nest("LLVM code generation");
   std::error_code ec;
   llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
   if (ec)
@@ -728,8 +735,11 @@ LogicalResult compileKernels(ModuleOp kernels, StringRef soPath,
     objPath = tmp.str().str();
   }
   LogicalResult result = emitObject(*module, objPath, opts);
-  if (succeeded(result))
+  if (succeeded(result)) {
+    TimingScope untimed;
+    TimingScope link = (opts.timing ? *opts.timing : untimed).nest("link");
     result = linkSharedObject(*module, objPath, soPath, opts);
+  }
   if (!opts.keepObject)
     llvm::sys::fs::remove(objPath);
   return result;

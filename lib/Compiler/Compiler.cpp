@@ -38,6 +38,12 @@ LogicalResult writeText(ModuleOp where, StringRef path, Operation *op) {
 
 LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
                                      const CompileOptions &options) {
+  TimingScope untimed;
+  return compileTrainStep(module, exeDir, options, untimed);
+}
+
+LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
+                                     const CompileOptions &options, TimingScope &timing) {
   auto dump = [&](StringRef name, Operation *op) -> LogicalResult {
     if (options.dumpIrDir.empty())
       return success();
@@ -57,6 +63,8 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   llvm::raw_string_ostream es(errors);
   if (failed(buildCompilePipeline(pm, options, es)))
     return module.emitError() << errors;
+  if (timing)
+    pm.enableTiming(timing);
   if (failed(dump("0-forward.mlir", module)) || failed(pm.run(module)) ||
       failed(dump("1-train-step.mlir", module)))
     return failure();
@@ -72,6 +80,7 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   });
   if (steps.empty())
     steps.push_back(module.lookupSymbol<func::FuncOp>("train_step"));
+  TimingScope phase = timing.nest("executable plan");
   std::vector<ExecutablePlan> plans;
   for (auto [i, step] : llvm::enumerate(steps)) {
     FailureOr<ExecutablePlan> plan =
@@ -99,6 +108,7 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   ModuleOp kernels = *plans.front().kernels;
   if (failed(dump("2-kernels.mlir", kernels)))
     return failure();
+  phase = timing.nest("verify shards and communication");
   if (std::string problem = runtime::verifyShards(program); !problem.empty())
     return module.emitError() << "the per-rank programs do not shard the state correctly: "
                               << problem;
@@ -114,6 +124,7 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     return std::string(path);
   };
   // Before program.pb: the state's fills and specs go into the program.
+  phase = timing.nest("initial state and program.pb");
   if (failed(writeInitialState(program, module, in("state.safetensors"))))
     return failure();
   {
@@ -135,6 +146,8 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     std::ofstream os(in("program.txt"));
     os << program.DebugString();
   }
+  phase = timing.nest("kernels.so");
   KernelCompileOptions kernelOptions;
+  kernelOptions.timing = &phase;
   return compileKernels(kernels, in("kernels.so"), kernelOptions);
 }

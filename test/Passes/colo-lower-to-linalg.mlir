@@ -217,9 +217,7 @@ func.func @transpose_slice(%x: tensor<2x6xf32>) -> (tensor<6x2xf32>, tensor<2x2x
 // A reshape that is neither a collapse nor an expansion goes through 1-D.
 // CHECK-LABEL: func.func @concat_reshape
 // CHECK-SAME: (%[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<2x5xf32>)
-// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x8xf32>
-// CHECK: %[[C0:.*]] = tensor.insert_slice %[[A]] into %[[E]][0, 0] [2, 3] [1, 1]
-// CHECK: %[[C1:.*]] = tensor.insert_slice %[[B]] into %[[C0]][0, 3] [2, 5] [1, 1]
+// CHECK: %[[C1:.*]] = tensor.concat dim(1) %[[A]], %[[B]] : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
 // CHECK: %[[F:.*]] = tensor.collapse_shape %[[C1]] {{\[\[}}0, 1]] : tensor<2x8xf32> into tensor<16xf32>
 // CHECK: %[[R:.*]] = tensor.expand_shape %[[F]] {{\[\[}}0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
 // CHECK: return %[[R]]

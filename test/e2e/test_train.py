@@ -262,3 +262,19 @@ def test_residual_adds_are_gemm_epilogues(tmp_path):
     print(f"{len(with_residual)} of {len(gemms)} gemm steps add a residual")
     assert len(with_residual) == 4  # 2 blocks x (attention, MLP)
     assert all("bias:" in g for g in with_residual)
+
+
+def test_compile_timing_names_every_phase(tmp_path):
+    """`colo compile --timing` reports the import, the passes and the kernel
+    compiler's phases, so a slow compile shows where its time goes."""
+    model, example, _, _ = train_ref.build("mlp")
+    export(model, example, tmp_path / "m.onnx", "onnx")
+    report = run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
+                      "loss=cross-entropy", "--timing").stderr
+    phases = ["import", "ColoBuildTrainStep", "executable plan", "kernels.so",
+              "ConvertLinalgToLoopsPass", "LLVM optimization", "LLVM code generation", "link"]
+    assert "Execution time report" in report
+    assert [p for p in phases if p not in report] == []
+    assert "Execution time report" not in run_colo(
+        "compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
+        "loss=cross-entropy").stderr

@@ -53,6 +53,11 @@ cl::opt<double> compileBucketMb(
     "bucket-mb",
     cl::desc("Data parallelism: gradient MiB per all-reduce (default 25)"),
     cl::init(25.0), cl::sub(compileCmd), cl::sub(trainCommand()));
+cl::opt<bool> compileTiming(
+    "timing",
+    cl::desc("Print how long the import, each pass and each later phase took (MLIR's "
+             "pass timing, on stderr)"),
+    cl::sub(compileCmd), cl::sub(trainCommand()));
 cl::opt<int64_t> compileKernelPieces(
     "kernel-pieces",
     cl::desc("Split kernels whose rows are independent into this many calls that "
@@ -78,9 +83,15 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
                              StringRef train, ArrayRef<std::string> inputShapes,
                              StringRef dumpIr) {
   OneLineDiagnostics diagnostics(ctx);
+  mlir::DefaultTimingManager timingManager;
+  timingManager.setEnabled(compileTiming);
+  timingManager.setDisplayMode(mlir::DefaultTimingManager::DisplayMode::Tree);
+  mlir::TimingScope timing = timingManager.getRootScope();
   colo::ImportOptions importOptions;
   importOptions.inputShapes.assign(inputShapes.begin(), inputShapes.end());
+  mlir::TimingScope importTiming = timing.nest("import");
   auto module = colo::importModel(model, ctx, importOptions);
+  importTiming.stop();
   if (failed(module)) {
     if (!diagnostics.reported())
       reportError("import of '" + model + "' failed");
@@ -102,7 +113,7 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
   options.train = *trainOptions;
   options.dumpIrDir = dumpIr.str();
   options.kernelPieces = compileKernelPieces;
-  if (failed(colo::compileTrainStep(**module, exeDir, options))) {
+  if (failed(colo::compileTrainStep(**module, exeDir, options, timing))) {
     if (!diagnostics.reported())
       reportError("compilation of '" + model + "' failed");
     return 1;

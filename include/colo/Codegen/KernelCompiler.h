@@ -33,6 +33,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -61,6 +62,9 @@ struct KernelCompileOptions {
   /// Marks the buffers `noalias` for LLVM (they may not overlap: see the
   /// ABI above), which saves the vectorizer its runtime overlap checks.
   bool noAlias = true;
+  /// Times the MLIR passes and the LLVM phases under this scope; null (or
+  /// an empty scope) times nothing.
+  mlir::TimingScope *timing = nullptr;
 };
 
 /// Options of the pipeline itself (the part of KernelCompileOptions that

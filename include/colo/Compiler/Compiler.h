@@ -15,6 +15,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -56,7 +57,12 @@ void registerCompilePipeline();
 /// Builds @train_step (buildCompilePipeline), splits it
 /// into library calls (GEMM, convolution, pooling) and generated kernels,
 /// plans the temporaries' memory and writes the executable into `exeDir`.
-/// Errors are reported through the context's diagnostics.
+/// Errors are reported through the context's diagnostics. Each pass and
+/// each later phase is timed under `timing` (`colo compile --timing`; an
+/// empty scope times nothing).
+mlir::LogicalResult compileTrainStep(mlir::ModuleOp module, llvm::StringRef exeDir,
+                                     const CompileOptions &options,
+                                     mlir::TimingScope &timing);
 mlir::LogicalResult compileTrainStep(mlir::ModuleOp module, llvm::StringRef exeDir,
                                      const CompileOptions &options);
 
