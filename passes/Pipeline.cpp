@@ -312,7 +312,7 @@ private:
       map.map(dropout.getKey(), AddOp::create(rank.b, op->getLoc(), key, offset).getResult());
     }
     Operation *c = rank.b.clone(*op, map);
-    c->setAttr("colo.micro", rank.b.getI64IntegerAttr(m));
+    c->setAttr(kMicroAttr, rank.b.getI64IntegerAttr(m));
     for (auto [x, cx] : llvm::zip(op->getResults(), c->getResults())) {
       rank.at[m].map(x, cx);
       std::set<int64_t> to;

@@ -81,32 +81,27 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   if (steps.empty())
     steps.push_back(module.lookupSymbol<func::FuncOp>("train_step"));
   TimingScope phase = timing.nest("executable plan");
-  std::vector<ExecutablePlan> plans;
+  KernelLibrary kernels(module.getContext());
+  std::vector<runtime::Program> programs;
   for (auto [i, step] : llvm::enumerate(steps)) {
-    FailureOr<ExecutablePlan> plan =
-        buildExecutablePlan(step, steps.size() > 1 ? "s" + std::to_string(i) + "_" : "",
+    FailureOr<runtime::Program> stage =
+        buildExecutablePlan(step, kernels, steps.size() > 1 ? "s" + std::to_string(i) + "_" : "",
                             options.kernelPieces);
-    if (failed(plan))
+    if (failed(stage))
       return failure();
-    plans.push_back(std::move(*plan));
+    programs.push_back(std::move(*stage));
   }
   runtime::Program program;
-  if (plans.size() == 1) {
-    program = std::move(plans.front().program);
+  if (programs.size() == 1) {
+    program = std::move(programs.front());
   } else {
-    *program.mutable_mesh() = plans.front().program.mesh();
+    *program.mutable_mesh() = programs.front().mesh();
     const auto &axes = program.mesh().axes();
     program.set_pipeline_axis(int(llvm::find(axes, "pp") - axes.begin()));
-    for (ExecutablePlan &plan : plans) {
-      *program.add_stages() = std::move(plan.program);
-      Block *into = plans.front().kernels->getBody();
-      if (&plan != &plans.front())
-        for (Operation &op : llvm::make_early_inc_range(*plan.kernels->getBody()))
-          op.moveBefore(into, into->end());
-    }
+    for (runtime::Program &stage : programs)
+      *program.add_stages() = std::move(stage);
   }
-  ModuleOp kernels = *plans.front().kernels;
-  if (failed(dump("2-kernels.mlir", kernels)))
+  if (failed(dump("2-kernels.mlir", kernels.module())))
     return failure();
   phase = timing.nest("verify shards and communication");
   if (std::string problem = runtime::verifyShards(program); !problem.empty())
@@ -149,5 +144,5 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   phase = timing.nest("kernels.so");
   KernelCompileOptions kernelOptions;
   kernelOptions.timing = &phase;
-  return compileKernels(kernels, in("kernels.so"), kernelOptions);
+  return compileKernels(kernels.module(), in("kernels.so"), kernelOptions);
 }

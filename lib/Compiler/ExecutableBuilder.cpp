@@ -9,6 +9,7 @@
 #include "KernelPieces.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/Pipeline.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
@@ -184,18 +185,18 @@ std::string locName(Location loc) {
 
 class PlanBuilder {
 public:
-  PlanBuilder(func::FuncOp func, StringRef symbolPrefix, int64_t kernelPieces)
-      : func(func), symbols(func->getParentOfType<ModuleOp>()),
+  PlanBuilder(func::FuncOp func, KernelLibrary &kernels, StringRef symbolPrefix,
+              int64_t kernelPieces)
+      : func(func), symbols(func->getParentOfType<ModuleOp>()), kernels(kernels),
         symbolPrefix(symbolPrefix.str()) {
     for (int64_t p = kernelPieces; p > 1; p /= 2)
       pieceCounts.push_back(p);
-    plan.kernels = ModuleOp::create(UnknownLoc::get(func.getContext()));
     int i = 0;
     for (Operation &op : func.front())
       order[&op] = i++;
   }
 
-  FailureOr<ExecutablePlan> build() {
+  FailureOr<rt::Program> build() {
     for (BlockArgument arg : func.getArguments()) {
       std::string name = locName(arg.getLoc());
       if (name.empty())
@@ -203,7 +204,7 @@ public:
       FailureOr<int> id = newBuffer(arg, name, rt::Buffer::INPUT);
       if (failed(id))
         return failure();
-      plan.program.mutable_buffers(*id)->set_int_max(intRange(arg));
+      program.mutable_buffers(*id)->set_int_max(intRange(arg));
     }
     for (Operation &op : func.front().without_terminator())
       if (failed(visit(&op)))
@@ -214,14 +215,14 @@ public:
       FailureOr<int> id = materialize(result);
       if (failed(id))
         return failure();
-      plan.program.add_loss(*id);
+      program.add_loss(*id);
     }
     if (failed(describeMesh()))
       return failure();
-    overlapCollectives(plan.program);
-    planMemory(plan.program);
-    plan.program.set_kernels_library("kernels.so");
-    return std::move(plan);
+    overlapCollectives(program);
+    planMemory(program);
+    program.set_kernels_library("kernels.so");
+    return std::move(program);
   }
 
 private:
@@ -246,12 +247,12 @@ private:
     if (!axes || axes.size() != grid.getShape().size() ||
         llvm::any_of(grid.getShape(), [](int64_t d) { return d <= 0; }))
       return grid.emitError("the mesh needs static sizes and colo.axes, one name per axis");
-    rt::Mesh *mesh = plan.program.mutable_mesh();
+    rt::Mesh *mesh = program.mutable_mesh();
     for (auto [size, name] : llvm::zip(grid.getShape(), axes.getAsValueRange<StringAttr>())) {
       mesh->add_shape(size);
       mesh->add_axes(name.str());
       if (name == "dp" && func->hasAttr("colo.data_parallel"))
-        plan.program.set_batch_axis(mesh->shape_size() - 1);
+        program.set_batch_axis(mesh->shape_size() - 1);
     }
     return success();
   }
@@ -260,8 +261,8 @@ private:
     FailureOr<rt::DType> dtype = dtypeOf(func, t.getElementType());
     if (failed(dtype))
       return failure();
-    int id = plan.program.buffers_size();
-    rt::Buffer *b = plan.program.add_buffers();
+    int id = program.buffers_size();
+    rt::Buffer *b = program.add_buffers();
     b->set_name(name.str());
     b->set_dtype(*dtype);
     for (int64_t d : t.getShape())
@@ -374,7 +375,7 @@ private:
     if (failed(id))
       return failure();
     if (std::optional<GlobalShard> shard = getGlobalShard(g)) {
-      rt::Shard *s = plan.program.mutable_buffers(*id)->mutable_shard();
+      rt::Shard *s = program.mutable_buffers(*id)->mutable_shard();
       for (int64_t d : g.getTensorType().getShape())
         s->add_full_shape(d);
       s->set_dim(shard->dim);
@@ -390,9 +391,9 @@ private:
     if (auto name = g->getAttrOfType<StringAttr>("colo.param_name"))
       modelName = name.getValue();
     if (modelName == "colo.step")
-      plan.program.set_step_counter(*id);
+      program.set_step_counter(*id);
     if (!g->hasAttr("colo.optimizer_state"))
-      (*plan.program.mutable_param_names())[global.str()] = modelName.str();
+      (*program.mutable_param_names())[global.str()] = modelName.str();
     stateOf[global] = *id;
     return *id;
   }
@@ -435,7 +436,7 @@ private:
   }
 
   rt::Step *addStep(Operation *op) {
-    rt::Step *s = plan.program.add_steps();
+    rt::Step *s = program.add_steps();
     s->set_name(bufferName(op));
     return s;
   }
@@ -447,9 +448,9 @@ private:
     FailureOr<int> id = newBuffer(reshape.getResult(), bufferName(reshape), rt::Buffer::TEMP);
     if (failed(id))
       return failure();
-    if (plan.program.buffers(root).has_alias_of())
-      root = plan.program.buffers(root).alias_of();
-    plan.program.mutable_buffers(*id)->set_alias_of(root);
+    if (program.buffers(root).has_alias_of())
+      root = program.buffers(root).alias_of();
+    program.mutable_buffers(*id)->set_alias_of(root);
     return success();
   }
 
@@ -567,7 +568,7 @@ private:
       return failure();
     // An all-reduce reduces in place a temporary that nothing else reads
     // (a data-parallel bucket), with no copy of it first.
-    const rt::Buffer &input = plan.program.buffers(*in);
+    const rt::Buffer &input = program.buffers(*in);
     bool inPlace = isa<shard::AllReduceOp>(op) && op->getOperand(0).hasOneUse() &&
                    input.kind() == rt::Buffer::TEMP && !input.has_alias_of();
     if (inPlace)
@@ -893,7 +894,7 @@ private:
       outputs.remove(view.getResult());
     std::string symbol = symbolPrefix + "k" + std::to_string(kernelCount++) + "_" +
                          ops.front()->getName().stripDialect().str();
-    OpBuilder kb = OpBuilder::atBlockEnd(plan.kernels->getBody());
+    OpBuilder kb = OpBuilder::atBlockEnd(kernels.module().getBody());
     SmallVector<Type> inTypes, outTypes;
     for (Value v : inputs)
       inTypes.push_back(v.getType());
@@ -906,13 +907,21 @@ private:
     for (auto [v, arg] : llvm::zip(inputs, body->getArguments()))
       map.map(v, arg);
     kb.setInsertionPointToEnd(body);
+    // Without the schedule's labels (which stage and microbatch an op is
+    // of), so that every stage and microbatch calls the same kernels.
+    auto cloneUnlabeled = [&](Operation &op) {
+      Operation *c = kb.clone(op, map);
+      c->removeDiscardableAttr(kStageAttr);
+      c->removeDiscardableAttr(kMicroAttr);
+      return c;
+    };
     for (Operation *op : ops) {
       if (viewOps.contains(op))
         continue;
       for (Value v : op->getOperands())
         if (auto c = v.getDefiningOp<ConstantOp>(); c && !map.contains(v))
-          map.map(v, kb.clone(*c)->getResult(0));
-      kb.clone(*op, map);
+          map.map(v, cloneUnlabeled(*c)->getResult(0));
+      cloneUnlabeled(*op);
     }
     SmallVector<Value> results;
     for (Value v : outputs)
@@ -924,7 +933,7 @@ private:
       kernel.erase();
       return false;
     }
-    symbol = reuseIdenticalKernel(kernel);
+    symbol = kernels.add(kernel);
 
     SmallVector<int> args;
     for (Value v : inputs) {
@@ -1008,32 +1017,10 @@ private:
     return it->second;
   }
 
-  /// Transformer layers repeat: a kernel identical (up to locations) to one
-  /// emitted before is erased and the earlier one's symbol returned, so the
-  /// library compiles and holds each distinct kernel once.
-  std::string reuseIdenticalKernel(func::FuncOp kernel) {
-    llvm::hash_code key = hash_value(kernel.getFunctionType());
-    kernel.getBody().walk([&](Operation *op) {
-      key = llvm::hash_combine(
-          key, OperationEquivalence::computeHash(op, OperationEquivalence::ignoreHashValue,
-                                                 OperationEquivalence::ignoreHashValue,
-                                                 OperationEquivalence::IgnoreLocations));
-    });
-    SmallVector<func::FuncOp> &same = kernelsByHash[key];
-    for (func::FuncOp other : same)
-      if (other.getFunctionType() == kernel.getFunctionType() &&
-          OperationEquivalence::isRegionEquivalentTo(&other.getBody(), &kernel.getBody(),
-                                                     OperationEquivalence::IgnoreLocations)) {
-        kernel.erase();
-        return other.getSymName().str();
-      }
-    same.push_back(kernel);
-    return kernel.getSymName().str();
-  }
-
   func::FuncOp func;
   SymbolTable symbols;
-  ExecutablePlan plan;
+  KernelLibrary &kernels;
+  rt::Program program;
   DenseMap<Operation *, int> order;
   DenseMap<Value, int> bufferOf;
   // Ops whose values a Gemm step writes, or which it absorbs on the way.
@@ -1041,14 +1028,36 @@ private:
   llvm::StringMap<int> stateOf;
   llvm::SetVector<Operation *> group;
   int kernelCount = 0;
-  DenseMap<llvm::hash_code, SmallVector<func::FuncOp>> kernelsByHash;
   std::string symbolPrefix;
   SmallVector<int64_t> pieceCounts; // tried in order
 };
 } // namespace
 
-FailureOr<ExecutablePlan> colo::buildExecutablePlan(func::FuncOp func,
-                                                    StringRef symbolPrefix,
-                                                    int64_t kernelPieces) {
-  return PlanBuilder(func, symbolPrefix, kernelPieces).build();
+KernelLibrary::KernelLibrary(MLIRContext *context)
+    : kernels(ModuleOp::create(UnknownLoc::get(context))) {}
+
+std::string KernelLibrary::add(func::FuncOp kernel) {
+  llvm::hash_code key = hash_value(kernel.getFunctionType());
+  kernel.getBody().walk([&](Operation *op) {
+    key = llvm::hash_combine(key, OperationEquivalence::computeHash(
+                                      op, OperationEquivalence::ignoreHashValue,
+                                      OperationEquivalence::ignoreHashValue,
+                                      OperationEquivalence::IgnoreLocations));
+  });
+  SmallVector<func::FuncOp> &same = byHash[key];
+  for (func::FuncOp other : same)
+    if (other.getFunctionType() == kernel.getFunctionType() &&
+        OperationEquivalence::isRegionEquivalentTo(&other.getBody(), &kernel.getBody(),
+                                                   OperationEquivalence::IgnoreLocations)) {
+      kernel.erase();
+      return other.getSymName().str();
+    }
+  same.push_back(kernel);
+  return kernel.getSymName().str();
+}
+
+FailureOr<rt::Program> colo::buildExecutablePlan(func::FuncOp func, KernelLibrary &kernels,
+                                                 StringRef symbolPrefix,
+                                                 int64_t kernelPieces) {
+  return PlanBuilder(func, kernels, symbolPrefix, kernelPieces).build();
 }

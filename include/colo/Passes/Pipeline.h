@@ -21,6 +21,8 @@
 namespace colo {
 
 inline constexpr llvm::StringLiteral kStageAttr = "colo.stage";
+/// On the ops colo-pipeline clones per microbatch: the microbatch's index.
+inline constexpr llvm::StringLiteral kMicroAttr = "colo.micro";
 /// On @forward and @train_step: the number of stages the ops are labeled with.
 inline constexpr llvm::StringLiteral kNumStagesAttr = "colo.pipeline_stages";
 
