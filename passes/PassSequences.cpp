@@ -1,3 +1,6 @@
+// The pass sequences that the CLI, colo-opt and Python share: import and
+// raising, and the training step with its plan's passes (not pipeline
+// parallelism: that is Pipeline.cpp).
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
