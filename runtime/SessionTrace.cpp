@@ -1,0 +1,91 @@
+//===- SessionTrace.cpp - A session's step times and profile trace --------===//
+
+#include "colo/Runtime/Session.h"
+#include "colo/Runtime/Files.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+namespace colo::runtime {
+
+CommunicationTime Session::communicationTime() const {
+  CommunicationTime t;
+  t.inFlight = inFlightSeconds_;
+  t.exposed = progressSeconds_;
+  for (int i = 0; i < exe_->program().steps_size(); ++i) {
+    const Step &step = exe_->program().steps(i);
+    if (step.has_collective() || step.has_wait())
+      t.exposed += stepSeconds_[i];
+    if (step.has_collective() && !overlapped_[i])
+      t.inFlight += stepSeconds_[i];
+  }
+  return t;
+}
+
+std::vector<StepTime> Session::stepTimes() const {
+  std::vector<StepTime> times;
+  for (int i = 0; i < exe_->program().steps_size(); ++i) {
+    const Step &step = exe_->program().steps(i);
+    StepTime t;
+    t.index = i;
+    t.name = !step.name().empty() ? step.name()
+             : step.has_kernel()  ? step.kernel().symbol()
+                                  : stepKind(step);
+    t.kind = stepKind(step);
+    t.calls = stepCalls_[i];
+    t.seconds = stepSeconds_[i];
+    times.push_back(std::move(t));
+  }
+  return times;
+}
+
+void Session::writeTrace(const std::string &path) const {
+  std::vector<StepTime> times = stepTimes();
+  std::vector<std::string> names;
+  for (const StepTime &t : times)
+    names.push_back(nlohmann::json(t.name).dump());
+  writeFileAtomically(path, [&](std::ostream &out) {
+    out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+    out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": "
+        << nlohmann::json(exe_->directory()).dump() << "}}";
+    // The steps on one track, overlapped collectives in flight on another.
+    if (!commEvents_.empty())
+      out << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": 0, "
+             "\"args\": {\"name\": \"steps\"}},\n{\"name\": \"thread_name\", \"ph\": "
+             "\"M\", \"pid\": 0, \"tid\": 1, \"args\": {\"name\": \"communication in "
+             "flight\"}}";
+    char buf[160];
+    for (const Event &e : events_) {
+      if (e.step < 0) {
+        std::snprintf(
+            buf, sizeof buf,
+            ",\n{\"name\": \"step %lld\", \"cat\": \"iteration\", \"ph\": \"X\", "
+            "\"pid\": 0, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f}",
+            static_cast<long long>(e.iteration + 1), e.start, e.duration);
+        out << buf;
+        continue;
+      }
+      out << ",\n{\"name\": " << names[e.step] << ", \"cat\": \"" << times[e.step].kind
+          << "\"";
+      std::snprintf(
+          buf, sizeof buf,
+          ", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+          "\"args\": {\"index\": %d, \"iteration\": %lld}}",
+          e.start, e.duration, e.step, static_cast<long long>(e.iteration + 1));
+      out << buf;
+    }
+    for (const Event &e : commEvents_) {
+      out << ",\n{\"name\": " << names[e.step] << ", \"cat\": \"communication\"";
+      std::snprintf(
+          buf, sizeof buf,
+          ", \"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f, "
+          "\"args\": {\"index\": %d, \"iteration\": %lld}}",
+          e.start, e.duration, e.step, static_cast<long long>(e.iteration + 1));
+      out << buf;
+    }
+    out << "\n]}\n";
+  });
+}
+
+} // namespace colo::runtime
