@@ -556,9 +556,10 @@ LogicalResult lowerKernelsToLLVM(ModuleOp module, const KernelCompileOptions &op
 
 namespace {
 
-/// Translates, optimizes and writes the object file; errors go to `module`.
+/// Translates, optimizes and writes the object file, each phase timed under
+/// `timing`; errors go to `module`.
 LogicalResult emitObject(ModuleOp module, StringRef objPath,
-                         const KernelCompileOptions &opts) {
+                         const KernelCompileOptions &opts, TimingScope &timing) {
   static std::once_flag initTargets;
   std::call_once(initTargets, [] {
     llvm::InitializeNativeTarget();
@@ -573,8 +574,6 @@ LogicalResult emitObject(ModuleOp module, StringRef objPath,
       (void)it->second->addOccurrence(0, "force-ordered-reductions", "true");
   });
 
-  TimingScope untimed;
-  TimingScope &timing = opts.timing ? *opts.timing : untimed;
   TimingScope phase = timing.nest("LLVM IR translation");
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
@@ -734,10 +733,11 @@ LogicalResult compileKernels(ModuleOp kernels, StringRef soPath,
                                  << ec.message();
     objPath = tmp.str().str();
   }
-  LogicalResult result = emitObject(*module, objPath, opts);
+  TimingScope untimed;
+  TimingScope &timing = opts.timing ? *opts.timing : untimed;
+  LogicalResult result = emitObject(*module, objPath, opts, timing);
   if (succeeded(result)) {
-    TimingScope untimed;
-    TimingScope link = (opts.timing ? *opts.timing : untimed).nest("link");
+    TimingScope link = timing.nest("link");
     result = linkSharedObject(*module, objPath, soPath, opts);
   }
   if (!opts.keepObject)
