@@ -23,6 +23,13 @@ void colo::buildImportPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
+void colo::buildStepProgramPipeline(mlir::OpPassManager &pm) {
+  mlir::OpPassManager &program = pm.nest<exec::ProgramOp>();
+  program.addPass(createColoOverlapCollectives());
+  program.addPass(createColoInsertFrees());
+  program.addPass(createColoPlanMemory());
+}
+
 mlir::FailureOr<colo::TrainStepOptions>
 colo::parseTrainStepOptions(llvm::StringRef text, llvm::raw_ostream &errors) {
   TrainStepOptions options;
@@ -135,4 +142,9 @@ void colo::registerPassesAndPipelines() {
       "Cleans up an imported graph: canonicalize, raise norms, GELU and "
       "attention, CSE",
       buildImportPipeline);
+  mlir::PassPipelineRegistration<>(
+      "colo-step-program-pipeline",
+      "Schedules the step programs of a module and plans their memory: "
+      "overlap collectives, insert frees, plan memory",
+      buildStepProgramPipeline);
 }

@@ -1,4 +1,5 @@
-// colo compile: train-step pipeline, executable plan, kernels, state.
+// colo compile: train-step pipeline, step programs (exec IR) and their
+// passes, program.pb, kernels, state.
 #include "colo/Compiler/Compiler.h"
 
 #include "ExecutableBuilder.h"
@@ -80,29 +81,33 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   });
   if (steps.empty())
     steps.push_back(module.lookupSymbol<func::FuncOp>("train_step"));
-  TimingScope phase = timing.nest("executable plan");
+  TimingScope phase = timing.nest("step programs");
   KernelLibrary kernels(module.getContext());
-  std::vector<runtime::Program> programs;
+  module.getContext()->getOrLoadDialect<exec::ExecDialect>();
+  OwningOpRef<ModuleOp> programs = ModuleOp::create(module.getLoc());
+  OpBuilder b = OpBuilder::atBlockEnd(programs->getBody());
   for (auto [i, step] : llvm::enumerate(steps)) {
-    FailureOr<runtime::Program> stage =
-        buildExecutablePlan(step, kernels, steps.size() > 1 ? "s" + std::to_string(i) + "_" : "",
-                            options.kernelPieces);
-    if (failed(stage))
+    bool staged = steps.size() > 1;
+    auto program = exec::ProgramOp::create(
+        b, step.getLoc(), staged ? "stage" + std::to_string(i) : "train_step", nullptr,
+        nullptr, nullptr, staged ? b.getI64IntegerAttr(i) : nullptr, nullptr);
+    program.getBody().emplaceBlock();
+    if (failed(buildStepProgram(step, kernels, program, staged ? "s" + std::to_string(i) + "_" : "",
+                                options.kernelPieces)))
       return failure();
-    programs.push_back(std::move(*stage));
   }
-  runtime::Program program;
-  if (programs.size() == 1) {
-    program = std::move(programs.front());
-  } else {
-    *program.mutable_mesh() = programs.front().mesh();
-    const auto &axes = program.mesh().axes();
-    program.set_pipeline_axis(int(llvm::find(axes, "pp") - axes.begin()));
-    for (runtime::Program &stage : programs)
-      *program.add_stages() = std::move(stage);
-  }
-  if (failed(dump("2-kernels.mlir", kernels.module())))
+  PassManager stepPm(module.getContext());
+  buildStepProgramPipeline(stepPm);
+  if (timing)
+    stepPm.enableTiming(phase);
+  if (failed(stepPm.run(*programs)) || failed(dump("2-program.mlir", *programs)) ||
+      failed(dump("3-kernels.mlir", kernels.module())))
     return failure();
+  phase = timing.nest("serialize");
+  FailureOr<runtime::Program> serialized = serializeExecutable(*programs);
+  if (failed(serialized))
+    return failure();
+  runtime::Program program = std::move(*serialized);
   phase = timing.nest("verify shards and communication");
   if (std::string problem = runtime::verifyShards(program); !problem.empty())
     return module.emitError() << "the per-rank programs do not shard the state correctly: "

@@ -1,7 +1,8 @@
-//===- ExecutableBuilder.h - Splitting a train step into steps --*- C++ -*-===//
+//===- ExecutableBuilder.h - From train steps to step programs --*- C++ -*-===//
 #ifndef COLO_LIB_COMPILER_EXECUTABLEBUILDER_H
 #define COLO_LIB_COMPILER_EXECUTABLEBUILDER_H
 
+#include "colo/Dialect/Exec/ExecOps.h"
 #include "colo/Runtime/Program.pb.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,29 +28,23 @@ private:
   llvm::DenseMap<llvm::hash_code, llvm::SmallVector<mlir::func::FuncOp>> byHash;
 };
 
-/// Splits `func` into library steps (GEMM, convolution, pooling), kernel calls
-/// (every other op, grouped between library steps, added to `kernels`) and
-/// copies (global stores), then assigns the temporaries arena offsets by
-/// their lifetimes. STATE buffers are named after their colo.global. New
-/// kernel symbols start with `symbolPrefix` (pipeline stages share one
-/// library).
-mlir::FailureOr<runtime::Program> buildExecutablePlan(mlir::func::FuncOp func,
-                                                      KernelLibrary &kernels,
-                                                      llvm::StringRef symbolPrefix = "",
-                                                      int64_t kernelPieces = 1);
+/// Fills the empty `program` with `func`'s steps: library steps (GEMM,
+/// convolution, pooling), kernel calls (every other op, grouped between
+/// library steps, added to `kernels`), copies (global stores) and
+/// communication, each followed by its wait. STATE buffers are named after
+/// their colo.global. New kernel symbols start with `symbolPrefix`
+/// (pipeline stages share one library).
+mlir::LogicalResult buildStepProgram(mlir::func::FuncOp func, KernelLibrary &kernels,
+                                     exec::ProgramOp program, llvm::StringRef symbolPrefix,
+                                     int64_t kernelPieces);
 
-/// The buffer whose storage buffer `id` uses: the one it aliases (the
-/// compiler aliases only buffers with storage of their own), or itself.
-int storageOf(const runtime::Program &program, int id);
+/// The runtime's program for the exec.programs of `steps`: one, or one per
+/// pipeline stage (ordered by `stage`) under a mesh whose "pp" axis picks
+/// the stage. Reports what the runtime cannot run on the op.
+mlir::FailureOr<runtime::Program> serializeExecutable(mlir::ModuleOp steps);
 
-/// Makes each all-reduce that no step touches right after it overlapped
-/// (Collective.overlap), with a Wait step before the first one that does.
-void overlapCollectives(runtime::Program &program);
-
-/// Assigns TEMP buffers (not aliases) offsets in one arena so that buffers
-/// whose lifetimes (first and last step that touches them) overlap never
-/// share bytes; sets program.arena_bytes.
-void planMemory(runtime::Program &program);
+/// The runtime's element type for `t`, if it has one.
+std::optional<runtime::DType> runtimeDType(mlir::Type t);
 
 } // namespace colo
 

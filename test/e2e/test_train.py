@@ -271,7 +271,7 @@ def test_compile_timing_names_every_phase(tmp_path):
     export(model, example, tmp_path / "m.onnx", "onnx")
     report = run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
                       "loss=cross-entropy", "--timing").stderr
-    phases = ["import", "ColoBuildTrainStep", "executable plan", "kernels.so",
+    phases = ["import", "ColoBuildTrainStep", "step programs", "ColoPlanMemory", "kernels.so",
               "ConvertLinalgToLoopsPass", "LLVM optimization", "LLVM code generation", "link"]
     assert "Execution time report" in report
     assert [p for p in phases if p not in report] == []

@@ -1,6 +1,7 @@
 #ifndef COLO_PASSES_PASSES_H
 #define COLO_PASSES_PASSES_H
 
+#include "colo/Dialect/Exec/ExecOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/IR/PatternMatch.h"
@@ -20,6 +21,11 @@ void populateDecomposeAttentionPatterns(mlir::RewritePatternSet &patterns);
 /// of decomposed norms, activations and attention, CSE. The CLI, colo-opt
 /// (`--colo-import-pipeline`) and Python all call this one function.
 void buildImportPipeline(mlir::OpPassManager &pm);
+
+/// What colo compile does to the step programs (exec.program ops of a
+/// module) before it serializes them: colo-overlap-collectives,
+/// colo-insert-frees, colo-plan-memory (`--colo-step-program-pipeline`).
+void buildStepProgramPipeline(mlir::OpPassManager &pm);
 
 /// How a step is spread over ranks: the parts of a parallel plan that the
 /// plan passes apply.

@@ -991,4 +991,64 @@ def ColoLowerToLinalg : Pass<"colo-lower-to-linalg"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Step programs (exec dialect)
+//===----------------------------------------------------------------------===//
+
+def ColoOverlapCollectives : Pass<"colo-overlap-collectives", "::colo::exec::ProgramOp"> {
+  let summary = "Lets all-reduces run while the steps that do not need them compute";
+  let description = [{
+    An all-reduce whose buffers the next step does not touch (a
+    data-parallel gradient bucket, reduced during the backward and read by
+    the optimizer) keeps running: its `exec.wait` moves to just before the
+    first later step that touches its input or output (or to the end).
+    Waits that end up before the same step keep the order of their
+    collectives.
+
+    Before:
+    ```mlir
+    %t = exec.all_reduce average "bucket.0" %g -> %g over [0] : ...
+    exec.wait %t "bucket.0.wait"
+    exec.kernel @k4_mul "fc1.mul.9" ins(%a : ...) outs(%b : ...)
+    exec.kernel @k5_adam "fc.adam.12" ins(%g, ... : ...) outs(...)
+    ```
+    After:
+    ```mlir
+    %t = exec.all_reduce average "bucket.0" %g -> %g over [0] : ...
+    exec.kernel @k4_mul "fc1.mul.9" ins(%a : ...) outs(%b : ...)
+    exec.wait %t "bucket.0.wait"
+    exec.kernel @k5_adam "fc.adam.12" ins(%g, ... : ...) outs(...)
+    ```
+  }];
+  let statistics = [
+    Statistic<"numOverlapped", "num-overlapped", "All-reduces overlapped">,
+  ];
+}
+
+def ColoInsertFrees : Pass<"colo-insert-frees", "::colo::exec::ProgramOp"> {
+  let summary = "Ends each temporary buffer's lifetime after its last use";
+  let description = [{
+    Puts an `exec.free` of every `temp` buffer right after the last step
+    that touches it or a view of it (a wait counts as touching the buffers
+    of its communication). Buffers that `exec.return` reports live to the
+    end and are not freed, nor are buffers no step touches or that are
+    freed already.
+  }];
+}
+
+def ColoPlanMemory : Pass<"colo-plan-memory", "::colo::exec::ProgramOp"> {
+  let summary = "Places the temporaries in one arena by their lifetimes";
+  let description = [{
+    Gives every `temp` buffer an arena `offset` (a multiple of 64) so that
+    buffers whose lifetimes overlap never share bytes, and sets the
+    program's `arena_bytes`. A lifetime runs from the first step that
+    touches the buffer or a view of it to its `exec.free` (without one, to
+    the end). Greedy by size, largest first, each at the lowest offset that
+    fits among the buffers placed before it that it overlaps in time.
+  }];
+  let statistics = [
+    Statistic<"numPlaced", "num-placed", "Temporaries placed">,
+  ];
+}
+
 #endif // COLO_PASSES

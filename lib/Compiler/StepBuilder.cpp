@@ -1,0 +1,285 @@
+// Splits a train step into the steps of an exec.program. Matrix products
+// become GEMM steps (a transpose of the last two dimensions that only feeds
+// matrix products becomes a transpose flag), convolutions and pooling
+// become oneDNN steps, global stores become copies, reshapes of
+// materialized values become views, collectives become communication with
+// a wait, and every other op joins the kernel being collected between two
+// library steps: one generated function per group, whose elementwise chains
+// the code generator fuses. This file holds the walk and the buffers.
+#include "StepBuilder.h"
+
+#include "colo/Passes/Pipeline.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
+using namespace mlir;
+using namespace colo;
+
+namespace {
+/// A readable name for a buffer: the op's location name, if any.
+std::string locName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string n = locName(l); !n.empty())
+        return n;
+  return "";
+}
+} // namespace
+
+StepBuilder::StepBuilder(func::FuncOp func, KernelLibrary &kernels, exec::ProgramOp program,
+                         StringRef symbolPrefix, int64_t kernelPieces)
+    : func(func), symbols(func->getParentOfType<ModuleOp>()), kernels(kernels),
+      program(program), b(OpBuilder::atBlockEnd(&program.getBlock())),
+      symbolPrefix(symbolPrefix.str()) {
+  for (int64_t p = kernelPieces; p > 1; p /= 2)
+    pieceCounts.push_back(p);
+  int i = 0;
+  for (Operation &op : func.front())
+    order[&op] = i++;
+}
+
+LogicalResult StepBuilder::build() {
+  for (BlockArgument arg : func.getArguments()) {
+    std::string name = locName(arg.getLoc());
+    if (name.empty())
+      name = "input" + std::to_string(arg.getArgNumber());
+    FailureOr<Value> buffer = newBuffer(arg, name, exec::BufferKind::input);
+    if (failed(buffer))
+      return failure();
+    if (int64_t max = intRange(arg))
+      buffer->getDefiningOp()->setAttr("int_max", b.getI64IntegerAttr(max));
+  }
+  for (Operation &op : func.front().without_terminator())
+    if (failed(visit(&op)))
+      return failure();
+  if (failed(flush()))
+    return failure();
+  SmallVector<Value> reported;
+  for (Value result : func.front().getTerminator()->getOperands()) {
+    FailureOr<Value> buffer = materialize(result);
+    if (failed(buffer))
+      return failure();
+    reported.push_back(*buffer);
+  }
+  exec::ReturnOp::create(b, func.getLoc(), reported);
+  return describeMesh();
+}
+
+FailureOr<int> StepBuilder::meshAxis(Operation *user, StringRef name) {
+  for (auto grid : func->getParentOfType<ModuleOp>().getOps<shard::GridOp>())
+    if (auto axes = grid->getAttrOfType<ArrayAttr>("colo.axes"))
+      for (auto [i, axis] : llvm::enumerate(axes.getAsValueRange<StringAttr>()))
+        if (axis == name)
+          return int(i);
+  return user->emitError() << "sharded over '" << name << "', which is not a mesh axis";
+}
+
+/// The module's mesh, and the axis that splits the batch.
+LogicalResult StepBuilder::describeMesh() {
+  auto grids = func->getParentOfType<ModuleOp>().getOps<shard::GridOp>();
+  if (grids.empty())
+    return success();
+  shard::GridOp grid = *grids.begin();
+  auto axes = grid->getAttrOfType<ArrayAttr>("colo.axes");
+  if (!axes || axes.size() != grid.getShape().size() ||
+      llvm::any_of(grid.getShape(), [](int64_t d) { return d <= 0; }))
+    return grid.emitError("the mesh needs static sizes and colo.axes, one name per axis");
+  program.setMeshShape(grid.getShape());
+  program.setMeshAxesAttr(axes);
+  for (auto [i, name] : llvm::enumerate(axes.getAsValueRange<StringAttr>()))
+    if (name == "dp" && func->hasAttr("colo.data_parallel"))
+      program.setBatchAxis(int32_t(i));
+  return success();
+}
+
+FailureOr<Value> StepBuilder::newBuffer(RankedTensorType t, StringRef name,
+                                        exec::BufferKind kind) {
+  if (!runtimeDType(t.getElementType()))
+    return func->emitError() << "no runtime element type for " << t.getElementType();
+  return exec::BufferOp::create(b, func.getLoc(),
+                                exec::bufferType(t.getShape(), t.getElementType()),
+                                b.getStringAttr(name),
+                                exec::BufferKindAttr::get(b.getContext(), kind), nullptr,
+                                nullptr, nullptr, nullptr, nullptr)
+      .getResult();
+}
+
+FailureOr<Value> StepBuilder::newBuffer(Value v, StringRef name, exec::BufferKind kind) {
+  FailureOr<Value> buffer = newBuffer(tensorType(v), name, kind);
+  if (succeeded(buffer))
+    bufferOf[v] = *buffer;
+  return buffer;
+}
+
+FailureOr<Value> StepBuilder::result(Operation *op, unsigned i) {
+  return newBuffer(op->getResult(i), stepName(op, i), exec::BufferKind::temp);
+}
+
+/// The exclusive upper bound of an integer input's values where the model
+/// tells it (embedding ids: the vocabulary; labels: the classes), so that
+/// synthetic data is valid.
+int64_t StepBuilder::intRange(Value v) {
+  if (!isa<IntegerType>(tensorType(v).getElementType()))
+    return 0;
+  // Ids that colo-vocab-parallel rebased to the rank's block of the table.
+  // Read defensively: passes that add or drop block arguments (the
+  // pipeline's stage functions) may leave the function's argument
+  // attribute array shorter than its arguments.
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (ArrayAttr attrs = func.getAllArgAttrs(); attrs && arg.getArgNumber() < attrs.size())
+      if (auto dict = dyn_cast<DictionaryAttr>(attrs[arg.getArgNumber()]))
+        if (auto max = dict.getAs<IntegerAttr>("colo.int_max"))
+          return max.getInt();
+  for (Operation *user : v.getUsers()) {
+    if (auto emb = dyn_cast<EmbeddingOp>(user))
+      return tensorType(emb.getTable()).getDimSize(0);
+    if (isa<CrossEntropyOp, CrossEntropyRowsOp, CrossEntropyRowsBackwardOp>(user) &&
+        user->getOperand(1) == v)
+      return tensorType(user->getOperand(0)).getShape().back();
+    if (isa<SliceOp, ReshapeOp>(user))
+      if (int64_t r = intRange(user->getResult(0)))
+        return r;
+  }
+  return 0;
+}
+
+FailureOr<Value> StepBuilder::materialize(Value v) {
+  if (auto it = bufferOf.find(v); it != bufferOf.end())
+    return it->second;
+  Operation *def = v.getDefiningOp();
+  if (isa_and_nonnull<ConstantOp>(def)) {
+    // Constants live in the kernels that use them; one that a library step
+    // reads is produced by a kernel of its own.
+    llvm::SetVector<Operation *> pending = std::move(group);
+    group.clear();
+    group.insert(def);
+    LogicalResult flushed = flush();
+    group = std::move(pending);
+    if (failed(flushed))
+      return failure();
+    return bufferOf.at(v);
+  }
+  if (def && group.contains(def)) {
+    if (failed(flush()))
+      return failure();
+    return materialize(v);
+  }
+  return (def ? def : func.getOperation())->emitError("value used before it is computed");
+}
+
+LogicalResult StepBuilder::visit(Operation *op) {
+  if (auto load = dyn_cast<GlobalLoadOp>(op))
+    return visitLoad(load);
+  if (auto store = dyn_cast<GlobalStoreOp>(op)) {
+    // Kernels collected so far run before the store overwrites the state
+    // they may read.
+    if (failed(flush()))
+      return failure();
+    FailureOr<Value> src = materialize(store.getValue());
+    FailureOr<Value> dst = stateBuffer(store, store.getGlobal());
+    if (failed(src) || failed(dst))
+      return failure();
+    if (*src != *dst)
+      exec::CopyOp::create(b, op->getLoc(), stepName(op), *src, *dst);
+    return success();
+  }
+  if (isa<ConstantOp>(op))
+    return success();
+  if (auto t = dyn_cast<TransposeOp>(op); t && feedsOnlyGemms(t))
+    return success();
+  if (computedByGemm.contains(op))
+    return success(); // biasEpilogue, residualEpilogue, transposedProduct
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    if (bufferOf.contains(reshape.getInput()))
+      return aliasReshape(reshape);
+  if (isLibraryOp(op))
+    return visitLibrary(op);
+  group.insert(op);
+  return success();
+}
+
+FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
+  if (auto it = stateOf.find(global); it != stateOf.end())
+    return it->second;
+  auto g = symbols.lookup<GlobalOp>(global);
+  if (!g)
+    return user->emitError() << "unknown global '" << global << "'";
+  FailureOr<Value> state = newBuffer(localType(g), global, exec::BufferKind::state);
+  if (failed(state))
+    return failure();
+  auto buffer = state->getDefiningOp<exec::BufferOp>();
+  if (std::optional<GlobalShard> shard = getGlobalShard(g)) {
+    FailureOr<int> axis = meshAxis(g, shard->axis);
+    if (failed(axis))
+      return failure();
+    buffer.setShardAttr(exec::ShardAttr::get(b.getContext(), g.getTensorType().getShape(),
+                                             shard->dim, shard->groups, shard->flat,
+                                             {int32_t(*axis)}));
+  }
+  // Pipeline ranks' own copies of a global keep the model's name.
+  StringRef modelName = global;
+  if (auto name = g->getAttrOfType<StringAttr>("colo.param_name"))
+    modelName = name.getValue();
+  if (modelName == "colo.step")
+    buffer.setStepCounter(true);
+  if (!g->hasAttr("colo.optimizer_state"))
+    buffer.setParamName(modelName);
+  stateOf[global] = *state;
+  return *state;
+}
+
+/// A load reads the state buffer directly unless the global is stored
+/// before the load's last use: then it reads a copy taken at the load.
+LogicalResult StepBuilder::visitLoad(GlobalLoadOp load) {
+  FailureOr<Value> state = stateBuffer(load, load.getGlobal());
+  if (failed(state))
+    return failure();
+  int lastUse = order[load];
+  for (Operation *user : load->getUsers())
+    lastUse = std::max(lastUse, order[func.front().findAncestorOpInBlock(*user)]);
+  bool storedBefore = false;
+  for (Operation &op : func.front())
+    if (auto store = dyn_cast<GlobalStoreOp>(op);
+        store && store.getGlobal() == load.getGlobal() && order[&op] > order[load] &&
+        order[&op] < lastUse)
+      storedBefore = true;
+  if (!storedBefore) {
+    bufferOf[load.getResult()] = *state;
+    return success();
+  }
+  FailureOr<Value> copy = newBuffer(load.getResult(), stepName(load), exec::BufferKind::temp);
+  if (failed(copy))
+    return failure();
+  exec::CopyOp::create(b, load.getLoc(), stepName(load), *state, *copy);
+  return success();
+}
+
+std::string StepBuilder::stepName(Operation *op, unsigned result) {
+  std::string name = locName(op->getLoc());
+  std::string opName = op->getName().stripDialect().str();
+  return (name.empty() ? opName : name + "." + opName) +
+         (op->getNumResults() > 1 ? "#" + std::to_string(result) : "") + "." +
+         std::to_string(order[op]);
+}
+
+/// A reshape's result as a view of its input's storage.
+LogicalResult StepBuilder::aliasReshape(ReshapeOp reshape) {
+  Value storage = exec::storageOf(bufferOf.lookup(reshape.getInput()));
+  RankedTensorType t = tensorType(reshape.getResult());
+  if (!runtimeDType(t.getElementType()))
+    return reshape->emitError() << "no runtime element type for " << t.getElementType();
+  auto space = cast<MemRefType>(storage.getType()).getMemorySpace();
+  auto type = MemRefType::get(t.getShape(), t.getElementType(), MemRefLayoutAttrInterface(),
+                              space);
+  bufferOf[reshape.getResult()] =
+      exec::ViewOp::create(b, reshape.getLoc(), type, storage, stepName(reshape));
+  return success();
+}
+
+LogicalResult colo::buildStepProgram(func::FuncOp func, KernelLibrary &kernels,
+                                     exec::ProgramOp program, StringRef symbolPrefix,
+                                     int64_t kernelPieces) {
+  return StepBuilder(func, kernels, program, symbolPrefix, kernelPieces).build();
+}

@@ -1,0 +1,83 @@
+// colo-plan-memory: arena offsets for the temporaries. Buffers whose
+// lifetimes overlap never share bytes; the rest reuse memory. Greedy by
+// size (largest first, declaration order among equals), each at the lowest
+// aligned offset that fits among the placed buffers it overlaps in time.
+#include "colo/Passes/Passes.h"
+
+#include <limits>
+
+namespace colo {
+#define GEN_PASS_DEF_COLOPLANMEMORY
+#include "colo/Passes/Passes.h.inc"
+} // namespace colo
+
+using namespace mlir;
+using namespace colo;
+
+namespace {
+constexpr int64_t kAlignment = 64;
+
+struct PlanMemory : colo::impl::ColoPlanMemoryBase<PlanMemory> {
+  void runOnOperation() override {
+    exec::ProgramOp program = getOperation();
+    // Lifetimes in step positions: from the first step that touches the
+    // storage to the last step before its free (or the end).
+    struct Lifetime {
+      int first = std::numeric_limits<int>::max(), last = -1;
+    };
+    DenseMap<Value, Lifetime> life;
+    int position = 0;
+    for (Operation &op : program.getBlock()) {
+      if (auto free = dyn_cast<exec::FreeOp>(op)) {
+        life[free.getBuffer()].last = position - 1;
+        continue;
+      }
+      if (!exec::isStep(&op))
+        continue;
+      for (Value v : op.getOperands())
+        if (isa<MemRefType>(v.getType())) {
+          Lifetime &l = life[exec::storageOf(v)];
+          l.first = std::min(l.first, position);
+          l.last = std::numeric_limits<int>::max(); // until freed
+        }
+      ++position;
+    }
+
+    SmallVector<exec::BufferOp> temps;
+    for (exec::BufferOp buffer : program.getBlock().getOps<exec::BufferOp>())
+      if (buffer.getKind() == exec::BufferKind::temp && life.count(buffer.getResult()))
+        temps.push_back(buffer);
+    llvm::stable_sort(temps, [](exec::BufferOp a, exec::BufferOp b) {
+      return exec::byteSize(a.getType()) > exec::byteSize(b.getType());
+    });
+
+    struct Placed {
+      int64_t offset, size;
+      Lifetime life;
+    };
+    std::vector<Placed> placed;
+    int64_t arena = 0;
+    OpBuilder b(&getContext());
+    for (exec::BufferOp buffer : temps) {
+      Lifetime l = life.lookup(buffer.getResult());
+      int64_t size = (exec::byteSize(buffer.getType()) + kAlignment - 1) / kAlignment * kAlignment;
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (const Placed &p : placed)
+        if (p.life.first <= l.last && l.first <= p.life.last)
+          busy.emplace_back(p.offset, p.offset + p.size);
+      llvm::sort(busy);
+      int64_t offset = 0;
+      for (auto [begin, end] : busy) {
+        if (offset + size <= begin)
+          break;
+        offset = std::max(offset, end);
+      }
+      buffer.setOffsetAttr(b.getI64IntegerAttr(offset));
+      placed.push_back({offset, size, l});
+      arena = std::max(arena, offset + size);
+      ++numPlaced;
+    }
+    program.setArenaBytesAttr(b.getI64IntegerAttr(arena));
+  }
+};
+} // namespace

@@ -1,0 +1,85 @@
+// RUN: colo-opt %s --pass-pipeline='builtin.module(exec.program(colo-overlap-collectives))' -split-input-file | FileCheck %s
+
+// A gradient bucket that only the optimizer reads keeps reducing while the
+// next kernel runs: its wait moves before the first step that touches it.
+// CHECK-LABEL: exec.program @bucket
+// CHECK: %[[T:.*]] = exec.all_reduce average "bucket.0" %[[G:.*]] -> %[[G]]
+// CHECK-NEXT: exec.kernel @mul "mul.1"
+// CHECK-NEXT: exec.wait %[[T]] "bucket.0.wait"
+// CHECK-NEXT: exec.kernel @adam "adam.2" ins(%[[G]]
+exec.program @bucket {
+  %g = exec.buffer "g" temp : memref<64xf32, #exec.space<device>>
+  %a = exec.buffer "a" input : memref<64xf32, #exec.space<device>>
+  %b = exec.buffer "b" temp : memref<64xf32, #exec.space<device>>
+  %w = exec.buffer "w" state : memref<64xf32, #exec.space<device>>
+  %t = exec.all_reduce average "bucket.0" %g -> %g over [0] : memref<64xf32, #exec.space<device>>, memref<64xf32, #exec.space<device>>
+  exec.wait %t "bucket.0.wait"
+  exec.kernel @mul "mul.1" ins(%a : memref<64xf32, #exec.space<device>>) outs(%b : memref<64xf32, #exec.space<device>>)
+  exec.kernel @adam "adam.2" ins(%g, %b : memref<64xf32, #exec.space<device>>, memref<64xf32, #exec.space<device>>) outs(%w : memref<64xf32, #exec.space<device>>)
+  exec.return
+}
+
+// -----
+
+// Needed by the very next step: it stays synchronous. A view of the
+// reduced buffer counts as touching it.
+// CHECK-LABEL: exec.program @needed
+// CHECK: exec.all_reduce
+// CHECK-NEXT: exec.wait
+// CHECK-NEXT: exec.copy
+exec.program @needed {
+  %g = exec.buffer "g" temp : memref<4x4xf32, #exec.space<device>>
+  %v = exec.view %g "g.flat" : memref<4x4xf32, #exec.space<device>> to memref<16xf32, #exec.space<device>>
+  %w = exec.buffer "w" state : memref<16xf32, #exec.space<device>>
+  %t = exec.all_reduce sum "r" %g -> %g over [0] : memref<4x4xf32, #exec.space<device>>, memref<4x4xf32, #exec.space<device>>
+  exec.wait %t "r.wait"
+  exec.copy "store" %v -> %w : memref<16xf32, #exec.space<device>>, memref<16xf32, #exec.space<device>>
+  exec.return
+}
+
+// -----
+
+// Two buckets that the same step needs: their waits keep the order of
+// their collectives; waits of earlier ones do not count as steps. Other
+// collectives are never overlapped.
+// CHECK-LABEL: exec.program @two
+// CHECK: %[[T0:.*]] = exec.all_reduce sum "r0"
+// CHECK-NEXT: %[[T1:.*]] = exec.all_reduce sum "r1"
+// CHECK-NEXT: %[[T2:.*]] = exec.all_gather "ag"
+// CHECK-NEXT: exec.wait %[[T2]]
+// CHECK-NEXT: exec.kernel @f "f"
+// CHECK-NEXT: exec.wait %[[T0]]
+// CHECK-NEXT: exec.wait %[[T1]]
+// CHECK-NEXT: exec.kernel @g "g"
+exec.program @two {
+  %a = exec.buffer "a" temp : memref<8xf32, #exec.space<device>>
+  %b = exec.buffer "b" temp : memref<8xf32, #exec.space<device>>
+  %c = exec.buffer "c" temp : memref<8xf32, #exec.space<device>>
+  %d = exec.buffer "d" temp : memref<16xf32, #exec.space<device>>
+  %t0 = exec.all_reduce sum "r0" %a -> %a over [0] : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>
+  exec.wait %t0 "r0.wait"
+  %t1 = exec.all_reduce sum "r1" %b -> %b over [0] : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>
+  exec.wait %t1 "r1.wait"
+  %t2 = exec.all_gather "ag" %c -> %d over [0] : memref<8xf32, #exec.space<device>>, memref<16xf32, #exec.space<device>>
+  exec.wait %t2 "ag.wait"
+  exec.kernel @f "f" outs(%c : memref<8xf32, #exec.space<device>>)
+  exec.kernel @g "g" ins(%a, %b : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>) outs(%c : memref<8xf32, #exec.space<device>>)
+  exec.return
+}
+
+// -----
+
+// Nothing after it touches the buffer: it finishes at the end.
+// CHECK-LABEL: exec.program @last
+// CHECK: exec.all_reduce
+// CHECK-NEXT: exec.kernel
+// CHECK-NEXT: exec.wait
+// CHECK-NEXT: exec.return
+exec.program @last {
+  %a = exec.buffer "a" temp : memref<8xf32, #exec.space<device>>
+  %c = exec.buffer "c" temp : memref<8xf32, #exec.space<device>>
+  %t = exec.all_reduce sum "r" %a -> %a over [0] : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>
+  exec.wait %t "r.wait"
+  exec.kernel @f "f" outs(%c : memref<8xf32, #exec.space<device>>)
+  exec.return
+}
