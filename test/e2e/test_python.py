@@ -77,7 +77,8 @@ def _files(d):
 def test_cli_colo_opt_and_python_build_the_same_step(tmp_path, plan):
     """One train-step pipeline behind the three front ends: colo-opt's
     colo-train-step-pipeline prints the IR `colo compile --dump-ir` wrote,
-    and colo.compile writes the CLI's bytes."""
+    colo-opt reads the dumped step programs back, and colo.compile writes
+    the CLI's bytes."""
     import subprocess
     from conftest import BIN, run_colo
 
@@ -91,6 +92,15 @@ def test_cli_colo_opt_and_python_build_the_same_step(tmp_path, plan):
                          capture_output=True, text=True, timeout=600)
     assert opt.returncode == 0, opt.stderr
     assert opt.stdout == (tmp_path / "ir" / "1-train-step.mlir").read_text()
+    # The step programs colo compile serialized read back, one per pipeline
+    # stage, and are a fixed point of the passes that scheduled them.
+    program = (tmp_path / "ir" / "2-program.mlir").read_text()
+    assert program.count("exec.program @") == (2 if "pp=2" in plan else 1)
+    again = subprocess.run([str(BIN / "colo-opt"), str(tmp_path / "ir" / "2-program.mlir"),
+                            "--colo-step-program-pipeline"],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == program
 
     exe = colo.compile(EXAMPLE, tmp_path / "py", train=train, plan=plan)
     assert isinstance(exe, colo.Executable)
