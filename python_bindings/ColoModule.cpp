@@ -173,7 +173,7 @@ std::vector<double> runSteps(const std::string &dir, const std::string &data, in
                         " ranks: run it with 'colo run " + dir + " --np " +
                         std::to_string(exe->worldSize()) + "' (colo.run runs one rank)");
       rt::setThreads(threads);
-      rt::Session session(exe, nullptr, rt::parseGemmLibrary("onednn"));
+      rt::Session session(exe);
       if (!weights.empty())
         session.loadWeights(weights);
       std::unique_ptr<rt::DataSource> source;

@@ -30,13 +30,16 @@ double micros(std::chrono::steady_clock::duration d) {
 
 struct Session::Prepared {
   PreparedOp run;
+  /// Device work, launched on the compute queue; the rest (communication
+  /// and its waits) runs on the host once the queue has run.
+  bool onDevice = false;
 };
 
 Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm,
-                 GemmLibrary gemm, Device *device)
+                 Device *device)
     : exe_(std::move(executable)), comm_(comm),
       ownedDevice_(device ? nullptr : createCpuDevice()),
-      device_(device ? device : ownedDevice_.get()), gemmLibrary_(gemm),
+      device_(device ? device : ownedDevice_.get()),
       start_(std::chrono::steady_clock::now()) {
   int64_t world = exe_->worldSize();
   if (world > 1 && !comm_)
@@ -162,22 +165,9 @@ void Session::prepare() {
         std::vector<void *> args;
         for (int32_t id : step.kernel().args())
           args.push_back(pointers_[id]);
-        Executable::KernelFn fn = exe_->kernel(i);
-        int64_t pieces = step.kernel().pieces();
-        if (pieces <= 1) {
-          prepared_[i].run = [fn, args = std::move(args)]() mutable { fn(args.data()); };
-          break;
-        }
-        std::vector<int64_t> bytes(step.kernel().piece_bytes().begin(),
-                                   step.kernel().piece_bytes().end());
-        prepared_[i].run = [fn, args = std::move(args), bytes = std::move(bytes), pieces] {
-          parallelFor(threadCount(), pieces, [&](int64_t p) {
-            std::vector<void *> at(args.size());
-            for (size_t a = 0; a < args.size(); ++a)
-              at[a] = static_cast<char *>(args[a]) + p * bytes[a];
-            fn(at.data());
-          });
-        };
+        prepared_[i].run = device_->prepareKernel(
+            exe_->kernel(i), std::move(args), step.kernel().pieces(),
+            {step.kernel().piece_bytes().begin(), step.kernel().piece_bytes().end()});
         break;
       }
       case Step::kGemm: {
@@ -185,8 +175,8 @@ void Session::prepare() {
         DType dtype = exe_->buffer(g.c()).dtype();
         GemmEpilogue epilogue{g.has_bias() ? f32(g.bias()) : nullptr,
                               g.has_residual() ? f32(g.residual()) : nullptr};
-        PreparedGemm gemm = prepareGemm(g, dtype, pointers_[g.a()], pointers_[g.b()],
-                                        pointers_[g.c()], epilogue, scratch_, gemmLibrary_);
+        PreparedGemm gemm = device_->prepareGemm(g, dtype, pointers_[g.a()], pointers_[g.b()],
+                                                 pointers_[g.c()], epilogue, scratch_);
         prepared_[i].run = std::move(gemm.run);
         ++gemmPaths_[{dtype, gemm.path}];
         break;
@@ -195,23 +185,22 @@ void Session::prepare() {
         const Conv2d &c = step.conv();
         float *bias = c.has_bias() && c.bias() >= 0 ? f32(c.bias()) : nullptr;
         prepared_[i].run =
-            prepareConv(c, f32(c.x()), f32(c.weight()), bias, f32(c.y()), scratch_);
+            device_->prepareConv(c, f32(c.x()), f32(c.weight()), bias, f32(c.y()), scratch_);
         break;
       }
       case Step::kPool: {
         const Pool2d &p = step.pool();
         bool forward = p.mode() == Pool2d::MAX_FORWARD || p.mode() == Pool2d::AVG_FORWARD;
         bool readsX = forward || p.mode() == Pool2d::MAX_BACKWARD;
-        prepared_[i].run =
-            preparePool(p, readsX ? f32(p.x()) : nullptr, forward ? f32(p.y()) : nullptr,
-                        forward ? nullptr : f32(p.dx()), forward ? nullptr : f32(p.dy()));
+        prepared_[i].run = device_->preparePool(
+            p, readsX ? f32(p.x()) : nullptr, forward ? f32(p.y()) : nullptr,
+            forward ? nullptr : f32(p.dx()), forward ? nullptr : f32(p.dy()));
         break;
       }
       case Step::kCopy: {
         const void *src = pointers_[step.copy().src()];
         void *dst = pointers_[step.copy().dst()];
-        size_t bytes = size_t(exe_->byteSize(step.copy().src()));
-        prepared_[i].run = [=] { std::memmove(dst, src, bytes); };
+        prepared_[i].run = device_->prepareCopy(dst, src, exe_->byteSize(step.copy().src()));
         break;
       }
       case Step::kCollective:
@@ -223,6 +212,7 @@ void Session::prepare() {
       default:
         break; // rejected by the validator
       }
+      prepared_[i].onDevice = !step.has_collective() && !step.has_wait();
     } catch (const Error &e) {
       throw Error(exe_->directory() + ": " + exe_->describeStep(i) + ": " + e.what());
     }
@@ -383,7 +373,7 @@ void Session::step() {
   }
   if (!profiling_) {
     for (Prepared &p : prepared_) {
-      p.run();
+      run(p);
       if (!inFlight_.empty())
         progressCommunication();
     }
@@ -397,7 +387,7 @@ void Session::step() {
   clock::time_point iterationStart = clock::now();
   for (size_t i = 0; i < prepared_.size(); ++i) {
     clock::time_point t0 = clock::now();
-    prepared_[i].run();
+    run(prepared_[i]);
     clock::time_point t1 = clock::now();
     if (!inFlight_.empty())
       progressCommunication();
@@ -412,6 +402,16 @@ void Session::step() {
                      micros(clock::now() - iterationStart)});
   ++steps_;
   noteExtra(comm_ ? comm_->peakStagingBytes() : 0);
+}
+
+void Session::run(const Prepared &p) {
+  if (p.onDevice) {
+    device_->launch(Device::Queue::Compute, p.run);
+    return;
+  }
+  // Communication reads and writes what the device computed.
+  device_->synchronize(Device::Queue::Compute);
+  p.run();
 }
 
 void Session::started(int index, std::unique_ptr<Work> work) {

@@ -322,6 +322,42 @@ TEST(RuntimeDevice, CountsItsSpacesAgainstTheirCapacity) {
   EXPECT_EQ(cpu->usage(MemorySpace::Device).used, 0);
 }
 
+namespace {
+/// A generated kernel's shape: args[0] in, args[1] out, 4 floats each.
+void doublePiece(void **args) {
+  const float *in = static_cast<const float *>(args[0]);
+  float *out = static_cast<float *>(args[1]);
+  for (int i = 0; i < 4; ++i)
+    out[i] = 2 * in[i];
+}
+} // namespace
+
+/// The CPU runs work when it is launched, in launch order; its events are
+/// complete when recorded; a kernel in pieces sees each piece's arguments.
+TEST(RuntimeDevice, QueuesRunInOrderAndKernelsInPieces) {
+  std::unique_ptr<Device> cpu = createCpuDevice();
+  std::vector<int> order;
+  cpu->launch(Device::Queue::Compute, [&] { order.push_back(1); });
+  std::shared_ptr<Device::Event> done = cpu->record(Device::Queue::Compute);
+  cpu->wait(Device::Queue::Copy, *done);
+  cpu->launch(Device::Queue::Compute, [&] { order.push_back(2); });
+  EXPECT_TRUE(done->complete());
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+
+  std::vector<float> in(16), out(16, -1), copied(16);
+  for (int i = 0; i < 16; ++i)
+    in[i] = float(i);
+  PreparedOp kernel = cpu->prepareKernel(&doublePiece, {in.data(), out.data()}, 4,
+                                         {4 * sizeof(float), 4 * sizeof(float)});
+  cpu->launch(Device::Queue::Compute, kernel);
+  cpu->synchronize(Device::Queue::Compute);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(out[i], 2 * float(i));
+  cpu->copyAsync(Device::Queue::Copy, copied.data(), out.data(), 16 * sizeof(float));
+  cpu->synchronize(Device::Queue::Copy);
+  EXPECT_EQ(copied, out);
+}
+
 /// A session holds its state, arena and scratch in the device's space.
 TEST(RuntimeSession, HoldsItsBuffersOnItsDevice) {
   ExeDir e;
@@ -329,14 +365,14 @@ TEST(RuntimeSession, HoldsItsBuffersOnItsDevice) {
   std::shared_ptr<const Executable> exe = e.load();
   std::unique_ptr<Device> cpu = createCpuDevice();
   {
-    Session s(exe, nullptr, GemmLibrary::OneDnn, cpu.get());
+    Session s(exe, nullptr, cpu.get());
     MemoryReport m = s.memory();
     EXPECT_EQ(cpu->usage(MemorySpace::Device).used,
               m.stateAndInputs + exe->program().arena_bytes());
   }
   EXPECT_EQ(cpu->usage(MemorySpace::Device).used, 0);
   cpu->setCapacity(MemorySpace::Device, 16);
-  expectError([&] { Session(exe, nullptr, GemmLibrary::OneDnn, cpu.get()); },
+  expectError([&] { Session(exe, nullptr, cpu.get()); },
               {"device memory: the state and inputs needs"});
 }
 

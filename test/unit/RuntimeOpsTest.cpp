@@ -58,7 +58,9 @@ public:
     for (const auto &s : states)
       views.push_back({s.name, s.dtype, s.shape, s.bytes.data()});
     writeExecutable(dir.path, builder.program(), views);
-    session = std::make_unique<Session>(Executable::load(dir.path), nullptr, gemm);
+    session.reset(); // before the device it runs on
+    device = createCpuDevice(gemm);
+    session = std::make_unique<Session>(Executable::load(dir.path), nullptr, device.get());
     for (const auto &[name, bytes] : inputs)
       session->setInput(name, bytes.data(), int64_t(bytes.size()));
     session->step();
@@ -85,6 +87,7 @@ private:
   TempDir dir;
   std::map<std::string, std::string> inputs;
   std::vector<StateInit> states;
+  std::unique_ptr<Device> device; // outlives the session
   std::unique_ptr<Session> session;
 };
 

@@ -301,10 +301,10 @@ int run(const std::string &dir) {
     threads = std::max<int>(1, int(std::thread::hardware_concurrency()) /
                                    std::max(1, comm->size()));
   rt::setThreads(threads);
-  std::unique_ptr<rt::Device> device = rt::createCpuDevice();
+  std::unique_ptr<rt::Device> device = rt::createCpuDevice(rt::parseGemmLibrary(runGemm));
   if (deviceMemory)
     device->setCapacity(rt::MemorySpace::Device, *deviceMemory);
-  rt::Session session(exe, comm.get(), rt::parseGemmLibrary(runGemm), device.get());
+  rt::Session session(exe, comm.get(), device.get());
   // Rank 0 speaks for the run; the others only report errors.
   raw_ostream &out = rank == 0 ? outs() : nulls();
   if (std::vector<std::string> paths = session.gemmPaths(); !paths.empty()) {

@@ -2,20 +2,27 @@
 //
 // A device holds the memory of a session in memory spaces (the device's own,
 // the host's, pinned host memory that a GPU can copy from asynchronously),
-// each with a capacity, and copies between them. `CpuDevice` is colo's CPU
-// backend: all three spaces are host memory, and the capacity of the device
-// space is what `colo run --device-memory` caps, so that a plan's device
-// budget can be tried on a CPU.
+// each with a capacity, and copies between them; it prepares the program's
+// steps (generated kernels, GEMMs, convolutions, pooling) in its own way and
+// runs them on queues: work on one queue runs in order, work on two queues
+// may overlap unless an event orders it. `CpuDevice` is colo's CPU backend:
+// all three spaces are host memory, work runs when it is launched (so every
+// event is complete when recorded), GEMMs go to oneDNN or OpenBLAS, and the
+// capacity of the device space is what `colo run --device-memory` caps, so
+// that a plan's device budget can be tried on a CPU.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef COLO_RUNTIME_DEVICE_H
 #define COLO_RUNTIME_DEVICE_H
 
+#include "colo/Runtime/CpuGemm.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace colo::runtime {
 
@@ -32,9 +39,50 @@ struct SpaceUsage {
 
 class Device {
 public:
+  /// The compute queue runs the steps; the copy queue moves bytes between
+  /// spaces beside it (offload, prefetch).
+  enum class Queue { Compute, Copy };
+  /// A point in a queue's work: complete once everything launched on the
+  /// queue before it was recorded has run.
+  class Event {
+  public:
+    virtual ~Event();
+    virtual bool complete() const = 0;
+  };
+  /// A generated kernel: `void symbol(void **args)`.
+  using KernelFn = void (*)(void **args);
+
   virtual ~Device();
   /// "cpu".
   virtual std::string name() const = 0;
+
+  /// The steps, prepared for this device; the returned work runs the step
+  /// when launched. Pointers are the buffers' data in device memory.
+  /// A kernel in `pieces` > 1 parts runs piece p with argument i advanced
+  /// by p * pieceBytes[i] bytes.
+  virtual PreparedOp prepareKernel(KernelFn fn, std::vector<void *> args, int64_t pieces,
+                                   std::vector<int64_t> pieceBytes) = 0;
+  virtual PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a,
+                                   const void *b, void *c, GemmEpilogue epilogue,
+                                   std::shared_ptr<Scratch> scratch) = 0;
+  virtual PreparedOp prepareConv(const Conv2d &conv, float *x, float *weight, float *bias,
+                                 float *y, std::shared_ptr<Scratch> scratch) = 0;
+  virtual PreparedOp preparePool(const Pool2d &pool, float *x, float *y, float *dx,
+                                 float *dy) = 0;
+  /// `bytes` from `src` to `dst` (which may overlap), in one space.
+  virtual PreparedOp prepareCopy(void *dst, const void *src, int64_t bytes) = 0;
+
+  /// Runs `work` on `queue` after the work launched there before it.
+  virtual void launch(Queue queue, const PreparedOp &work) = 0;
+  /// Copies `bytes` between any two spaces on `queue`.
+  virtual void copyAsync(Queue queue, void *dst, const void *src, int64_t bytes) = 0;
+  /// An event after the work launched on `queue` so far.
+  virtual std::shared_ptr<Event> record(Queue queue) = 0;
+  /// Work launched on `queue` from now on starts after `event`.
+  virtual void wait(Queue queue, const Event &event) = 0;
+  /// Returns when the work launched on `queue` so far has run (before the
+  /// host reads what it wrote, e.g. a collective on the host's side).
+  virtual void synchronize(Queue queue) = 0;
 
   /// `bytes` (at least one) of zeroed memory in `space`, 64-byte aligned, for
   /// `what` (errors name it). Throws Error if the space's capacity would be
@@ -43,7 +91,7 @@ public:
   /// Returns memory from allocate (null: nothing).
   void free(void *p);
   /// Copies `bytes` between any two spaces; complete when it returns.
-  virtual void copy(void *dst, const void *src, int64_t bytes) = 0;
+  void copy(void *dst, const void *src, int64_t bytes);
 
   /// The most `space` may hold; 0: no limit. Lowering it below what is held
   /// makes the next allocation fail.
@@ -64,8 +112,9 @@ private:
 };
 
 /// The CPU: every space is host memory (buffers of 2 MiB and more on
-/// transparent huge pages, allocateBuffer).
-std::unique_ptr<Device> createCpuDevice();
+/// transparent huge pages, allocateBuffer); float and 16-bit GEMMs by
+/// `gemm`; kernels in pieces on the run's threads (parallelFor).
+std::unique_ptr<Device> createCpuDevice(GemmLibrary gemm = GemmLibrary::OneDnn);
 
 } // namespace colo::runtime
 

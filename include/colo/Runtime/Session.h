@@ -72,12 +72,11 @@ public:
   /// Allocates the memory, loads the initial state and prepares every step.
   /// A program for several ranks needs `comm` (this rank's communicator, with
   /// the program's world size); it must outlive the session.
-  /// `gemm` is the library of the float and 16-bit Gemm steps (CpuGemm.h).
-  /// The memory is `device`'s device space (a CPU device of the session's
-  /// own if null); the device must outlive the session.
+  /// The steps run on `device` (a CPU device of the session's own, with
+  /// oneDNN GEMMs, if null) and its memory is the device's device space;
+  /// the device must outlive the session.
   explicit Session(std::shared_ptr<const Executable> executable,
-                   Communicator *comm = nullptr, GemmLibrary gemm = GemmLibrary::OneDnn,
-                   Device *device = nullptr);
+                   Communicator *comm = nullptr, Device *device = nullptr);
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
@@ -163,6 +162,8 @@ public:
 
 private:
   struct Prepared;
+  /// Launches a device step, or runs a host step once the device is done.
+  void run(const Prepared &p);
   struct Event {
     int32_t step; // -1: the whole iteration
     int64_t iteration;
@@ -199,7 +200,6 @@ private:
   std::vector<char> inputSet_;
   std::vector<Prepared> prepared_;
   std::shared_ptr<Scratch> scratch_;
-  GemmLibrary gemmLibrary_;
   std::map<std::pair<DType, std::string>, int> gemmPaths_; // (dtype, path) -> steps
   std::vector<std::pair<int32_t, std::vector<char>>> snapshot_;
   bool snapshots_ = false, haveSnapshot_ = false;
