@@ -77,18 +77,11 @@ struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(func);
-    if (!step) {
-      module.emitError() << "colo-data-parallel: no function @" << func
-                         << " (run colo-build-train-step first)";
+    FailureOr<func::FuncOp> found = findTrainStep(module, "colo-data-parallel", func, dp);
+    if (failed(found))
       return signalPassFailure();
-    }
-    if (dp < 1) {
-      step.emitError() << "colo-data-parallel: dp must be at least 1, got "
-                       << static_cast<int64_t>(dp);
-      return signalPassFailure();
-    }
-    if (dp == 1)
+    func::FuncOp step = *found;
+    if (!step)
       return;
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "dp", dp, step);
     if (failed(axis))

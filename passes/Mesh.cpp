@@ -104,6 +104,32 @@ static void decorrelateDropout(func::FuncOp step, MeshAxis dp) {
   }
 }
 
+FailureOr<func::FuncOp> colo::findPlanTarget(ModuleOp module, const PlanTarget &t) {
+  if (t.ranks < 1)
+    return module.emitError() << t.pass << " needs " << t.option << " >= 1, got " << t.ranks;
+  auto f = module.lookupSymbol<func::FuncOp>(t.func);
+  if (!f || f.isExternal())
+    return module.emitError() << "no func.func @" << t.func << " to " << t.verb;
+  if (t.ranks == 1)
+    return func::FuncOp();
+  if (t.singleBlock && !f.getBody().hasOneBlock())
+    return f.emitError() << t.pass << " expects a single-block function";
+  if (!t.doneAttr.empty() && f->hasAttr(t.doneAttr))
+    return f.emitError() << t.pass << ": the function is already " << t.done;
+  return f;
+}
+
+FailureOr<func::FuncOp> colo::findTrainStep(ModuleOp module, StringRef pass, StringRef func,
+                                            int64_t dp) {
+  auto step = module.lookupSymbol<func::FuncOp>(func);
+  if (!step)
+    return module.emitError() << pass << ": no function @" << func
+                              << " (run colo-build-train-step first)";
+  if (dp < 1)
+    return step.emitError() << pass << ": dp must be at least 1, got " << dp;
+  return dp == 1 ? func::FuncOp() : step;
+}
+
 void colo::finishDataParallel(func::FuncOp step, MeshAxis dp) {
   auto ret = cast<func::ReturnOp>(step.front().getTerminator());
   OpBuilder b(ret);

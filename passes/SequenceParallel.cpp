@@ -285,22 +285,14 @@ struct ColoSequenceParallel : colo::impl::ColoSequenceParallelBase<ColoSequenceP
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (tp < 1) {
-      module.emitError() << "colo-sequence-parallel needs tp >= 1, got "
-                         << static_cast<int64_t>(tp);
+    FailureOr<func::FuncOp> target =
+        findPlanTarget(module, {"colo-sequence-parallel", "tp", tp, func, "split", false,
+                                "colo.sequence_parallel", "sequence-parallel"});
+    if (failed(target))
       return signalPassFailure();
-    }
-    auto f = module.lookupSymbol<func::FuncOp>(func);
-    if (!f || f.isExternal()) {
-      module.emitError() << "no func.func @" << func.getValue() << " to split";
-      return signalPassFailure();
-    }
-    if (tp == 1)
+    func::FuncOp f = *target;
+    if (!f)
       return;
-    if (f->hasAttr("colo.sequence_parallel")) {
-      f.emitError("colo-sequence-parallel: the function is already sequence-parallel");
-      return signalPassFailure();
-    }
     auto sharded = f->getAttrOfType<IntegerAttr>("colo.tensor_parallel");
     if (!sharded) {
       // colo-tensor-parallel warned that it found no region.

@@ -6,6 +6,7 @@
 // samples, a partial slice of the batch) is an error.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/DimensionMap.h"
+#include "colo/Passes/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -227,18 +228,12 @@ struct ColoSplitBatchPass : colo::impl::ColoSplitBatchBase<ColoSplitBatchPass> {
   using ColoSplitBatchBase::ColoSplitBatchBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    if (parts < 1) {
-      module.emitError() << "colo-split-batch needs parts >= 1, got "
-                        << static_cast<int64_t>(parts);
+    FailureOr<func::FuncOp> target =
+        findPlanTarget(getOperation(), {"colo-split-batch", "parts", parts, func});
+    if (failed(target))
       return signalPassFailure();
-    }
-    auto f = module.lookupSymbol<func::FuncOp>(func);
-    if (!f) {
-      module.emitError() << "no func.func @" << func.getValue() << " to split";
-      return signalPassFailure();
-    }
-    if (parts == 1)
+    func::FuncOp f = *target;
+    if (!f)
       return;
     int64_t count = 0;
     if (failed(BatchSplitter(parts, count).run(f)))

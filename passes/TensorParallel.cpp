@@ -515,26 +515,14 @@ struct ColoTensorParallel : colo::impl::ColoTensorParallelBase<ColoTensorParalle
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (tp < 1) {
-      module.emitError() << "colo-tensor-parallel needs tp >= 1, got "
-                         << static_cast<int64_t>(tp);
+    FailureOr<func::FuncOp> target =
+        findPlanTarget(module, {"colo-tensor-parallel", "tp", tp, func, "shard", true,
+                                "colo.tensor_parallel", "tensor-parallel"});
+    if (failed(target))
       return signalPassFailure();
-    }
-    auto f = module.lookupSymbol<func::FuncOp>(func);
-    if (!f || f.isExternal()) {
-      module.emitError() << "no func.func @" << func.getValue() << " to shard";
-      return signalPassFailure();
-    }
-    if (tp == 1)
+    func::FuncOp f = *target;
+    if (!f)
       return;
-    if (!f.getBody().hasOneBlock()) {
-      f.emitError("colo-tensor-parallel expects a single-block function");
-      return signalPassFailure();
-    }
-    if (f->hasAttr("colo.tensor_parallel")) {
-      f.emitError("colo-tensor-parallel: the function is already tensor-parallel");
-      return signalPassFailure();
-    }
     DenseMap<StringAttr, int64_t> symbolUses;
     if (auto uses = SymbolTable::getSymbolUses(&module.getBodyRegion()))
       for (const SymbolTable::SymbolUse &use : *uses)

@@ -432,22 +432,13 @@ struct ColoUlysses : colo::impl::ColoUlyssesBase<ColoUlysses> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (sp < 1) {
-      module.emitError() << "colo-ulysses needs sp >= 1, got " << static_cast<int64_t>(sp);
+    FailureOr<func::FuncOp> target = findPlanTarget(
+        module, {"colo-ulysses", "sp", sp, func, "split", true, "colo.ulysses", "split over sp"});
+    if (failed(target))
       return signalPassFailure();
-    }
-    auto f = module.lookupSymbol<func::FuncOp>(func);
-    if (!f || f.isExternal() || !f.getBody().hasOneBlock()) {
-      module.emitError() << "colo-ulysses: no single-block func.func @" << func.getValue()
-                         << " to split";
-      return signalPassFailure();
-    }
-    if (sp == 1)
+    func::FuncOp f = *target;
+    if (!f)
       return;
-    if (f->hasAttr("colo.ulysses")) {
-      f.emitError("colo-ulysses: the function is already split over sp");
-      return signalPassFailure();
-    }
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "sp", sp, f);
     int64_t allToAll = 0, gathered = 0, summed = 0;
     if (failed(axis) ||

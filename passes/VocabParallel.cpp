@@ -280,24 +280,16 @@ struct ColoVocabParallel : colo::impl::ColoVocabParallelBase<ColoVocabParallel> 
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (tp < 1) {
-      module.emitError() << "colo-vocab-parallel needs tp >= 1, got "
-                         << static_cast<int64_t>(tp);
+    FailureOr<func::FuncOp> target =
+        findPlanTarget(module, {"colo-vocab-parallel", "tp", tp, func, "split", true,
+                                kVocabParallelAttr, "vocab-parallel"});
+    if (failed(target))
       return signalPassFailure();
-    }
-    auto f = module.lookupSymbol<func::FuncOp>(func);
-    if (!f || f.isExternal()) {
-      module.emitError() << "no func.func @" << func.getValue() << " to split";
-      return signalPassFailure();
-    }
-    if (tp == 1)
+    func::FuncOp f = *target;
+    if (!f)
       return;
-    if (!f.getBody().hasOneBlock() || f.getNumResults() == 0) {
-      f.emitError("colo-vocab-parallel expects a single-block function with results");
-      return signalPassFailure();
-    }
-    if (f->hasAttr(kVocabParallelAttr)) {
-      f.emitError("colo-vocab-parallel: the function is already vocab-parallel");
+    if (f.getNumResults() == 0) {
+      f.emitError("colo-vocab-parallel expects a function with results");
       return signalPassFailure();
     }
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "tp", tp, f);

@@ -414,23 +414,16 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(func);
-    if (!step) {
-      module.emitError() << "colo-zero: no function @" << func
-                         << " (run colo-build-train-step first)";
+    FailureOr<func::FuncOp> found = findTrainStep(module, "colo-zero", func, dp);
+    if (failed(found))
       return signalPassFailure();
-    }
+    func::FuncOp step = *found;
     if (stage < 1 || stage > 3) {
-      step.emitError() << "colo-zero: stage must be 1, 2 or 3, got "
-                       << static_cast<int64_t>(stage);
+      module.emitError() << "colo-zero: stage must be 1, 2 or 3, got "
+                         << static_cast<int64_t>(stage);
       return signalPassFailure();
     }
-    if (dp < 1) {
-      step.emitError() << "colo-zero: dp must be at least 1, got "
-                       << static_cast<int64_t>(dp);
-      return signalPassFailure();
-    }
-    if (dp == 1)
+    if (!step)
       return;
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "dp", dp, step);
     if (failed(axis))

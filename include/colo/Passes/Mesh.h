@@ -36,6 +36,30 @@ createMesh(mlir::ModuleOp module,
            llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> axes,
            mlir::Operation *user);
 
+/// What a plan pass that splits @`func` over `ranks` ranks checks first.
+struct PlanTarget {
+  llvm::StringRef pass;   ///< "colo-tensor-parallel"
+  llvm::StringRef option; ///< the ranks' option: "tp"
+  int64_t ranks;
+  llvm::StringRef func;
+  llvm::StringRef verb = "split"; ///< "no func.func @forward to split"
+  bool singleBlock = false;
+  /// Set on the function by an earlier run (empty: none), which is an
+  /// error: "the function is already <done>".
+  llvm::StringRef doneAttr = "";
+  llvm::StringRef done = "";
+};
+/// The function `target` names, checked: `ranks` >= 1, the function
+/// defined (with one block where asked) and not already done. Null where
+/// `ranks` is 1 (nothing to do); failure once the error is reported.
+mlir::FailureOr<mlir::func::FuncOp> findPlanTarget(mlir::ModuleOp module,
+                                                   const PlanTarget &target);
+
+/// The same for the passes on a built training step over `dp` ranks
+/// (colo-data-parallel, colo-zero): @`func` must exist.
+mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module, llvm::StringRef pass,
+                                                  llvm::StringRef func, int64_t dp);
+
 /// What every data-parallel step ends with: the returned loss averaged over
 /// the `dp` axis (each rank reports the mean over the whole batch), dropout
 /// keys offset per rank, and `colo.data_parallel = dp` on the step (the
