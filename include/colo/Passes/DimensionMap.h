@@ -11,6 +11,8 @@
 #ifndef COLO_PASSES_DIMENSIONMAP_H
 #define COLO_PASSES_DIMENSIONMAP_H
 
+#include "colo/Dialect/Colo/ColoInterfaces.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
@@ -32,18 +34,9 @@ inline mlir::RankedTensorType withDim(mlir::RankedTensorType t, int64_t dim, int
 mlir::LogicalResult verifyLocalType(mlir::Operation *op, mlir::RankedTensorType local,
                                     llvm::StringRef pass);
 
-/// A result dimension (>= 0) or one of these.
-constexpr int64_t kReduced = -1; // summed, averaged, normalized, contracted
-constexpr int64_t kMixed = -2;   // combined across positions (windows, indices,
-                                 // heads, concatenation) or not split (weights)
-
-/// [operand][operand dimension] -> result dimension of result 0.
-using DimMap = llvm::SmallVector<llvm::SmallVector<int64_t>>;
-
-/// The dimension maps of every colo op that maps dimensions (all but
-/// reshape, see reshapeAlignedDims); std::nullopt for the others (model state,
-/// training-step ops). `colo.attention` maps only its leading (batch)
-/// dimension: heads are grouped, queries masked by position, keys summed.
+/// The op's DimensionMapOpInterface map (every colo op that maps
+/// dimensions: all but reshape, see reshapeAlignedDims); std::nullopt for
+/// the others (model state, training-step ops).
 std::optional<DimMap> dimMap(mlir::Operation *op);
 
 /// The dimensions of a reshape's result `out` that start where dimension

@@ -2,6 +2,7 @@
 #define COLO_DIALECT_COLO_COLOINTERFACES_H
 
 #include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/SmallVector.h"
 #include <type_traits>
 
 namespace colo {
@@ -10,7 +11,18 @@ namespace colo {
 /// bounded by memory bandwidth.
 enum class CostClass { Matmul, Memory };
 
+/// DimensionMapOpInterface's entries other than a result dimension (>= 0).
+constexpr int64_t kReduced = -1; // summed, averaged, normalized, contracted
+constexpr int64_t kMixed = -2;   // combined across positions (windows, indices,
+                                 // heads, concatenation) or not split (weights)
+
+/// [operand][operand dimension] -> result dimension of result 0.
+using DimMap = llvm::SmallVector<llvm::SmallVector<int64_t>>;
+
 namespace detail {
+/// NumPy broadcasting: dimension i of a rank-r operand is result dimension
+/// rank - r + i.
+DimMap broadcastingDimensionMap(mlir::Operation *op);
 int64_t operandBytes(mlir::Operation *op);
 int64_t resultBytes(mlir::Operation *op);
 int64_t resultElements(mlir::Operation *op);

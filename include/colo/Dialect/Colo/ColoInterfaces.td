@@ -31,4 +31,25 @@ def Colo_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Colo_DimensionMapOpInterface : OpInterface<"DimensionMapOpInterface"> {
+  let cppNamespace = "::colo";
+  let description = [{
+    How an op carries each operand dimension into its result: for operand i
+    and its dimension d, the result dimension it becomes (>= 0), `kReduced`
+    (summed, averaged, normalized, contracted over) or `kMixed` (combined
+    across positions: windows, indices, heads, concatenation; or a weight
+    that is not split). Every pass that splits a dimension over ranks or
+    kernel pieces (batch splitting, tensor, sequence and Ulysses
+    parallelism, kernel pieces) follows a split through an op by this map
+    alone, so an op states how it shards once. The default is NumPy
+    broadcasting: operand dimensions right-aligned with the result's.
+  }];
+  let methods = [
+    InterfaceMethod<"[operand][operand dimension] -> result dimension of result 0.",
+      "::colo::DimMap", "getDimensionMap", (ins), [{}], [{
+        return ::colo::detail::broadcastingDimensionMap($_op);
+      }]>,
+  ];
+}
+
 #endif // COLO_INTERFACES

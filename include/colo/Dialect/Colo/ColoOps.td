@@ -93,7 +93,8 @@ def Colo_ConstantOp : Colo_CostedOp<"constant", [ConstantLike, Pure,
 
 class Colo_UnaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []>
     : Colo_CostedOp<mnemonic, !listconcat(traits,
-          [Pure, Elementwise, SameOperandsAndResultType])> {
+          [Pure, Elementwise, SameOperandsAndResultType,
+           Colo_DimensionMapOpInterface])> {
   let arguments = (ins Colo_FloatTensor:$input);
   let results = (outs Colo_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -157,7 +158,7 @@ def Colo_ClampOp : Colo_UnaryOp<"clamp", 2> {
 // Binary ops broadcast like NumPy; the result type is inferred.
 class Colo_BinaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []>
     : Colo_CostedOp<mnemonic, !listconcat(traits,
-          [Pure, InferTypeOpAdaptor])> {
+          [Pure, InferTypeOpAdaptor, Colo_DimensionMapOpInterface])> {
   let arguments = (ins Colo_Tensor:$lhs, Colo_Tensor:$rhs);
   let results = (outs Colo_Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
@@ -189,7 +190,7 @@ def Colo_MinimumOp : Colo_BinaryOp<"minimum", 1, [Commutative]> {
   let summary = "min(x, y)";
 }
 
-def Colo_CompareOp : Colo_CostedOp<"compare", [Pure, InferTypeOpAdaptor]> {
+def Colo_CompareOp : Colo_CostedOp<"compare", [Colo_DimensionMapOpInterface, Pure, InferTypeOpAdaptor]> {
   let summary = "Elementwise comparison producing i1";
   let description = [{
     ```mlir
@@ -203,7 +204,7 @@ def Colo_CompareOp : Colo_CostedOp<"compare", [Pure, InferTypeOpAdaptor]> {
       "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def Colo_SelectOp : Colo_CostedOp<"select", [Pure, InferTypeOpAdaptor]> {
+def Colo_SelectOp : Colo_CostedOp<"select", [Colo_DimensionMapOpInterface, Pure, InferTypeOpAdaptor]> {
   let summary = "cond ? x : y, with broadcasting";
   let description = [{
     ```mlir
@@ -221,7 +222,7 @@ def Colo_SelectOp : Colo_CostedOp<"select", [Pure, InferTypeOpAdaptor]> {
 
 // Not `Elementwise`: that trait's shape check runs before `verify()` and
 // names neither type; `verify()` checks the same shapes and names both.
-def Colo_ConvertOp : Colo_CostedOp<"convert", [Pure]> {
+def Colo_ConvertOp : Colo_CostedOp<"convert", [Colo_DimensionMapOpInterface, Pure]> {
   let summary = "Converts the element type";
   let description = [{
     The shape is unchanged.
@@ -241,7 +242,7 @@ def Colo_ConvertOp : Colo_CostedOp<"convert", [Pure]> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Colo_MatmulOp : Colo_CostedOp<"matmul", [Pure, InferTypeOpAdaptor,
+def Colo_MatmulOp : Colo_CostedOp<"matmul", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops", "getCostClass"]>]> {
   let summary = "Batched matrix product with broadcast batch dimensions";
   let description = [{
@@ -258,7 +259,7 @@ def Colo_MatmulOp : Colo_CostedOp<"matmul", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def Colo_Conv2dOp : Colo_CostedOp<"conv2d", [Pure, InferTypeOpAdaptor,
+def Colo_Conv2dOp : Colo_CostedOp<"conv2d", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops", "getCostClass"]>]> {
   let summary = "2-D convolution, NCHW input and OIHW filter";
   let description = [{
@@ -284,7 +285,7 @@ def Colo_Conv2dOp : Colo_CostedOp<"conv2d", [Pure, InferTypeOpAdaptor,
   }];
 }
 
-def Colo_AttentionOp : Colo_CostedOp<"attention", [Pure, InferTypeOpAdaptor,
+def Colo_AttentionOp : Colo_CostedOp<"attention", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops", "getCostClass"]>]> {
   let summary = "Scaled dot-product attention with grouped key/value heads";
   let description = [{
@@ -329,7 +330,7 @@ def Colo_AttentionOp : Colo_CostedOp<"attention", [Pure, InferTypeOpAdaptor,
 // Normalization, activation with state, and regularization
 //===----------------------------------------------------------------------===//
 
-def Colo_SoftmaxOp : Colo_CostedOp<"softmax", [Pure, SameOperandsAndResultType]> {
+def Colo_SoftmaxOp : Colo_CostedOp<"softmax", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, SameOperandsAndResultType]> {
   let summary = "exp(x) / sum(exp(x)) along one axis";
   let description = [{
     ```mlir
@@ -343,7 +344,7 @@ def Colo_SoftmaxOp : Colo_CostedOp<"softmax", [Pure, SameOperandsAndResultType]>
   let hasVerifier = 1;
 }
 
-def Colo_LogSoftmaxOp : Colo_CostedOp<"log_softmax", [Pure, SameOperandsAndResultType]> {
+def Colo_LogSoftmaxOp : Colo_CostedOp<"log_softmax", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, SameOperandsAndResultType]> {
   let summary = "x - log(sum(exp(x))) along one axis";
   let description = [{
     ```mlir
@@ -357,7 +358,7 @@ def Colo_LogSoftmaxOp : Colo_CostedOp<"log_softmax", [Pure, SameOperandsAndResul
   let hasVerifier = 1;
 }
 
-def Colo_LayerNormOp : Colo_CostedOp<"layer_norm", [Pure,
+def Colo_LayerNormOp : Colo_CostedOp<"layer_norm", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure,
     AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
   let summary = "Layer normalization over the trailing dimensions";
   let description = [{
@@ -382,7 +383,7 @@ def Colo_LayerNormOp : Colo_CostedOp<"layer_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def Colo_RmsNormOp : Colo_CostedOp<"rms_norm", [Pure,
+def Colo_RmsNormOp : Colo_CostedOp<"rms_norm", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Root-mean-square normalization over the trailing dimensions";
   let description = [{
@@ -404,7 +405,7 @@ def Colo_RmsNormOp : Colo_CostedOp<"rms_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def Colo_BatchNormOp : Colo_CostedOp<"batch_norm", [Pure,
+def Colo_BatchNormOp : Colo_CostedOp<"batch_norm", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure,
     AllTypesMatch<["input", "result"]>,
     AllTypesMatch<["scale", "bias", "running_mean", "running_var",
                    "new_running_mean", "new_running_var"]>]> {
@@ -437,7 +438,7 @@ def Colo_BatchNormOp : Colo_CostedOp<"batch_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def Colo_DropoutOp : Colo_CostedOp<"dropout", [Pure,
+def Colo_DropoutOp : Colo_CostedOp<"dropout", [Colo_DimensionMapOpInterface, Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Zeroes elements with probability `ratio` and rescales the rest";
   let description = [{
@@ -479,7 +480,8 @@ def Colo_DropoutOp : Colo_CostedOp<"dropout", [Pure,
 //===----------------------------------------------------------------------===//
 
 class Colo_ReduceOp<string mnemonic>
-    : Colo_CostedOp<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Colo_CostedOp<mnemonic, [Pure, InferTypeOpAdaptor,
+                               DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>]> {
   let arguments = (ins Colo_Tensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keep_dims);
   let results = (outs Colo_Tensor:$result);
@@ -499,7 +501,7 @@ def Colo_ReduceMeanOp : Colo_ReduceOp<"reduce_mean"> { let summary = "Mean over 
 def Colo_ReduceMaxOp : Colo_ReduceOp<"reduce_max"> { let summary = "Maximum over dims"; }
 
 class Colo_Pool2dOp<string mnemonic> : Colo_CostedOp<mnemonic,
-    [Pure, InferTypeOpAdaptor,
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>,
      DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
   let arguments = (ins Colo_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
@@ -543,7 +545,7 @@ def Colo_ReshapeOp : Colo_CostedOp<"reshape", [Pure,
   let hasFolder = 1;
 }
 
-def Colo_TransposeOp : Colo_CostedOp<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Colo_TransposeOp : Colo_CostedOp<"transpose", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes dimensions";
   let description = [{
     Result dimension `i` is input dimension `permutation[i]`.
@@ -560,7 +562,7 @@ def Colo_TransposeOp : Colo_CostedOp<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Colo_SliceOp : Colo_CostedOp<"slice", [Pure, InferTypeOpAdaptor]> {
+def Colo_SliceOp : Colo_CostedOp<"slice", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor]> {
   let summary = "Strided static slice";
   let description = [{
     Takes `[start, limit)` with positive `stride` along every dimension.
@@ -580,7 +582,7 @@ def Colo_SliceOp : Colo_CostedOp<"slice", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Colo_ConcatOp : Colo_CostedOp<"concat", [Pure, InferTypeOpAdaptor]> {
+def Colo_ConcatOp : Colo_CostedOp<"concat", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor]> {
   let summary = "Joins tensors along one axis";
   let description = [{
     ```mlir
@@ -593,7 +595,7 @@ def Colo_ConcatOp : Colo_CostedOp<"concat", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Colo_BroadcastToOp : Colo_CostedOp<"broadcast_to", [Pure]> {
+def Colo_BroadcastToOp : Colo_CostedOp<"broadcast_to", [Colo_DimensionMapOpInterface, Pure]> {
   let summary = "Broadcasts to a larger shape (NumPy rules)";
   let description = [{
     ```mlir
@@ -607,7 +609,7 @@ def Colo_BroadcastToOp : Colo_CostedOp<"broadcast_to", [Pure]> {
   let hasFolder = 1;
 }
 
-def Colo_GatherOp : Colo_CostedOp<"gather", [Pure, InferTypeOpAdaptor]> {
+def Colo_GatherOp : Colo_CostedOp<"gather", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor]> {
   let summary = "Takes slices along one axis at the given indices";
   let description = [{
     NumPy `take`: the result shape is `input.shape[:axis] + indices.shape +
@@ -623,7 +625,7 @@ def Colo_GatherOp : Colo_CostedOp<"gather", [Pure, InferTypeOpAdaptor]> {
       "$input `,` $indices `axis` `=` $axis attr-dict `:` type($input) `,` type($indices)";
 }
 
-def Colo_EmbeddingOp : Colo_CostedOp<"embedding", [Pure, InferTypeOpAdaptor,
+def Colo_EmbeddingOp : Colo_CostedOp<"embedding", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getBytesRead"]>]> {
   let summary = "Looks up rows of a [vocab, dim] table";
   let description = [{
@@ -643,7 +645,7 @@ def Colo_EmbeddingOp : Colo_CostedOp<"embedding", [Pure, InferTypeOpAdaptor,
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Colo_CrossEntropyOp : Colo_CostedOp<"cross_entropy", [Pure,
+def Colo_CrossEntropyOp : Colo_CostedOp<"cross_entropy", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure,
     InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
   let summary = "Mean softmax cross-entropy of class logits and integer labels";
@@ -680,7 +682,7 @@ def Colo_CrossEntropyOp : Colo_CostedOp<"cross_entropy", [Pure,
   let hasVerifier = 1;
 }
 
-def Colo_MseLossOp : Colo_CostedOp<"mse_loss", [Pure, InferTypeOpAdaptor,
+def Colo_MseLossOp : Colo_CostedOp<"mse_loss", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
   let summary = "Mean squared error: mean((pred - target)^2)";
   let description = [{

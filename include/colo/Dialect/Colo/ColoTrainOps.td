@@ -291,7 +291,7 @@ def Colo_CrossEntropyBackwardOp : Colo_CostedOp<"cross_entropy_backward", [Pure,
 // position's classes are independent of the others', so the CPU lowering
 // computes them in pieces of rows, and only the sum and the count of the
 // positions are taken over all of them.
-def Colo_CrossEntropyRowsOp : Colo_CostedOp<"cross_entropy_rows", [Pure,
+def Colo_CrossEntropyRowsOp : Colo_CostedOp<"cross_entropy_rows", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure,
     InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
   let summary = "Softmax cross-entropy of each position, not reduced";
@@ -315,7 +315,7 @@ def Colo_CrossEntropyRowsOp : Colo_CostedOp<"cross_entropy_rows", [Pure,
   let hasVerifier = 1;
 }
 
-def Colo_CrossEntropyRowsBackwardOp : Colo_CostedOp<"cross_entropy_rows_backward", [Pure,
+def Colo_CrossEntropyRowsBackwardOp : Colo_CostedOp<"cross_entropy_rows_backward", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure,
     AllTypesMatch<["logits", "result"]>]> {
   let summary = "Gradient of cross_entropy_rows with respect to the logits";
   let description = [{
