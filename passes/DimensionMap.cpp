@@ -15,6 +15,36 @@ std::optional<DimMap> colo::dimMap(Operation *op) {
   return std::nullopt;
 }
 
+CarriedSplit colo::carrySplit(const DimMap &map, ArrayRef<std::pair<unsigned, int64_t>> splits) {
+  CarriedSplit c;
+  for (auto [n, split] : llvm::enumerate(splits)) {
+    auto [i, d] = split;
+    int64_t to = map[i][d];
+    if (to < 0 || (n > 0 && to != c.dim)) {
+      c.operand = i;
+      c.operandDim = d;
+      c.other = to;
+      c.before = c.dim;
+      c.dim = to < 0 ? to : kDisagree;
+      return c;
+    }
+    c.dim = to;
+  }
+  return c;
+}
+
+std::optional<int64_t> colo::alignedDim(const DimMap &map, unsigned i, Value operand,
+                                        int64_t dim) {
+  const SmallVector<int64_t> &m = map[i];
+  const int64_t *it = llvm::find(m, dim);
+  if (it == m.end())
+    return std::nullopt;
+  int64_t d = it - m.begin();
+  if (cast<RankedTensorType>(operand.getType()).getDimSize(d) == 1)
+    return std::nullopt;
+  return d;
+}
+
 SmallVector<int64_t> colo::reshapeAlignedDims(ArrayRef<int64_t> in, int64_t dim,
                                               ArrayRef<int64_t> out) {
   int64_t before = 1, outBefore = 1;

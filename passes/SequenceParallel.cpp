@@ -171,25 +171,26 @@ private:
     // Split operands must carry their tokens to the result's token
     // dimension; replicated ones are cut to the rank's tokens or, where they
     // broadcast over the tokens (weights), read whole.
+    SmallVector<std::pair<unsigned, int64_t>> splits;
+    for (OpOperand &use : op->getOpOperands())
+      if (auto it = split.find(use.get()); it != split.end())
+        splits.push_back({use.getOperandNumber(), it->second});
+    if (!splits.empty() && carrySplit(*map, splits).dim != *e)
+      return false;
     SmallVector<std::pair<OpOperand *, int64_t>> cuts;
     SmallVector<OpOperand *> broadcasts;
     for (OpOperand &use : op->getOpOperands()) {
-      const SmallVector<int64_t> &m = (*map)[use.getOperandNumber()];
-      if (auto it = split.find(use.get()); it != split.end()) {
-        if (m[it->second] != *e)
-          return false;
+      if (split.count(use.get()))
         continue;
-      }
-      RankedTensorType t = tensorType(use.get());
-      auto *at = llvm::find(m, *e);
-      if (at == m.end() || t.getDimSize(at - m.begin()) == 1) {
+      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), *e);
+      if (!d) {
         broadcasts.push_back(&use);
         continue;
       }
-      int64_t d = at - m.begin();
-      if (tokenDim(t) != d || t.getDimSize(d) != whole.getDimSize(*e))
+      RankedTensorType t = tensorType(use.get());
+      if (tokenDim(t) != *d || t.getDimSize(*d) != whole.getDimSize(*e))
         return false;
-      cuts.push_back({&use, d});
+      cuts.push_back({&use, *d});
     }
     if (cuts.empty() && llvm::none_of(op->getOperands(),
                                       [&](Value v) { return split.count(v); }))

@@ -79,21 +79,18 @@ private:
     if (!map)
       return op->emitError() << "colo-split-batch does not support '"
                              << op->getName() << "' on a batch-dependent operand";
-    int64_t e = kMixed;
-    for (auto [i, d] : carried) {
-      int64_t to = (*map)[i][d];
-      if (to == kReduced)
-        return op->emitError() << "reduces over the batch (operand #" << i
-                               << ", dimension " << d << ")";
-      if (to == kMixed)
-        return op->emitError() << "mixes samples across the batch (operand #"
-                               << i << ", dimension " << d << ")";
-      if (e != kMixed && e != to)
-        return op->emitError() << "operands carry the batch into different "
-                                  "result dimensions: "
-                               << e << " vs " << to;
-      e = to;
-    }
+    CarriedSplit c = carrySplit(*map, carried);
+    if (c.dim == kReduced)
+      return op->emitError() << "reduces over the batch (operand #" << c.operand
+                             << ", dimension " << c.operandDim << ")";
+    if (c.dim == kMixed)
+      return op->emitError() << "mixes samples across the batch (operand #" << c.operand
+                             << ", dimension " << c.operandDim << ")";
+    if (c.dim == kDisagree)
+      return op->emitError() << "operands carry the batch into different "
+                                "result dimensions: "
+                             << c.before << " vs " << c.other;
+    int64_t e = c.dim;
     if (auto slice = dyn_cast<SliceOp>(op))
       if (failed(visitSlice(slice, carried.front().second)))
         return failure();
@@ -101,19 +98,15 @@ private:
     // Batch-independent operands aligned with the batch at its full size
     // must be the same for every slice; size 1 broadcasts.
     for (OpOperand &use : op->getOpOperands()) {
-      if (batchDim.count(use.get()))
+      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), e);
+      if (batchDim.count(use.get()) || !d)
         continue;
-      const SmallVector<int64_t> &m = (*map)[use.getOperandNumber()];
-      auto *it = llvm::find(m, e);
-      if (it == m.end() || tensorType(use.get()).getDimSize(it - m.begin()) == 1)
-        continue;
-      FailureOr<Value> local = localCopy(use.get(), it - m.begin());
+      FailureOr<Value> local = localCopy(use.get(), *d);
       if (failed(local))
         return op->emitError()
                << "batch-independent operand #" << use.getOperandNumber()
                << " (" << use.get().getType() << ") has the batch size in "
-               << "dimension " << (it - m.begin())
-               << " but differs between the " << parts << " slices";
+               << "dimension " << *d << " but differs between the " << parts << " slices";
       use.set(*local);
     }
 

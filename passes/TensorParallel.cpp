@@ -204,14 +204,14 @@ private:
                                                      : dimMap(op);
     if (!map)
       return std::nullopt;
-    int64_t e = kMixed, groups = 0;
-    for (auto &[i, s] : carried) {
-      int64_t to = (*map)[i][s.dim];
-      if (to < 0 || (e != kMixed && (e != to || groups != s.groups)))
-        return std::nullopt;
-      e = to;
-      groups = s.groups;
-    }
+    SmallVector<std::pair<unsigned, int64_t>> dims;
+    for (auto &[i, s] : carried)
+      dims.push_back({i, s.dim});
+    CarriedSplit c = carrySplit(*map, dims);
+    int64_t groups = carried.front().second.groups;
+    if (!c || llvm::any_of(carried, [&](auto &p) { return p.second.groups != groups; }))
+      return std::nullopt;
+    int64_t e = c.dim;
     if (auto slice = dyn_cast<SliceOp>(op)) {
       std::optional<int64_t> g = slicedGroups(slice, carried.front().second);
       if (!g)
@@ -222,13 +222,10 @@ private:
     // bias) is sharded with it, a splat or broadcast is cut, anything else
     // would be needed whole.
     for (OpOperand &use : op->getOpOperands()) {
-      if (split.count(use.get()))
+      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), e);
+      if (split.count(use.get()) || !d)
         continue;
-      const SmallVector<int64_t> &m = (*map)[use.getOperandNumber()];
-      auto *it = llvm::find(m, e);
-      if (it == m.end() || tensorType(use.get()).getDimSize(it - m.begin()) == 1)
-        continue;
-      int64_t dim = it - m.begin();
+      int64_t dim = *d;
       if (std::optional<Weight> w = weightOf(use.get()))
         others.push_back(ShardedGlobal{*w, dim, groups});
       else if (isCuttable(use.get(), dim))

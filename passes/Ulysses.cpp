@@ -289,18 +289,20 @@ private:
     if (!map)
       return false;
     std::optional<Split> from;
-    int64_t e = -1;
+    SmallVector<std::pair<unsigned, int64_t>> splits;
     for (OpOperand &use : op->getOpOperands()) {
       auto it = split.find(use.get());
       if (it == split.end())
         continue;
-      int64_t to = (*map)[use.getOperandNumber()][it->second.dim];
-      if (to < 0 || (e >= 0 && to != e) ||
-          (from && (from->outer != it->second.outer || from->inner != it->second.inner)))
+      if (from && (from->outer != it->second.outer || from->inner != it->second.inner))
         return false;
-      e = to;
+      splits.push_back({use.getOperandNumber(), it->second.dim});
       from = it->second;
     }
+    CarriedSplit c = carrySplit(*map, splits);
+    if (!c)
+      return false;
+    int64_t e = c.dim;
     RankedTensorType global = tensorType(op->getResult(0));
     if (global.getDimSize(e) != from->global.getDimSize(from->dim))
       return false;
@@ -312,17 +314,16 @@ private:
       auto t = dyn_cast<RankedTensorType>(use.get().getType());
       if (!t)
         return false;
-      const SmallVector<int64_t> &m = (*map)[use.getOperandNumber()];
-      auto *at = llvm::find(m, e);
-      if (at == m.end() || t.getDimSize(at - m.begin()) == 1) {
+      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), e);
+      if (!d) {
         broadcasts.push_back(&use);
         continue;
       }
       // Aligned with the positions (position embeddings, rotary tables):
       // the rank's block, if contiguous.
-      if (t.getDimSize(at - m.begin()) != global.getDimSize(e) || from->outer != 1)
+      if (t.getDimSize(*d) != global.getDimSize(e) || from->outer != 1)
         return false;
-      cuts.push_back({&use, at - m.begin()});
+      cuts.push_back({&use, *d});
     }
     if (auto s = dyn_cast<SliceOp>(op)) {
       int64_t d = from->dim;

@@ -168,11 +168,8 @@ private:
       return false;
     bool carried = false;
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      const SmallVector<int64_t> &m = (*map)[i];
-      auto *it = llvm::find(m, *e);
-      int64_t d = it == m.end() ? kWhole : it - m.begin();
-      if (d != kWhole && tensorType(operand).getDimSize(d) == 1)
-        d = kWhole; // broadcast along the cut
+      // Not aligned with the cut, or broadcast along it: read whole.
+      int64_t d = alignedDim(*map, i, operand, *e).value_or(kWhole);
       carried |= d != kWhole;
       if (!need(operand, d))
         return false;

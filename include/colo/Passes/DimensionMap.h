@@ -39,6 +39,30 @@ mlir::LogicalResult verifyLocalType(mlir::Operation *op, mlir::RankedTensorType 
 /// the others (model state, training-step ops).
 std::optional<DimMap> dimMap(mlir::Operation *op);
 
+/// Where splits of some operands of an op, each along one dimension, go:
+/// `dim`, the result dimension they all carry their split to, or, at the
+/// first split that does not reach one, kReduced or kMixed (`operand` and
+/// `operandDim` say which split stopped) or kDisagree (`before`, where the
+/// operands before it go, `other`, where this one goes). One step of the
+/// propagation that every splitting pass makes; the pass decides what a
+/// stop means.
+constexpr int64_t kDisagree = -3;
+struct CarriedSplit {
+  int64_t dim = kMixed;
+  unsigned operand = 0;
+  int64_t operandDim = 0, before = 0, other = 0;
+  explicit operator bool() const { return dim >= 0; }
+};
+CarriedSplit carrySplit(const DimMap &map,
+                        llvm::ArrayRef<std::pair<unsigned, int64_t>> splits);
+
+/// The dimension of operand #`i`, `operand`, that meets result dimension
+/// `dim` (a value that is not split but lines up with the split: the pass
+/// cuts it, shards it or reads it whole), or nullopt where none does or
+/// the operand broadcasts along it (size 1).
+std::optional<int64_t> alignedDim(const DimMap &map, unsigned i, mlir::Value operand,
+                                  int64_t dim);
+
 /// The dimensions of a reshape's result `out` that start where dimension
 /// `dim` of its input `in` starts: as many elements lie before them as before
 /// `dim`. If `dim` is cut into `parts` contiguous chunks and one of these
