@@ -256,6 +256,9 @@ private:
       if (shard && shard->flat)
         return param.emitError("a global norm or overflow check of a flat-sharded (ZeRO-3) "
                                "parameter's gradient");
+      if (shard && shard->axes.size() != 1)
+        return param.emitError("a global norm or overflow check of a gradient sharded over "
+                               "more than one mesh axis");
       if (shard)
         blocks = shard;
       Value &sum = shard ? blockTotal : total;
@@ -263,7 +266,7 @@ private:
       sum = sum ? AddOp::create(b, loc, sum, v).getResult() : v;
     }
     if (blockTotal) {
-      FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, blocks->axis, blocks->parts, step);
+      FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, blocks->axes.front(), blocks->parts, step);
       if (failed(axis))
         return failure();
       blockTotal = shard::AllReduceOp::create(b, loc, blockTotal, axis->grid.getSymName(),
@@ -372,7 +375,8 @@ private:
     // After the model's own globals, before the functions.
     OpBuilder mb(module.lookupSymbol("forward"));
     auto global = GlobalOp::create(mb, loc, mb.getStringAttr(name), TypeAttr::get(type),
-                                   init, /*trainable=*/nullptr);
+                                   init, /*trainable=*/nullptr,
+                                   /*shard=*/nullptr);
     global->setAttr("colo.optimizer_state", mb.getUnitAttr());
     return global;
   }
@@ -442,8 +446,7 @@ private:
     GlobalOp global = createGlobal((param.getSymName() + "#" + name).str(), type,
                                    DenseElementsAttr::get(type, b.getZeroAttr(
                                                                     type.getElementType())));
-    if (Attribute shard = param->getAttr("colo.shard"))
-      global->setAttr("colo.shard", shard);
+    global.setShardAttr(param.getShardAttr());
     states.push_back(global);
     stateValues.push_back(
         GlobalLoadOp::create(b, loc, localType(global), global.getSymName()));

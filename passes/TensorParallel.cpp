@@ -155,7 +155,7 @@ private:
     if (!w.load)
       return std::nullopt;
     w.global = SymbolTable::lookupNearestSymbolFrom<GlobalOp>(w.load, w.load.getGlobalAttr());
-    if (!w.global || !w.global.getTrainable() || w.global->hasAttr("colo.shard") ||
+    if (!w.global || !w.global.getTrainable() || w.global.getShardAttr() ||
         symbolUses.lookup(w.global.getSymNameAttr()) != 1)
       return std::nullopt;
     return w;
@@ -412,12 +412,8 @@ private:
     Builder b(global.getContext());
     // The dimension of the global itself, before any transpose.
     int64_t dim = g.weight.transpose ? 1 - g.dim : g.dim;
-    SmallVector<NamedAttribute> attrs{b.getNamedAttr("axis", b.getStringAttr("tp")),
-                                      b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
-                                      b.getNamedAttr("parts", b.getI64IntegerAttr(tp))};
-    if (g.groups > 1)
-      attrs.push_back(b.getNamedAttr("groups", b.getI64IntegerAttr(g.groups)));
-    global->setAttr("colo.shard", b.getDictionaryAttr(attrs));
+    global.setShardAttr(ShardAttr::get(b.getContext(), b.getStrArrayAttr({"tp"}), dim, tp,
+                                       std::max<int64_t>(g.groups, 1), false));
     RankedTensorType local = localType(global);
     g.weight.load.getResult().setType(local);
     if (TransposeOp t = g.weight.transpose)

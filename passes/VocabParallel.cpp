@@ -180,7 +180,7 @@ private:
           return use.getUser()->emitError()
                  << "colo-vocab-parallel: @" << global.getSymName()
                  << " is split over the vocabulary, but this op uses it whole";
-        if (global->hasAttr("colo.shard"))
+        if (global.getShardAttr())
           return global.emitError()
                  << "colo-vocab-parallel: @" << global.getSymName() << " is already sharded";
         for (Operation *user : load->getUsers()) {
@@ -198,10 +198,8 @@ private:
 
   void shard(GlobalOp global, int64_t dim) {
     Builder b(global.getContext());
-    global->setAttr("colo.shard",
-                    b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr("tp")),
-                                         b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
-                                         b.getNamedAttr("parts", b.getI64IntegerAttr(tp))}));
+    global.setShardAttr(
+        ShardAttr::get(b.getContext(), b.getStrArrayAttr({"tp"}), dim, tp, 1, false));
     for (GlobalLoadOp load : loads[global])
       load.getResult().setType(localType(global));
   }

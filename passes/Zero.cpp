@@ -139,7 +139,7 @@ void shardUpdate(Sharded &s, MeshAxis dp, SymbolTable &symbols, bool paramSharde
     global.setInitialValueAttr(zero.resizeSplat(shardType));
     // Under tensor parallelism the state was the tp block's; it is now this
     // rank's part of that block, held like any ZeRO state.
-    global->removeAttr("colo.shard");
+    global.removeShardAttr();
     load.getResult().setType(shardType);
   }
   for (Value result : s.update->getResults())
@@ -318,10 +318,8 @@ LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp 
       use->set(map.lookup(use->get()));
   }
   Builder b(module.getContext());
-  global->setAttr("colo.shard",
-                  b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr("dp")),
-                                       b.getNamedAttr("parts", b.getI64IntegerAttr(dp.size)),
-                                       b.getNamedAttr("flat", b.getUnitAttr())}));
+  global.setShardAttr(
+      ShardAttr::get(b.getContext(), b.getStrArrayAttr({"dp"}), 0, dp.size, 1, true));
   return success();
 }
 
@@ -404,7 +402,7 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
       if (!load || load.getGlobal() != param)
         return update->emitError() << "colo-zero: stage 3 needs the update of @" << param
                                    << " to read the parameter from its global";
-      if (symbols.lookup<GlobalOp>(param)->hasAttr("colo.shard"))
+      if (symbols.lookup<GlobalOp>(param).getShardAttr())
         return update->emitError()
                << "colo-zero: stage 3 with a parameter that is already sharded (@"
                << param << ", tensor parallelism) is not supported";

@@ -138,28 +138,32 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 //===----------------------------------------------------------------------===//
 
 std::optional<GlobalShard> colo::getGlobalShard(GlobalOp global) {
-  auto dict = global->getAttrOfType<DictionaryAttr>("colo.shard");
-  if (!dict)
-    return std::nullopt;
-  auto axis = dict.getAs<StringAttr>("axis");
-  auto parts = dict.getAs<IntegerAttr>("parts");
-  if (!axis || !parts || parts.getInt() < 1)
+  ShardAttr attr = global.getShardAttr();
+  if (!attr)
     return std::nullopt;
   GlobalShard shard;
-  shard.axis = axis.getValue();
-  shard.parts = parts.getInt();
-  shard.flat = static_cast<bool>(dict.get("flat"));
-  if (auto dim = dict.getAs<IntegerAttr>("dim"))
-    shard.dim = dim.getInt();
-  else if (!shard.flat)
-    return std::nullopt;
-  if (auto groups = dict.getAs<IntegerAttr>("groups"))
-    shard.groups = groups.getInt();
-  RankedTensorType type = global.getTensorType();
-  if (!shard.flat && (shard.dim < 0 || shard.dim >= type.getRank() || shard.groups < 1 ||
-                      type.getDimSize(shard.dim) % (shard.parts * shard.groups)))
-    return std::nullopt;
+  for (StringRef axis : attr.getAxes().getAsValueRange<StringAttr>())
+    shard.axes.push_back(axis);
+  shard.dim = attr.getDim();
+  shard.parts = attr.getParts();
+  shard.groups = attr.getGroups();
+  shard.flat = attr.getFlat();
   return shard;
+}
+
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                ArrayAttr axes, int64_t dim, int64_t parts, int64_t groups,
+                                bool flat) {
+  if (!axes || axes.empty() ||
+      !llvm::all_of(axes, [](Attribute a) { return isa<StringAttr>(a); }))
+    return emitError() << "a shard names the mesh axes it is split over (strings)";
+  if (parts < 1 || groups < 1 || dim < 0)
+    return emitError() << "a shard's parts and groups are at least 1 and its dim at "
+                          "least 0, got parts = "
+                       << parts << ", groups = " << groups << ", dim = " << dim;
+  if (flat && (dim != 0 || groups != 1))
+    return emitError() << "a flat shard has no dimension or groups";
+  return success();
 }
 
 RankedTensorType colo::localType(GlobalOp global) {
@@ -176,11 +180,14 @@ RankedTensorType colo::localType(GlobalOp global) {
 }
 
 LogicalResult GlobalOp::verify() {
-  if ((*this)->hasAttr("colo.shard") && !getGlobalShard(*this))
-    return emitOpError() << "colo.shard must be {axis = \"name\", parts = N >= 1, "
-                            "dim = D, groups = G} with the dimension a multiple of "
-                            "parts * groups, or {axis, parts, flat}; got "
-                         << (*this)->getAttr("colo.shard");
+  if (ShardAttr shard = getShardAttr(); shard && !shard.getFlat()) {
+    RankedTensorType type = getTensorType();
+    if (shard.getDim() >= type.getRank() ||
+        type.getDimSize(shard.getDim()) % (shard.getParts() * shard.getGroups()))
+      return emitOpError() << "shard " << shard << " does not divide " << type
+                           << ": dimension " << shard.getDim()
+                           << " must be a multiple of parts * groups";
+  }
   Attribute value = getInitialValueAttr();
   if (!value)
     return success();

@@ -211,12 +211,15 @@ FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
     return failure();
   auto buffer = state->getDefiningOp<exec::BufferOp>();
   if (std::optional<GlobalShard> shard = getGlobalShard(g)) {
-    FailureOr<int> axis = meshAxis(g, shard->axis);
-    if (failed(axis))
-      return failure();
+    SmallVector<int32_t> axes;
+    for (StringRef name : shard->axes) {
+      FailureOr<int> axis = meshAxis(g, name);
+      if (failed(axis))
+        return failure();
+      axes.push_back(*axis);
+    }
     buffer.setShardAttr(exec::ShardAttr::get(b.getContext(), g.getTensorType().getShape(),
-                                             shard->dim, shard->groups, shard->flat,
-                                             {int32_t(*axis)}));
+                                             shard->dim, shard->groups, shard->flat, axes));
   }
   // Pipeline ranks' own copies of a global keep the model's name.
   StringRef modelName = global;

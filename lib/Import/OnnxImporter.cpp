@@ -315,7 +315,7 @@ FailureOr<Val> Importer::initializerValue(const onnx::TensorProto &t) {
   builder.setInsertionPoint(func);
   Location gloc = NameLoc::get(StringAttr::get(&ctx, t.name()));
   auto global = GlobalOp::create(builder, gloc, t.name(), type, *init,
-                                 params.contains(t.name()));
+                                 params.contains(t.name()), /*shard=*/nullptr);
   builder.setInsertionPointToStart(&func.getBody().front());
   Value load = GlobalLoadOp::create(builder, gloc, type, global.getSymName());
   return Val{load, {}, {}};

@@ -106,7 +106,7 @@ private:
   void declare(StringRef name, ArrayRef<int64_t> shape, Attribute initial,
                bool trainable = true) {
     GlobalOp::create(globals, NameLoc::get(b.getStringAttr(name)), name,
-                     tensor(shape), initial, trainable);
+                     tensor(shape), initial, trainable, /*shard=*/nullptr);
   }
   Value load(StringRef name, ArrayRef<int64_t> shape) {
     return GlobalLoadOp::create(b, at("global_load"), tensor(shape), name);

@@ -364,7 +364,7 @@ FailureOr<Value> TsImporter::stateGlobal(const std::string &name, const at::Tens
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(func);
   Location gloc = NameLoc::get(StringAttr::get(&ctx, name));
-  GlobalOp::create(builder, gloc, name, type, data, trainable);
+  GlobalOp::create(builder, gloc, name, type, data, trainable, /*shard=*/nullptr);
   builder.setInsertionPointToStart(&func.getBody().front());
   Value load = GlobalLoadOp::create(builder, gloc, type, name);
   globals[name] = load;

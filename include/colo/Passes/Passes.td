@@ -391,7 +391,7 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
     the data by the latter).
 
     Stage 3 (parameter partitioning as well) makes every trainable parameter
-    global `colo.shard = {axis = "dp", parts = dp, flat}`: each rank keeps a
+    global `shard = #colo.shard<axes = ["dp"], dim = 0, parts = dp, flat = true>`: each rank keeps a
     zero-padded contiguous block of `n' / dp` elements, which is what every
     `colo.global_load` of it yields. In the step, one `shard.all_gather`
     (`gather_axis = 0`, `[n'/dp] -> [n']`, then the padding cut and the
@@ -668,7 +668,7 @@ def ColoTensorParallel : Pass<"colo-tensor-parallel", "::mlir::ModuleOp"> {
     and the norms.
 
     Sharded globals keep their whole type and value and get
-    `colo.shard = {axis = "tp", dim = D, parts = tp}`; their loads have the
+    `shard = #colo.shard<axes = ["tp"], dim = D, parts = tp>`; their loads have the
     local type. A fused projection whose output is sliced into `k` equal
     pieces (GPT-2's `c_attn`: q, k, v) is sharded with `groups = k`: each
     rank holds block r of each piece, and the slices become slices of the
@@ -693,9 +693,9 @@ def ColoTensorParallel : Pass<"colo-tensor-parallel", "::mlir::ModuleOp"> {
     ```mlir
     shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
     colo.global trainable @w1 : tensor<64x256xf32> = ...
-        {colo.shard = {axis = "tp", dim = 1 : i64, parts = 2 : i64}}
+        {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2>}
     colo.global trainable @w2 : tensor<256x64xf32> = ...
-        {colo.shard = {axis = "tp", dim = 0 : i64, parts = 2 : i64}}
+        {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
     func.func @forward(%x: tensor<32x64xf32>) -> tensor<32x64xf32>
         attributes {colo.tensor_parallel = 2 : i64} {
       %w1 = colo.global_load @w1 : tensor<64x128xf32>
@@ -734,8 +734,8 @@ def ColoVocabParallel : Pass<"colo-vocab-parallel", "::mlir::ModuleOp"> {
     through a `[1, 0]` transpose of `[vocab, hidden]`, returned directly or
     through reshapes that keep the vocabulary last.
 
-    - The head's weight becomes a sharded global (`colo.shard = {axis =
-      "tp", dim = <vocab>, parts = N}`): each rank computes its block of the
+    - The head's weight becomes a sharded global (`shard = #colo.shard<axes =
+      ["tp"], dim = <vocab>, parts = N>`): each rank computes its block of the
       logits, the head's input passes through `colo.all_reduce_grad`
       (identity forward, gradient all-reduced), and the function returns
       the block.
@@ -765,7 +765,7 @@ def ColoVocabParallel : Pass<"colo-vocab-parallel", "::mlir::ModuleOp"> {
     %y = colo.matmul %h, %wt : tensor<4x16x64xf32>, tensor<64x256xf32>
     return %y : tensor<4x16x256xf32>
     ```
-    After (`@wte` gets `colo.shard = {axis = "tp", dim = 0, parts = 2}`):
+    After (`@wte` gets `shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>`):
     ```mlir
     %starts = colo.constant dense<[0, 128]> : tensor<2xi64>
     %s = shard.all_slice %starts on @mesh grid_axes = [0] slice_axis = 0

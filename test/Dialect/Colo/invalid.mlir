@@ -727,3 +727,18 @@ func.func @mse_loss_type_mismatch(%p: tensor<8x4xf32>, %t: tensor<8x3xf32>) {
   %0 = colo.mse_loss %p, %t : tensor<8x4xf32>, tensor<8x3xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'colo.global' op shard #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3> does not divide 'tensor<8x8xf32>': dimension 1 must be a multiple of parts * groups}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3>}
+
+// -----
+
+// expected-error @+1 {{a shard names the mesh axes it is split over (strings)}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<axes = [], dim = 0, parts = 2>}
+
+// -----
+
+// expected-error @+1 {{a flat shard has no dimension or groups}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<axes = ["dp"], dim = 1, parts = 2, flat = true>}

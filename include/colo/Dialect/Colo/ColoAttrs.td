@@ -44,4 +44,31 @@ def Colo_InitializerAttr : Colo_Attr<"Initializer", "init"> {
   let genVerifyDecl = 1;
 }
 
+def Colo_ShardAttr : Colo_Attr<"Shard", "shard"> {
+  let summary = "How a global is divided among the ranks of mesh axes";
+  let description = [{
+    The rank with coordinate c in the group of `axes` (the ranks whose mesh
+    coordinates differ only along them, the first axis slowest) holds block
+    c of `parts` along dimension `dim` of the global's tensor; with `groups`
+    > 1 the dimension is first viewed as `groups` equal groups (a fused QKV
+    projection) and the rank holds block c of each, concatenated. With
+    `flat` (ZeRO-3) the tensor is flattened and padded with zeros to a
+    multiple of `parts` first, and `dim` does not apply. The global's type
+    and initial value stay the whole tensor; its loads and stores have the
+    local type. `parts` is the product of the axes' sizes.
+
+    ```mlir
+    colo.global trainable @c_attn.weight : tensor<8x24xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3>}
+    colo.global trainable @proj : tensor<3x4xf32> {shard = #colo.shard<axes = ["dp"], dim = 0, parts = 2, flat = true>}
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$axes,
+                        "int64_t":$dim,
+                        "int64_t":$parts,
+                        DefaultValuedParameter<"int64_t", "1">:$groups,
+                        DefaultValuedParameter<"bool", "false">:$flat);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // COLO_ATTRS

@@ -27,22 +27,16 @@ mlir::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> a,
                                     llvm::ArrayRef<int64_t> b,
                                     llvm::SmallVectorImpl<int64_t> &out);
 
-/// How a global is divided among the ranks of one mesh axis: attribute
-/// `colo.shard = {axis = "tp", dim = 1, parts = 2, groups = 3}` on a
-/// `colo.global`, whose type and initial value stay the whole tensor. The
-/// rank with coordinate c on `axis` holds block c of `parts` along `dim`;
-/// with `groups` > 1 the dimension is first viewed as `groups` equal groups
-/// (a fused QKV projection) and the rank holds block c of each, concatenated.
-/// With `flat` (ZeRO-3) the tensor is flattened and padded with zeros to a
-/// multiple of `parts` first. Loads and stores of the global have the local
-/// type.
+/// How a global is divided among the ranks: its `shard` attribute
+/// (#colo.shard, ShardAttr) read as plain values. The rank with coordinate
+/// c in the group of `axes` holds block c of `parts` along `dim` (of each of
+/// `groups` groups of it), or, `flat`, of the flattened tensor.
 struct GlobalShard {
-  llvm::StringRef axis;
+  llvm::SmallVector<llvm::StringRef, 1> axes;
   int64_t dim = 0, parts = 1, groups = 1;
   bool flat = false;
 };
-/// The global's `colo.shard`, or nullopt if it is not sharded (or the
-/// attribute is malformed, which the verifier reports).
+/// The global's shard, or nullopt if it is not sharded.
 std::optional<GlobalShard> getGlobalShard(GlobalOp global);
 /// The type one rank holds: the global's type, or its block if sharded.
 mlir::RankedTensorType localType(GlobalOp global);

@@ -36,7 +36,8 @@ def Colo_GlobalOp : Colo_Op<"global", [Symbol]> {
     nothing is read at import), or an initializer spec (`#colo.init`). A global
     without a value is filled by the runtime. `trainable` marks parameters that
     the optimizer updates; buffers such as batch-norm running statistics are
-    not trainable.
+    not trainable. `shard` (`#colo.shard`) says which block of it each rank
+    holds under tensor parallelism or ZeRO-3.
 
     ```mlir
     colo.global trainable @"h.0.attn.c_attn.weight" : tensor<64x192xf32>
@@ -47,7 +48,8 @@ def Colo_GlobalOp : Colo_Op<"global", [Symbol]> {
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Colo_Tensor>:$type,
                        OptionalAttr<AnyAttr>:$initial_value,
-                       UnitAttr:$trainable);
+                       UnitAttr:$trainable,
+                       OptionalAttr<Colo_ShardAttr>:$shard);
   let assemblyFormat = [{
     (`trainable` $trainable^)? $sym_name `:` $type
     (`=` $initial_value^)? attr-dict
