@@ -72,6 +72,16 @@ LogicalResult verifyBuffer(Operation *op, Type t) {
     return op->emitOpError("a buffer's type names its memory space (#exec.space<...>): ") << t;
   return success();
 }
+
+/// The sizes of a convolution's or a pooling step's geometry attributes.
+template <typename Op> LogicalResult verifyWindow(Op op) {
+  if (op.getInputShape().size() != 4 || op.getWindow().size() != 2 ||
+      op.getOutputSize().size() != 2 || op.getStrides().size() != 2 ||
+      op.getPadding().size() != 4 || op.getDilations().size() != 2)
+    return op.emitOpError("input_shape has 4 sizes, window, output_size, strides and "
+                          "dilations 2, padding 4");
+  return success();
+}
 } // namespace
 
 LogicalResult ProgramOp::verifyRegions() {
@@ -118,20 +128,16 @@ LogicalResult KernelOp::verify() {
 }
 
 LogicalResult Conv2dOp::verify() {
-  if (getInputShape().size() != 4 || getWindow().size() != 2 || getOutputSize().size() != 2 ||
-      getStrides().size() != 2 || getPadding().size() != 4 || getDilations().size() != 2)
-    return emitOpError("input_shape has 4 sizes, window, output_size, strides and "
-                       "dilations 2, padding 4");
+  if (failed(verifyWindow(*this)))
+    return failure();
   if (getBias() && getMode() != ConvMode::forward)
     return emitOpError("only a forward convolution adds a bias");
   return success();
 }
 
 LogicalResult Pool2dOp::verify() {
-  if (getInputShape().size() != 4 || getWindow().size() != 2 || getOutputSize().size() != 2 ||
-      getStrides().size() != 2 || getPadding().size() != 4 || getDilations().size() != 2)
-    return emitOpError("input_shape has 4 sizes, window, output_size, strides and "
-                       "dilations 2, padding 4");
+  if (failed(verifyWindow(*this)))
+    return failure();
   bool forward = getMode() == PoolMode::max_forward || getMode() == PoolMode::avg_forward;
   bool readsX = getMode() != PoolMode::avg_backward;
   if (bool(getX()) != readsX || bool(getY()) != forward || bool(getDx()) == forward ||

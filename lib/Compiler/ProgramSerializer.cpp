@@ -32,6 +32,18 @@ std::optional<rt::DType> colo::runtimeDType(Type t) {
 }
 
 namespace {
+/// The window geometry that Conv2d and Pool2d share (same field names).
+template <typename Step, typename Op> void setWindow(Step *s, Op op) {
+  ArrayRef<int64_t> in = op.getInputShape(), win = op.getWindow(), out = op.getOutputSize(),
+                    st = op.getStrides(), pad = op.getPadding(), dil = op.getDilations();
+  s->set_n(in[0]), s->set_c(in[1]), s->set_h(in[2]), s->set_w(in[3]);
+  s->set_r(win[0]), s->set_s(win[1]);
+  s->set_oh(out[0]), s->set_ow(out[1]);
+  s->set_stride_h(st[0]), s->set_stride_w(st[1]);
+  s->set_pad_t(pad[0]), s->set_pad_l(pad[1]), s->set_pad_b(pad[2]), s->set_pad_r(pad[3]);
+  s->set_dil_h(dil[0]), s->set_dil_w(dil[1]);
+}
+
 class Serializer {
 public:
   FailureOr<rt::Program> run(exec::ProgramOp op) {
@@ -199,16 +211,8 @@ private:
         .Case([&](exec::Conv2dOp c) {
           rt::Conv2d *s = step(c.getName())->mutable_conv();
           s->set_mode(rt::Conv2d::Mode(int(c.getMode())));
-          ArrayRef<int64_t> in = c.getInputShape(), win = c.getWindow(),
-                            out = c.getOutputSize(), st = c.getStrides(),
-                            pad = c.getPadding(), dil = c.getDilations();
-          s->set_n(in[0]), s->set_c(in[1]), s->set_h(in[2]), s->set_w(in[3]);
-          s->set_k(c.getK()), s->set_r(win[0]), s->set_s(win[1]);
-          s->set_oh(out[0]), s->set_ow(out[1]);
-          s->set_stride_h(st[0]), s->set_stride_w(st[1]);
-          s->set_pad_t(pad[0]), s->set_pad_l(pad[1]), s->set_pad_b(pad[2]);
-          s->set_pad_r(pad[3]);
-          s->set_dil_h(dil[0]), s->set_dil_w(dil[1]);
+          setWindow(s, c);
+          s->set_k(c.getK());
           s->set_groups(c.getGroups());
           s->set_x(id(c.getX())), s->set_weight(id(c.getWeight())), s->set_y(id(c.getY()));
           if (c.getBias())
@@ -218,16 +222,7 @@ private:
         .Case([&](exec::Pool2dOp p) {
           rt::Pool2d *s = step(p.getName())->mutable_pool();
           s->set_mode(rt::Pool2d::Mode(int(p.getMode())));
-          ArrayRef<int64_t> in = p.getInputShape(), win = p.getWindow(),
-                            out = p.getOutputSize(), st = p.getStrides(),
-                            pad = p.getPadding(), dil = p.getDilations();
-          s->set_n(in[0]), s->set_c(in[1]), s->set_h(in[2]), s->set_w(in[3]);
-          s->set_r(win[0]), s->set_s(win[1]);
-          s->set_oh(out[0]), s->set_ow(out[1]);
-          s->set_stride_h(st[0]), s->set_stride_w(st[1]);
-          s->set_pad_t(pad[0]), s->set_pad_l(pad[1]), s->set_pad_b(pad[2]);
-          s->set_pad_r(pad[3]);
-          s->set_dil_h(dil[0]), s->set_dil_w(dil[1]);
+          setWindow(s, p);
           s->set_count_include_pad(p.getCountIncludePad());
           if (p.getX())
             s->set_x(id(p.getX()));
