@@ -45,7 +45,9 @@ struct PlanMemory : colo::impl::ColoPlanMemoryBase<PlanMemory> {
 
     SmallVector<exec::BufferOp> temps;
     for (exec::BufferOp buffer : program.getBlock().getOps<exec::BufferOp>())
-      if (buffer.getKind() == exec::BufferKind::temp && life.count(buffer.getResult()))
+      // A buffer no step touches needs no bytes, freed or not.
+      if (buffer.getKind() == exec::BufferKind::temp &&
+          life.lookup(buffer.getResult()).first != std::numeric_limits<int>::max())
         temps.push_back(buffer);
     llvm::stable_sort(temps, [](exec::BufferOp a, exec::BufferOp b) {
       return exec::byteSize(a.getType()) > exec::byteSize(b.getType());
