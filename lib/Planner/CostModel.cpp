@@ -274,12 +274,19 @@ double collectiveTime(Collective kind, double bytes, int64_t n, int64_t stride,
   return intra + inter;
 }
 
-llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
-                                   const Plan &plan) {
-  auto bad = [](const llvm::Twine &msg) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-  };
-  int64_t tp = plan.tp, pp = plan.pp, dp = plan.dp, v = plan.virtualStages;
+namespace {
+// The pieces of predict(), one per term of the step time and of the memory.
+// Formulas and their sources: docs/planner.md, "Time" and "Memory".
+
+llvm::Error bad(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// Checks that `plan` applies to the model and the cluster: its mesh covers
+/// the devices, tp divides the heads and the hidden size (and the sequence,
+/// sequence-parallel), and there are no more pipeline chunks than layers.
+llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan &plan) {
+  int64_t tp = plan.tp, pp = plan.pp, v = plan.virtualStages;
   if (plan.worldSize() != c.worldSize())
     return bad("the plan uses dp*tp*pp = " + llvm::Twine(plan.worldSize()) +
                " devices, the cluster has " + llvm::Twine(c.worldSize()));
@@ -295,39 +302,84 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   if (plan.sequenceParallel && m.seq % tp != 0)
     return bad("tp = " + llvm::Twine(tp) + " does not divide the sequence length " +
                llvm::Twine(m.seq));
+  return llvm::Error::success();
+}
 
-  double b = plan.microBatch;
-  double peak = c.peakFlops16 * c.matmulEfficiency;
-  double bw = c.memoryBandwidth * c.memoryEfficiency;
-  // Without sequence parallelism the hidden-size ops (norms, dropout,
-  // residuals) are replicated on every tensor-parallel rank.
-  // Every kernel launch costs a few microseconds whatever its size; it is what
-  // bounds small models.
-  const double launch = 4e-6;
+/// Quantities of the plan, the model and the cluster that several terms use.
+struct Shared {
+  int64_t tp = 1, pp = 1, dp = 1, v = 1;
+  /// How many ways the embedding and the head are split: tp where
+  /// vocabulary-parallel, else 1.
+  int64_t edge = 1;
+  bool sequenceParallel = false;
+  double b = 0;      // samples per microbatch
+  double mcount = 0; // microbatches per step
+  double peak = 0;   // achievable matmul FLOP/s
+  double bw = 0;     // achievable memory bandwidth, B/s
+  /// Bytes of one microbatch's b*s*h activation between layers.
+  double boundary = 0;
+  /// Bytes per parameter and gradient in the training precision.
+  double weightBytes = 0;
+};
+
+Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan &plan) {
+  Shared s;
+  s.tp = plan.tp, s.pp = plan.pp, s.dp = plan.dp, s.v = plan.virtualStages;
+  s.sequenceParallel = plan.sequenceParallel;
+  s.b = plan.microBatch;
+  s.peak = c.peakFlops16 * c.matmulEfficiency;
+  s.bw = c.memoryBandwidth * c.memoryEfficiency;
   // colo's tensor parallelism splits the layers' matmuls (Megatron's column-
   // and row-parallel pairs) and keeps the embedding, the norms and the LM head
   // replicated (docs/parallel.md): every tensor-parallel rank runs them whole.
   // Megatron-LM splits them over the vocabulary (m.vocabParallel).
-  int64_t edge = m.vocabParallel ? tp : 1;
-  enum { Matmul = 1, Memory = 2, Launch = 4, All = 7 };
-  auto timeOf = [&](const PartCost &part, int64_t split, int what = All) {
-    double repl = part.savedReplicated + part.savedSplit > 0
-                      ? part.savedReplicated / (part.savedReplicated + part.savedSplit)
-                      : 0;
-    double memShare = plan.sequenceParallel ? 1.0 / split : repl + (1 - repl) / split;
-    return (what & Matmul ? b * part.matmulFlops / split / peak : 0) +
-           (what & Memory ? b * part.memoryBytes * memShare / bw : 0) +
-           (what & Launch ? part.ops * launch : 0);
-  };
-  double tLayer = timeOf(m.layer, tp), tPre = timeOf(m.pre, edge),
-         tPost = timeOf(m.post, edge);
+  s.edge = m.vocabParallel ? s.tp : 1;
+  s.mcount = plan.microBatches;
+  s.boundary = s.b * m.seq * m.hidden * m.elementBytes;
+  // Gradients and parameters travel in the training precision: bf16 in mixed
+  // precision, fp32 in a full-precision model.
+  s.weightBytes = m.elementBytes >= 4 ? 4 : 2;
+  return s;
+}
 
-  // Stage partition: pre + layers + post into pp * v chunks; device d holds
-  // chunks d, d + pp, ... (interleaving). A chunk is a run of layer segments;
-  // without given stages they are balanced as colo-pipeline-stages balances
-  // them (FLOPs, plus one per kernel), so that the prediction is of the
-  // stages the compiler makes.
-  int64_t chunks = pp * v;
+/// The kinds of time partTime adds up.
+enum { Matmul = 1, Memory = 2, Launch = 4, All = 7 };
+
+/// Forward time of one microbatch through `part` split `split` ways (the
+/// `what` kinds of it): matmul FLOPs at the achievable peak, memory-bound
+/// bytes at the achievable bandwidth, and a launch per kernel.
+double partTime(const PartCost &part, int64_t split, const Shared &s, int what = All) {
+  // Every kernel launch costs a few microseconds whatever its size; it is what
+  // bounds small models.
+  const double launch = 4e-6;
+  // Without sequence parallelism the hidden-size ops (norms, dropout,
+  // residuals) are replicated on every tensor-parallel rank.
+  double repl = part.savedReplicated + part.savedSplit > 0
+                    ? part.savedReplicated / (part.savedReplicated + part.savedSplit)
+                    : 0;
+  double memShare = s.sequenceParallel ? 1.0 / split : repl + (1 - repl) / split;
+  return (what & Matmul ? s.b * part.matmulFlops / split / s.peak : 0) +
+         (what & Memory ? s.b * part.memoryBytes * memShare / s.bw : 0) +
+         (what & Launch ? part.ops * launch : 0);
+}
+
+/// The pipeline's pp * v chunks.
+struct Chunks {
+  int64_t count = 0;
+  std::vector<PartCost> part; // the layer segments of chunk k, added up
+  std::vector<double> layers; // layers in chunk k (fractional within a layer)
+};
+
+/// Stage partition: pre + layers + post into pp * v chunks; device d holds
+/// chunks d, d + pp, ... (interleaving). A chunk is a run of layer segments;
+/// without given stages they are balanced as colo-pipeline-stages balances
+/// them (FLOPs, plus one per kernel), so that the prediction is of the
+/// stages the compiler makes.
+llvm::Expected<Chunks> partitionStages(const ModelProfile &m, const Plan &plan,
+                                       const Shared &s) {
+  int64_t tp = s.tp, edge = s.edge;
+  double b = s.b;
+  int64_t chunks = s.pp * s.v;
   ArrayRef<PartCost> segments = m.segments.empty() ? ArrayRef(m.layer) : ArrayRef(m.segments);
   int64_t segmentsPerLayer = segments.size(), units = m.layers * segmentsPerLayer;
   std::vector<int64_t> chunkBegin; // in segments; chunk k ends where k + 1 begins
@@ -363,255 +415,423 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
       chunkBegin.push_back(cut);
   }
   chunkBegin.push_back(units);
-  std::vector<PartCost> chunkPart(chunks);
-  std::vector<double> chunkLayers(chunks);
+  Chunks ch;
+  ch.count = chunks;
+  ch.part.resize(chunks);
+  ch.layers.resize(chunks);
   for (int64_t k = 0; k < chunks; ++k) {
     for (int64_t u = chunkBegin[k]; u < chunkBegin[k + 1]; ++u)
-      chunkPart[k] += segments[u % segmentsPerLayer];
-    chunkLayers[k] = double(chunkBegin[k + 1] - chunkBegin[k]) / segmentsPerLayer;
+      ch.part[k] += segments[u % segmentsPerLayer];
+    ch.layers[k] = double(chunkBegin[k + 1] - chunkBegin[k]) / segmentsPerLayer;
   }
-  // The forward time of one microbatch on device d.
-  auto deviceTimeOf = [&](int64_t d, int what) {
-    double time = 0;
-    for (int64_t k = d; k < chunks; k += pp)
-      time += timeOf(chunkPart[k], tp, what) + (k == 0 ? timeOf(m.pre, edge, what) : 0) +
-              (k == chunks - 1 ? timeOf(m.post, edge, what) : 0);
-    return time;
-  };
+  return ch;
+}
+
+/// The forward time of one microbatch on device d (the `what` kinds of it).
+double deviceTime(int64_t d, int what, const ModelProfile &m, const Chunks &ch,
+                  const Shared &s) {
+  int64_t chunks = ch.count;
+  double time = 0;
+  for (int64_t k = d; k < chunks; k += s.pp)
+    time += partTime(ch.part[k], s.tp, s, what) + (k == 0 ? partTime(m.pre, s.edge, s, what) : 0) +
+            (k == chunks - 1 ? partTime(m.post, s.edge, s, what) : 0);
+  return time;
+}
+
+/// Parameters held by device d of a tensor-parallel group: its layers'
+/// share, the embedding and head whole (or their share, vocabulary-parallel).
+double stageParams(int64_t d, const ModelProfile &m, const Chunks &ch, const Shared &s) {
+  int64_t chunks = ch.count, tp = s.tp, edge = s.edge;
+  double params = 0;
+  for (int64_t k = d; k < chunks; k += s.pp)
+    params += ch.part[k].params / tp +
+              (k == 0 ? m.pre.params / edge : 0) +
+              (k == chunks - 1 ? m.post.params / edge : 0) +
+              (k == chunks - 1 && chunks > 1 ? m.tiedParams / edge : 0);
+  return params;
+}
+
+/// What the terms need of the chunks' placement on the pp devices.
+struct Devices {
+  std::vector<double> layers; // layers on device d
+  std::vector<double> params; // parameters on device d (stageParams)
+  double forward = 0;         // one microbatch's forward on the slowest device
+  int64_t slowest = 0;
+  double maxLayers = 0, maxAttention = 0;
+  double maxParams = 0; // on the device with most parameters
+};
+
+Devices placeChunks(const ModelProfile &m, const Chunks &ch, const Shared &s) {
+  int64_t pp = s.pp, chunks = ch.count;
   std::vector<double> deviceLayers(pp, 0), deviceAttention(pp, 0);
   for (int64_t k = 0; k < chunks; ++k) {
-    deviceLayers[k % pp] += chunkLayers[k];
-    deviceAttention[k % pp] += chunkPart[k].attentionFlops;
+    deviceLayers[k % pp] += ch.layers[k];
+    deviceAttention[k % pp] += ch.part[k].attentionFlops;
   }
+  Devices dev;
   double tF = 0;
   int64_t slowest = 0;
   for (int64_t d = 0; d < pp; ++d)
-    if (double time = deviceTimeOf(d, All); time > tF)
+    if (double time = deviceTime(d, All, m, ch, s); time > tF)
       tF = time, slowest = d;
-  double maxLayers = *std::max_element(deviceLayers.begin(), deviceLayers.end());
-  double maxAttention = *std::max_element(deviceAttention.begin(), deviceAttention.end());
+  dev.forward = tF;
+  dev.slowest = slowest;
+  dev.maxLayers = *std::max_element(deviceLayers.begin(), deviceLayers.end());
+  dev.maxAttention = *std::max_element(deviceAttention.begin(), deviceAttention.end());
+  dev.layers = std::move(deviceLayers);
+  double devParams = 0;
+  for (int64_t d = 0; d < pp; ++d) {
+    dev.params.push_back(stageParams(d, m, ch, s));
+    devParams = std::max(devParams, dev.params[d]);
+  }
+  dev.maxParams = devParams;
+  return dev;
+}
 
-  Prediction p;
-  p.plan = plan;
-  p.stageLayers = chunkLayers;
-  TimeBreakdown &t = p.time;
-  double mcount = plan.microBatches;
-  // Backward costs twice the forward.
-  t.compute = mcount * 3 * tF;
+/// Forward and backward of every microbatch on the slowest device. Backward
+/// costs twice the forward.
+double computeTime(const Devices &dev, const Shared &s) { return s.mcount * 3 * dev.forward; }
+
+/// Recomputation: full recompute repeats each microbatch's forward, selective
+/// recompute the attention core's FLOPs (whose probabilities it does not keep:
+/// PartCost::savedScores).
+double recomputeTime(const Plan &plan, const Devices &dev, const Shared &s) {
   if (plan.recompute == Recompute::Full)
-    t.recompute = mcount * tF;
-  else if (plan.recompute == Recompute::Selective)
-    t.recompute = mcount * b * maxAttention / tp / peak;
+    return s.mcount * dev.forward;
+  if (plan.recompute == Recompute::Selective)
+    return s.mcount * s.b * dev.maxAttention / s.tp / s.peak;
+  return 0;
+}
 
-  // Megatron tensor parallelism: two all-reduces of b*s*h forward, two
-  // backward per layer (all-gather + reduce-scatter pairs of the same volume
-  // with sequence parallelism); full recompute repeats the forward two.
-  double boundary = b * m.seq * m.hidden * m.elementBytes;
-  double ar = collectiveTime(Collective::AllReduce, boundary, tp, 1, c);
+/// Megatron tensor parallelism: two all-reduces of b*s*h forward, two
+/// backward per layer (all-gather + reduce-scatter pairs of the same volume
+/// with sequence parallelism, so sequence parallelism has no term of its
+/// own); full recompute repeats the forward two. On the device with most
+/// layers.
+double tensorParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan,
+                          const Devices &dev, const Shared &s) {
+  double ar = collectiveTime(Collective::AllReduce, s.boundary, s.tp, 1, c);
   double perLayer = (plan.recompute == Recompute::Full ? 6 : 4) * ar;
-  t.tensorParallel = mcount * maxLayers * perLayer;
+  double time = s.mcount * dev.maxLayers * perLayer;
   // A vocabulary-parallel embedding all-reduces its output, a vocabulary-
   // parallel head its input gradient (on the first and last stage).
   if (m.vocabParallel)
-    t.tensorParallel += mcount * (pp == 1 ? 2 : 1) * ar;
+    time += s.mcount * (s.pp == 1 ? 2 : 1) * ar;
+  return time;
+}
 
-  // The same compute divided by kind, on the slowest device.
-  {
-    double share = tF > 0 ? (t.compute + t.recompute) / tF : 0;
-    p.computeMatmul = share * deviceTimeOf(slowest, Matmul);
-    p.computeMemory = share * deviceTimeOf(slowest, Memory);
-    p.computeLaunch = share * deviceTimeOf(slowest, Launch);
-  }
-  double tMicro = (t.compute + t.recompute + t.tensorParallel) / mcount;
-  if (pp > 1) {
-    double p2p = collectiveTime(Collective::SendRecv, boundary, 2, tp * dp, c);
-    // Plus, once per step, the tied weights' gradients between the first and
-    // the last stage.
-    double tied = (m.elementBytes >= 4 ? 4 : 2) * m.tiedParams / edge;
-    t.pipelineComm = mcount * 2 * v * p2p +
-                     (tied > 0 ? collectiveTime(Collective::SendRecv, tied, 2, tp * dp, c) : 0);
-    t.bubble = double(pp - 1) / v * tMicro;
-  }
+/// The same compute (compute + recompute) divided by kind, on the slowest
+/// device: matmul, memory-bound, kernel launches.
+void splitComputeByKind(Prediction &p, const ModelProfile &m, const Chunks &ch,
+                        const Devices &dev, const Shared &s) {
+  const TimeBreakdown &t = p.time;
+  double tF = dev.forward;
+  double share = tF > 0 ? (t.compute + t.recompute) / tF : 0;
+  p.computeMatmul = share * deviceTime(dev.slowest, Matmul, m, ch, s);
+  p.computeMemory = share * deviceTime(dev.slowest, Memory, m, ch, s);
+  p.computeLaunch = share * deviceTime(dev.slowest, Launch, m, ch, s);
+}
 
-  // Parameters held by device d of a tensor-parallel group: its layers'
-  // share, the embedding and head whole (or their share, vocabulary-parallel).
-  auto stageParams = [&](int64_t d) {
-    double params = 0;
-    for (int64_t k = d; k < chunks; k += pp)
-      params += chunkPart[k].params / tp +
-                (k == 0 ? m.pre.params / edge : 0) +
-                (k == chunks - 1 ? m.post.params / edge : 0) +
-                (k == chunks - 1 && chunks > 1 ? m.tiedParams / edge : 0);
-    return params;
-  };
-  double devParams = 0;
-  for (int64_t d = 0; d < pp; ++d)
-    devParams = std::max(devParams, stageParams(d));
-  // Gradients and parameters travel in the training precision: bf16 in mixed
-  // precision, fp32 in a full-precision model.
-  double weightBytes = m.elementBytes >= 4 ? 4 : 2;
-  // Data parallelism, on the device with most parameters. ZeRO-0 and 1 keep
-  // whole gradients and reduce them once per step (an all-reduce, or a
-  // reduce-scatter and an all-gather of the same time), overlapped with the
-  // backward of the last microbatch. ZeRO-2 and 3 keep 1/dp of the gradients
-  // (modelStateMemory), so every microbatch's are reduce-scattered during its
-  // backward (DeepSpeed's stages 2 and 3); ZeRO-2's last reduce-scatter and
-  // its gather of the updated parameters count as ZeRO-1's. ZeRO-3 also
-  // gathers each layer's parameters while the previous layer runs (one-layer
-  // prefetch), before its forward and again before its backward; in the
-  // backward that gather and the reduce-scatter of the layer's gradients
-  // share the links. What a part's compute cannot hide is exposed.
+/// Pipeline point-to-point sends: b*s*h forward and back per microbatch at
+/// each of the v chunks' boundaries, plus the tied weights' gradient.
+double pipelineCommTime(const ModelProfile &m, const ClusterSpec &c, const Shared &s) {
+  if (s.pp <= 1)
+    return 0;
+  double p2p = collectiveTime(Collective::SendRecv, s.boundary, 2, s.tp * s.dp, c);
+  // Plus, once per step, the tied weights' gradients between the first and
+  // the last stage.
+  double tied = (m.elementBytes >= 4 ? 4 : 2) * m.tiedParams / s.edge;
+  return s.mcount * 2 * s.v * p2p +
+         (tied > 0 ? collectiveTime(Collective::SendRecv, tied, 2, s.tp * s.dp, c) : 0);
+}
+
+/// The pipeline bubble: (pp - 1) / v microbatch times, `tMicro` each.
+double pipelineBubbleTime(double tMicro, const Shared &s) {
+  if (s.pp <= 1)
+    return 0;
+  return double(s.pp - 1) / s.v * tMicro;
+}
+
+/// Data parallelism, on the device with most parameters. ZeRO-0 and 1 keep
+/// whole gradients and reduce them once per step (an all-reduce, or a
+/// reduce-scatter and an all-gather of the same time), overlapped with the
+/// backward of the last microbatch. ZeRO-2 and 3 keep 1/dp of the gradients
+/// (modelStateMemory), so every microbatch's are reduce-scattered during its
+/// backward (DeepSpeed's stages 2 and 3); ZeRO-2's last reduce-scatter and
+/// its gather of the updated parameters count as ZeRO-1's. ZeRO-3 also
+/// gathers each layer's parameters while the previous layer runs (one-layer
+/// prefetch), before its forward and again before its backward; in the
+/// backward that gather and the reduce-scatter of the layer's gradients
+/// share the links. What a part's compute cannot hide is exposed.
+double dataParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan,
+                        const Devices &dev, const Shared &s, double tMicro) {
+  int64_t tp = s.tp, pp = s.pp, edge = s.edge;
+  double weightBytes = s.weightBytes, mcount = s.mcount, devParams = dev.maxParams;
   auto onLinks = [&](Collective kind, double bytes) {
-    return collectiveTime(kind, bytes, dp, tp, c);
+    return collectiveTime(kind, bytes, s.dp, tp, c);
   };
   double backward = 2 * tMicro / 3;
   double allReduce = onLinks(Collective::AllReduce, weightBytes * devParams);
-  if (plan.zero <= 1) {
-    t.dataParallel = std::max(0.0, allReduce - backward);
-  } else if (plan.zero == 2) {
+  if (plan.zero <= 1)
+    return std::max(0.0, allReduce - backward);
+  if (plan.zero == 2) {
     double reduce = onLinks(Collective::ReduceScatter, weightBytes * devParams);
-    t.dataParallel = (mcount - 1) * std::max(0.0, reduce - backward) +
-                     std::max(0.0, allReduce - backward);
-  } else {
-    // A part of `params` parameters whose forward takes `fwd`.
-    auto exposed = [&](double params, double fwd) {
-      double gather = onLinks(Collective::AllGather, weightBytes * params);
-      double reduce = onLinks(Collective::ReduceScatter, weightBytes * params);
-      return std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - 2 * fwd);
-    };
-    double edges = pp == 1 ? exposed((m.pre.params + m.post.params) / edge, tPre + tPost)
-                           : std::max(exposed(m.pre.params / edge, tPre),
-                                      exposed(m.post.params / edge, tPost));
-    t.dataParallel =
-        mcount * (maxLayers * exposed(m.layer.params / tp, tLayer) + edges);
+    return (mcount - 1) * std::max(0.0, reduce - backward) +
+           std::max(0.0, allReduce - backward);
   }
-  // Adam reads and writes ~32 bytes per parameter it owns (fp32 master,
-  // momentum, variance, gradient, bf16 copy).
-  double owned = devParams / (plan.zero >= 1 ? dp : 1);
-  if (plan.offload == Offload::Optimizer) {
-    // ZeRO-Offload: gradients down (every microbatch's where the device keeps
-    // only its block of them: ZeRO-2 and 3) and parameters up over PCIe, CPU
-    // Adam at about 1e9 parameters/s per device's share of the host.
-    double gradsDown = plan.zero >= 2 ? mcount : 1;
-    t.offload = weightBytes * (gradsDown + 1) * owned / c.pcieBandwidth + owned / 1e9;
-  } else {
-    t.optimizer = 32 * owned / bw;
-  }
+  double tLayer = partTime(m.layer, tp, s), tPre = partTime(m.pre, edge, s),
+         tPost = partTime(m.post, edge, s);
+  // A part of `params` parameters whose forward takes `fwd`.
+  auto exposed = [&](double params, double fwd) {
+    double gather = onLinks(Collective::AllGather, weightBytes * params);
+    double reduce = onLinks(Collective::ReduceScatter, weightBytes * params);
+    return std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - 2 * fwd);
+  };
+  double edges = pp == 1 ? exposed((m.pre.params + m.post.params) / edge, tPre + tPost)
+                         : std::max(exposed(m.pre.params / edge, tPre),
+                                    exposed(m.post.params / edge, tPost));
+  return mcount * (dev.maxLayers * exposed(m.layer.params / tp, tLayer) + edges);
+}
 
+/// The parameters whose optimizer state the device with most parameters
+/// owns: 1/dp of them from ZeRO-1 on.
+double ownedParams(const Plan &plan, const Devices &dev, const Shared &s) {
+  return dev.maxParams / (plan.zero >= 1 ? s.dp : 1);
+}
+
+/// The optimizer step on the device. Adam reads and writes ~32 bytes per
+/// parameter it owns (fp32 master, momentum, variance, gradient, bf16 copy).
+double optimizerTime(double owned, const Shared &s) { return 32 * owned / s.bw; }
+
+/// ZeRO-Offload: gradients down (every microbatch's where the device keeps
+/// only its block of them: ZeRO-2 and 3) and parameters up over PCIe, CPU
+/// Adam at about 1e9 parameters/s per device's share of the host.
+double offloadTime(double owned, const ClusterSpec &c, const Plan &plan, const Shared &s) {
+  double gradsDown = plan.zero >= 2 ? s.mcount : 1;
+  return s.weightBytes * (gradsDown + 1) * owned / c.pcieBandwidth + owned / 1e9;
+}
+
+/// Bytes one member of a ring collective over `n` sends: (n-1)/n of the
+/// buffer, twice that for an all-reduce.
+double ringBytesSent(Collective kind, double bytes, int64_t n) {
+  if (n <= 1)
+    return 0.0;
+  double share = double(n - 1) / n * bytes;
+  return kind == Collective::AllReduce ? 2 * share : share;
+}
+
+/// Sends of device d per microbatch at its chunks' boundaries: activations
+/// forward, gradients back.
+double boundarySends(int64_t d, const Chunks &ch, const Shared &s) {
+  int64_t chunks = ch.count;
+  double sends = 0;
+  for (int64_t k = d; k < chunks; k += s.pp)
+    sends += (k < chunks - 1) + (k > 0); // activations forward, gradients back
+  return sends;
+}
+
+/// Bytes sent per step by device d of each stage (ring collectives, as the
+/// times assume): tensor-parallel all-reduces, pipeline sends, the tied
+/// weights' gradient and the data-parallel reductions by ZeRO stage.
+double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const Chunks &ch,
+                       const Devices &dev, const Shared &s) {
+  int64_t chunks = ch.count, pp = s.pp, tp = s.tp, dp = s.dp, edge = s.edge;
+  double mcount = s.mcount, boundary = s.boundary, weightBytes = s.weightBytes;
+  double layers = dev.layers[d], sends = boundarySends(d, ch, s);
+  double params = dev.params[d];
+  double edgeReduces = m.vocabParallel ? (d == 0) + ((chunks - 1) % pp == d) : 0;
+  double bytes = mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) +
+                           edgeReduces) *
+                     ringBytesSent(Collective::AllReduce, boundary, tp) +
+                 mcount * sends * boundary;
+  // The first and the last stage send each other their part of the tied
+  // weights' gradient.
+  if (pp > 1 && (d == 0 || d == (chunks - 1) % pp))
+    bytes += weightBytes * m.tiedParams / edge;
+  double reduce = ringBytesSent(Collective::ReduceScatter, weightBytes * params, dp);
+  double gather = ringBytesSent(Collective::AllGather, weightBytes * params, dp);
+  if (plan.zero >= 3) // per microbatch: gather before forward and backward
+    bytes += mcount * (reduce + 2 * gather);
+  else if (plan.zero == 2) // per microbatch a reduce-scatter, one gather
+    bytes += mcount * reduce + gather;
+  else // an all-reduce, or a reduce-scatter and an all-gather (ZeRO-1)
+    bytes += ringBytesSent(Collective::AllReduce, weightBytes * params, dp);
+  return bytes;
+}
+
+/// Microbatches whose activations the first stage holds at once: GPipe all
+/// of them, 1F1B up to pp, interleaved pp(1 + (pp-1)/(pp v)).
+double inflightMicrobatches(const Plan &plan, const Shared &s) {
+  int64_t pp = s.pp;
+  double inflight = plan.schedule == Schedule::GPipe ? s.mcount
+                    : pp > 1 ? std::min<double>(s.mcount, pp) : 1;
+  if (plan.schedule == Schedule::Interleaved)
+    inflight *= 1 + double(pp - 1) / (pp * s.v);
+  return inflight;
+}
+
+/// Bytes a part of the layers keeps for backward per microbatch.
+double layerSaved(const PartCost &part, const Plan &plan, const Shared &s) {
+  double scores = plan.recompute == Recompute::Selective ? part.savedScores : 0;
+  return s.b * (part.savedReplicated / (plan.sequenceParallel ? s.tp : 1) +
+                (part.savedSplit - scores) / s.tp);
+}
+
+/// Bytes the embedding or the head keeps for backward per microbatch. They
+/// are replicated by tensor parallelism, unless vocabulary-parallel.
+double edgeSaved(const PartCost &part, const ModelProfile &m, const Plan &plan,
+                 const Shared &s) {
+  return m.vocabParallel ? s.b * (part.savedReplicated / (plan.sequenceParallel ? s.tp : 1) +
+                                  part.savedSplit / s.tp)
+                         : s.b * (part.savedReplicated + part.savedSplit);
+}
+
+/// Activations device d keeps: its chunks' saved bytes (by recompute policy,
+/// split by tp and, sequence-parallel, the hidden-size ones too) times the
+/// microbatches in flight there; under full recompute also one layer's
+/// working set; the embedding's on the first stage, the head's on the last.
+double activationMemory(int64_t d, bool first, bool last, double inflight,
+                        const ModelProfile &m, const Plan &plan, const Chunks &ch,
+                        const Shared &s) {
+  int64_t chunks = ch.count, tp = s.tp;
+  // Bytes a part of the layers keeps for backward per microbatch (under full
+  // recompute, each layer's input only).
+  double saved = 0;
+  for (int64_t k = d; k < chunks; k += s.pp)
+    saved += plan.recompute == Recompute::Full
+                 ? ch.layers[k] * s.boundary / (plan.sequenceParallel ? tp : 1)
+                 : layerSaved(ch.part[k], plan, s);
+  double inflightHere = std::max(1.0, inflight - d);
+  return inflightHere * saved +
+         (plan.recompute == Recompute::Full ? layerSaved(m.layer, plan, s) : 0) +
+         (first ? inflightHere * edgeSaved(m.pre, m, plan, s) : 0) +
+         (last ? edgeSaved(m.post, m, plan, s) : 0);
+}
+
+/// Buffers of a device: the workspace, the loss's logits on the last stage,
+/// ZeRO-3's gathered parameters.
+double bufferMemory(bool first, bool last, const ModelProfile &m, const ClusterSpec &c,
+                    const Plan &plan, const Shared &s) {
+  int64_t tp = s.tp, edge = s.edge;
+  // Workspace, plus the fp32 logits the loss keeps and their gradient,
+  // written next to them when backward starts (the head's share of them).
+  double buffers = c.workspace + (last ? 2 * s.b * m.seq * m.vocab * 4.0 / edge : 0);
+  // ZeRO-3 also holds whole (tp-shared) parameters: those of the part that
+  // computes and of the one prefetched, and the gradient of the part being
+  // reduce-scattered; three times the largest part (a layer, the embedding
+  // or the head).
+  double largestPart = std::max({m.layer.params / tp, first ? m.pre.params / edge : 0.0,
+                                 last ? m.post.params / edge : 0.0});
+  if (plan.zero >= 3)
+    buffers += 3 * s.weightBytes * largestPart;
+  return buffers;
+}
+
+/// Where the communicator stages what it receives in the device's memory
+/// (local-cpu: colo's MPI rings), one chunk of the largest reduction: the
+/// tensor-parallel all-reduce of a layer's output (1/tp of it) or the
+/// data-parallel reduction of a gradient bucket (1/dp of it: the stage's
+/// gradients, up to colo compile's default --bucket-mb of 25 MiB), two
+/// chunks for ZeRO's reduce-scatter over more than two ranks. A pipeline
+/// stage also holds a copy of each activation or gradient it sends
+/// (b·s·h per boundary and microbatch), and the first and last stages of
+/// their tied weights' gradient, until the end of the step.
+double stagingMemory(int64_t d, bool first, bool last, const ModelProfile &m,
+                     const ClusterSpec &c, const Plan &plan, const Chunks &ch,
+                     const Devices &dev, const Shared &s) {
+  int64_t tp = s.tp, dp = s.dp, pp = s.pp;
+  double boundary = s.boundary, weightBytes = s.weightBytes;
+  constexpr double kBucketBytes = 25.0 * (1 << 20);
+  double chunk = tp > 1 ? boundary / tp : 0;
+  if (dp > 1) {
+    double bucket = std::min(weightBytes * dev.params[d], kBucketBytes);
+    chunk = std::max(chunk, (plan.zero >= 1 && dp > 2 ? 2 : 1) * bucket / dp);
+  }
+  double sends = boundarySends(d, ch, s);
+  double tiedSend = pp > 1 && (first || last) ? weightBytes * m.tiedParams / s.edge : 0;
+  return c.collectiveStaging * (chunk + s.mcount * sends * boundary + tiedSend);
+}
+
+/// Memory of device d of each stage: model state by ZeRO stage and offload
+/// (modelStateMemory), activations, buffers and the communicator's staging.
+MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
+                             const ClusterSpec &c, const Plan &plan, const Chunks &ch,
+                             const Devices &dev, const Shared &s) {
+  bool first = d == 0, last = (ch.count - 1) % s.pp == d;
+  MemoryBreakdown mem = modelStateMemory(dev.params[d], plan.zero, s.dp,
+                                         plan.offload == Offload::Optimizer,
+                                         m.elementBytes);
+  mem.activations = activationMemory(d, first, last, inflight, m, plan, ch, s);
+  mem.buffers = bufferMemory(first, last, m, c, plan, s);
+  if (c.collectiveStaging > 0)
+    mem.staging = stagingMemory(d, first, last, m, c, plan, ch, dev, s);
+  return mem;
+}
+
+/// Throughput from the step time; MFU counts model FLOPs only (3 x forward
+/// FLOPs x global batch, no recompute).
+void setThroughput(Prediction &p, const ModelProfile &m, const ClusterSpec &c,
+                   const Plan &plan) {
+  double modelFlops = 3 * m.forwardFlops() * plan.globalBatch();
+  p.tokensPerSecond = plan.globalBatch() * m.seq / p.stepTime;
+  p.tflopsPerDevice = modelFlops / p.stepTime / c.worldSize() / 1e12;
+  p.mfu = modelFlops / p.stepTime / c.worldSize() / c.peakFlops16;
+}
+} // namespace
+
+llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
+                                   const Plan &plan) {
+  if (llvm::Error e = validatePlan(m, c, plan))
+    return std::move(e);
+  Shared s = sharedQuantities(m, c, plan);
+  llvm::Expected<Chunks> chunks = partitionStages(m, plan, s);
+  if (!chunks)
+    return chunks.takeError();
+  const Chunks &ch = *chunks;
+  Devices dev = placeChunks(m, ch, s);
+
+  Prediction p;
+  p.plan = plan;
+  p.stageLayers = ch.layers;
+
+  // Time.
+  TimeBreakdown &t = p.time;
+  t.compute = computeTime(dev, s);
+  t.recompute = recomputeTime(plan, dev, s);
+  t.tensorParallel = tensorParallelTime(m, c, plan, dev, s);
+  splitComputeByKind(p, m, ch, dev, s);
+  // One microbatch on the slowest device, its tensor-parallel communication
+  // included: what the pipeline bubble and the data-parallel overlap see.
+  double tMicro = (t.compute + t.recompute + t.tensorParallel) / s.mcount;
+  t.pipelineComm = pipelineCommTime(m, c, s);
+  t.bubble = pipelineBubbleTime(tMicro, s);
+  t.dataParallel = dataParallelTime(m, c, plan, dev, s, tMicro);
+  double owned = ownedParams(plan, dev, s);
+  if (plan.offload == Offload::Optimizer)
+    t.offload = offloadTime(owned, c, plan, s);
+  else
+    t.optimizer = optimizerTime(owned, s);
   p.stepTime = t.total();
 
-  // Bytes sent per step, per device of each stage (ring collectives, as the
-  // times above assume).
-  auto sent = [](Collective kind, double bytes, int64_t n) {
-    if (n <= 1)
-      return 0.0;
-    double share = double(n - 1) / n * bytes;
-    return kind == Collective::AllReduce ? 2 * share : share;
-  };
-  for (int64_t d = 0; d < pp; ++d) {
-    double layers = deviceLayers[d], sends = 0;
-    for (int64_t k = d; k < chunks; k += pp)
-      sends += (k < chunks - 1) + (k > 0); // activations forward, gradients back
-    double params = stageParams(d);
-    double edgeReduces = m.vocabParallel ? (d == 0) + ((chunks - 1) % pp == d) : 0;
-    double bytes = mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) +
-                             edgeReduces) *
-                       sent(Collective::AllReduce, boundary, tp) +
-                   mcount * sends * boundary;
-    // The first and the last stage send each other their part of the tied
-    // weights' gradient.
-    if (pp > 1 && (d == 0 || d == (chunks - 1) % pp))
-      bytes += weightBytes * m.tiedParams / edge;
-    double reduce = sent(Collective::ReduceScatter, weightBytes * params, dp);
-    double gather = sent(Collective::AllGather, weightBytes * params, dp);
-    if (plan.zero >= 3) // per microbatch: gather before forward and backward
-      bytes += mcount * (reduce + 2 * gather);
-    else if (plan.zero == 2) // per microbatch a reduce-scatter, one gather
-      bytes += mcount * reduce + gather;
-    else // an all-reduce, or a reduce-scatter and an all-gather (ZeRO-1)
-      bytes += sent(Collective::AllReduce, weightBytes * params, dp);
+  // Bytes sent per step: by the device that sends most, and by all.
+  for (int64_t d = 0; d < s.pp; ++d) {
+    double bytes = deviceBytesSent(d, m, plan, ch, dev, s);
     p.commBytesDevice = std::max(p.commBytesDevice, bytes);
-    p.commBytesAll += bytes * dp * tp;
+    p.commBytesAll += bytes * s.dp * s.tp;
   }
 
   // Memory of each device; report the largest.
-  double inflight = plan.schedule == Schedule::GPipe ? mcount
-                    : pp > 1 ? std::min<double>(mcount, pp) : 1;
-  if (plan.schedule == Schedule::Interleaved)
-    inflight *= 1 + double(pp - 1) / (pp * v);
-  // Bytes a part of the layers keeps for backward per microbatch (under full
-  // recompute, each layer's input only).
-  auto layerSaved = [&](const PartCost &part) {
-    double scores = plan.recompute == Recompute::Selective ? part.savedScores : 0;
-    return b * (part.savedReplicated / (plan.sequenceParallel ? tp : 1) +
-                (part.savedSplit - scores) / tp);
-  };
+  double inflight = inflightMicrobatches(plan, s);
   MemoryBreakdown worst;
-  for (int64_t d = 0; d < pp; ++d) {
-    double saved = 0;
-    bool first = d == 0, last = (chunks - 1) % pp == d;
-    for (int64_t k = d; k < chunks; k += pp)
-      saved += plan.recompute == Recompute::Full
-                   ? chunkLayers[k] * boundary / (plan.sequenceParallel ? tp : 1)
-                   : layerSaved(chunkPart[k]);
-    MemoryBreakdown mem = modelStateMemory(stageParams(d), plan.zero, dp,
-                                           plan.offload == Offload::Optimizer,
-                                           m.elementBytes);
-    double inflightHere = std::max(1.0, inflight - d);
-    // The embedding and head are replicated by tensor parallelism, unless
-    // vocabulary-parallel.
-    auto partSaved = [&](const PartCost &part) {
-      return m.vocabParallel ? b * (part.savedReplicated / (plan.sequenceParallel ? tp : 1) +
-                                    part.savedSplit / tp)
-                             : b * (part.savedReplicated + part.savedSplit);
-    };
-    mem.activations = inflightHere * saved +
-                      (plan.recompute == Recompute::Full ? layerSaved(m.layer) : 0) +
-                      (first ? inflightHere * partSaved(m.pre) : 0) +
-                      (last ? partSaved(m.post) : 0);
-    // Workspace, plus the fp32 logits the loss keeps and their gradient,
-    // written next to them when backward starts (the head's share of them).
-    mem.buffers = c.workspace + (last ? 2 * b * m.seq * m.vocab * 4.0 / edge : 0);
-    // ZeRO-3 also holds whole (tp-shared) parameters: those of the part that
-    // computes and of the one prefetched, and the gradient of the part being
-    // reduce-scattered; three times the largest part (a layer, the embedding
-    // or the head).
-    double largestPart = std::max({m.layer.params / tp, first ? m.pre.params / edge : 0.0,
-                                   last ? m.post.params / edge : 0.0});
-    if (plan.zero >= 3)
-      mem.buffers += 3 * weightBytes * largestPart;
-    // Where the communicator stages what it receives in the device's memory
-    // (local-cpu: colo's MPI rings), one chunk of the largest reduction: the
-    // tensor-parallel all-reduce of a layer's output (1/tp of it) or the
-    // data-parallel reduction of a gradient bucket (1/dp of it: the stage's
-    // gradients, up to colo compile's default --bucket-mb of 25 MiB), two
-    // chunks for ZeRO's reduce-scatter over more than two ranks. A pipeline
-    // stage also holds a copy of each activation or gradient it sends
-    // (b·s·h per boundary and microbatch), and the first and last stages of
-    // their tied weights' gradient, until the end of the step.
-    if (c.collectiveStaging > 0) {
-      constexpr double kBucketBytes = 25.0 * (1 << 20);
-      double chunk = tp > 1 ? boundary / tp : 0;
-      if (dp > 1) {
-        double bucket = std::min(weightBytes * stageParams(d), kBucketBytes);
-        chunk = std::max(chunk, (plan.zero >= 1 && dp > 2 ? 2 : 1) * bucket / dp);
-      }
-      double sends = 0;
-      for (int64_t k = d; k < chunks; k += pp)
-        sends += (k < chunks - 1) + (k > 0);
-      double tiedSend = pp > 1 && (first || last) ? weightBytes * m.tiedParams / edge : 0;
-      mem.staging = c.collectiveStaging * (chunk + mcount * sends * boundary + tiedSend);
-    }
+  for (int64_t d = 0; d < s.pp; ++d) {
+    MemoryBreakdown mem = deviceMemory(d, inflight, m, c, plan, ch, dev, s);
     if (mem.total() > worst.total())
       worst = mem;
   }
   p.memory = worst;
   p.fits = worst.total() <= 0.92 * c.deviceMemory;
 
-  double modelFlops = 3 * m.forwardFlops() * plan.globalBatch();
-  p.tokensPerSecond = plan.globalBatch() * m.seq / p.stepTime;
-  p.tflopsPerDevice = modelFlops / p.stepTime / c.worldSize() / 1e12;
-  p.mfu = modelFlops / p.stepTime / c.worldSize() / c.peakFlops16;
+  setThroughput(p, m, c, plan);
   return p;
 }
 
