@@ -106,7 +106,7 @@ std::string modulePath(Location loc) {
 
 ModelSummary summarize(ModuleOp module) {
   ModelSummary s;
-  if (auto src = module->getAttrOfType<StringAttr>("colo.source"))
+  if (StringAttr src = ColoDialect::SourceAttrHelper(module.getContext()).getAttr(module))
     s.source = src.str();
   llvm::StringMap<int64_t> paramSizes;
   for (auto global : module.getOps<GlobalOp>()) {

@@ -3,6 +3,8 @@
 // parallelism: that is Pipeline.cpp).
 #include "colo/Passes/Passes.h"
 
+#include "colo/Passes/PassEnums.cpp.inc"
+
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
@@ -30,6 +32,26 @@ void colo::buildStepProgramPipeline(mlir::OpPassManager &pm) {
   program.addPass(createColoPlanMemory());
 }
 
+namespace {
+/// Whether `value` names a case of a pass enum; if not, says so with every
+/// case ("unknown optimizer 'x' (expected sgd, adam, ... or lars)"). llvm::cl
+/// would reject it too, but only on stderr, which Python never sees.
+template <typename E>
+bool checkCase(llvm::StringRef what, llvm::StringRef value,
+               std::optional<E> (*symbolize)(llvm::StringRef),
+               llvm::StringRef (*stringify)(E), unsigned maxValue, llvm::raw_ostream &errors) {
+  if (symbolize(value))
+    return true;
+  llvm::SmallVector<llvm::StringRef> cases;
+  for (unsigned i = 0; i <= maxValue; ++i)
+    cases.push_back(stringify(static_cast<E>(i)));
+  errors << "unknown " << what << " '" << value << "' (expected "
+         << llvm::join(llvm::ArrayRef(cases).drop_back(), ", ") << " or " << cases.back()
+         << ")";
+  return false;
+}
+} // namespace
+
 mlir::FailureOr<colo::TrainStepOptions>
 colo::parseTrainStepOptions(llvm::StringRef text, llvm::raw_ostream &errors) {
   TrainStepOptions options;
@@ -39,16 +61,27 @@ colo::parseTrainStepOptions(llvm::StringRef text, llvm::raw_ostream &errors) {
   bool lossScaleGiven = false;
   for (llvm::StringRef word : words) {
     auto [key, value] = word.split('=');
+    bool known =
+        key == "precision"
+            ? checkCase<Precision>(key, value, symbolizePrecision, stringifyPrecision,
+                                   getMaxEnumValForPrecision(), errors)
+        : key == "loss" ? checkCase<Loss>(key, value, symbolizeLoss, stringifyLoss,
+                                          getMaxEnumValForLoss(), errors)
+        : key == "optimizer"
+            ? checkCase<Optimizer>(key, value, symbolizeOptimizer, stringifyOptimizer,
+                                   getMaxEnumValForOptimizer(), errors)
+        : key == "schedule"
+            ? checkCase<LrSchedule>(key, value, symbolizeLrSchedule, stringifyLrSchedule,
+                                    getMaxEnumValForLrSchedule(), errors)
+            : true;
+    if (!known)
+      return mlir::failure();
     if (key == "precision") {
-      options.precision = value.str();
+      options.precision = *symbolizePrecision(value);
       continue;
     }
     lossScaleGiven |= key == "loss-scale";
     stepWords.push_back(word);
-  }
-  if (!llvm::is_contained({"fp32", "bf16", "fp16"}, options.precision)) {
-    errors << "unknown precision '" << options.precision << "' (expected fp32, bf16 or fp16)";
-    return mlir::failure();
   }
   // The option parser reports a bad value itself (on stderr) and calls the
   // handler with an empty message.
@@ -66,7 +99,7 @@ colo::parseTrainStepOptions(llvm::StringRef text, llvm::raw_ostream &errors) {
       errors << m;
     return mlir::failure();
   }
-  if (options.precision == "fp16" && !lossScaleGiven)
+  if (options.precision == Precision::Fp16 && !lossScaleGiven)
     options.step.lossScale = "dynamic";
   return options;
 }
@@ -98,7 +131,7 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   }
   if (parallel.sequenceParallel)
     pm.addPass(createColoSequenceParallel(ColoSequenceParallelOptions{parallel.tp}));
-  if (train.precision != "fp32")
+  if (train.precision != Precision::Fp32)
     pm.addPass(createColoAutocast(ColoAutocastOptions{train.precision}));
   bool pipelined = parallel.pp > 1 || parallel.micro > 1;
   if (pipelined)
@@ -109,7 +142,8 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   // LAMB and LARS trust ratios need norms of whole parameters, which their
   // update ops compute on what the rank holds: under tensor parallelism,
   // blocks of the sharded parameters.
-  if (parallel.tp > 1 && (train.step.optimizer == "lamb" || train.step.optimizer == "lars")) {
+  if (parallel.tp > 1 && (train.step.optimizer == Optimizer::Lamb ||
+                         train.step.optimizer == Optimizer::Lars)) {
     errors << "lamb and lars are not implemented with tensor parallelism yet "
               "(their trust ratios need norms of whole parameters, of which each "
               "tp rank holds a block)";

@@ -2,7 +2,7 @@
 
 #include "colo/Runtime/CpuGemm.h"
 #include "colo/Runtime/Error.h"
-#include "colo/Runtime/Workers.h"
+#include "Workers.h"
 #include "OneDnn.h"
 
 #include <cblas.h>

@@ -4,7 +4,7 @@
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/ExternalData.h"
 #include "colo/Runtime/Files.h"
-#include "colo/Runtime/Npy.h"
+#include "Npy.h"
 
 #include <cmath>
 #include <cstring>
@@ -12,6 +12,7 @@
 
 namespace colo::runtime {
 
+InputSink::~InputSink() = default;
 DataSource::~DataSource() = default;
 
 namespace {
@@ -84,9 +85,9 @@ public:
       : path(std::move(path)), feeds(std::move(feeds)), samples(samples), rows(rows),
         parts(parts), part(part) {}
 
-  void next(Session &session) override {
+  void next(InputSink &inputs) override {
     for (Feed &f : feeds) {
-      char *dst = static_cast<char *>(session.data(f.id));
+      char *dst = static_cast<char *>(inputs.inputStorage(f.id));
       int64_t inBytes = f.rowElements * f.array.itemSize;
       int64_t outBytes = f.rowElements * dtypeSize(f.dtype);
       for (int64_t r = 0; r < rows; ++r) {
@@ -95,7 +96,6 @@ public:
                         f.array.itemSize, f.dtype, dst + r * outBytes, f.rowElements,
                         f.what, f.intMax, row * f.rowElements);
       }
-      session.markInputSet(f.id);
     }
     cursor = (cursor + rows * parts) % samples;
   }
@@ -199,10 +199,10 @@ public:
         typeName(std::move(typeName)), feeds(std::move(feeds)), perRank(perRank),
         parts(parts), part(part), tokens(this->region->size() / itemSize) {}
 
-  void next(Session &session) override {
+  void next(InputSink &inputs) override {
     const char *base = static_cast<const char *>(region->data());
     for (const Feed &f : feeds) {
-      void *dst = session.data(f.id);
+      void *dst = inputs.inputStorage(f.id);
       if (f.ones) {
         fillOnes(dst, f.dtype, f.count);
       } else {
@@ -231,7 +231,6 @@ public:
             static_cast<int32_t *>(dst)[j] = int32_t(v);
         }
       }
-      session.markInputSet(f.id);
     }
     cursor = (cursor + perRank * parts) % tokens;
   }
@@ -322,15 +321,14 @@ public:
   SyntheticSource(const Executable &exe, uint64_t seed, int64_t part)
       : exe(exe), seed(seed), part(part) {}
 
-  void next(Session &session) override {
-    const std::vector<int32_t> &inputs = exe.inputs();
-    for (size_t idx = 0; idx < inputs.size(); ++idx) {
-      int32_t id = inputs[idx];
+  void next(InputSink &inputs) override {
+    const std::vector<int32_t> &ids = exe.inputs();
+    for (size_t idx = 0; idx < ids.size(); ++idx) {
+      int32_t id = ids[idx];
       const Buffer &b = exe.buffer(id);
       DType dtype = b.dtype();
       int64_t n = exe.numElements(id);
-      char *dst = static_cast<char *>(session.data(id));
-      session.markInputSet(id);
+      char *dst = static_cast<char *>(inputs.inputStorage(id));
       if (isAttentionMask(b)) {
         fillOnes(dst, dtype, n);
         continue;

@@ -3,7 +3,7 @@
 #include "colo/Runtime/Device.h"
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
-#include "colo/Runtime/Workers.h"
+#include "Workers.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,8 +4,8 @@
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
-#include "colo/Runtime/Initializer.h"
-#include "colo/Runtime/Shard.h"
+#include "Initializer.h"
+#include "Shard.h"
 
 #include <algorithm>
 #include <dlfcn.h>

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "colo/Runtime/Initializer.h"
+#include "Initializer.h"
 #include "colo/Runtime/Error.h"
 
 #include <cmath>

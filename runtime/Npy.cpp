@@ -1,6 +1,6 @@
 //===- Npy.cpp - NumPy .npy and .npz files --------------------------------===//
 
-#include "colo/Runtime/Npy.h"
+#include "Npy.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 

@@ -1,6 +1,6 @@
 //===- ProgramBuilder.cpp - Building and writing executables --------------===//
 
-#include "colo/Runtime/ProgramBuilder.h"
+#include "ProgramBuilder.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 

@@ -2,10 +2,10 @@
 
 #include "colo/Runtime/Session.h"
 #include "colo/Runtime/Error.h"
-#include "colo/Runtime/Initializer.h"
+#include "Initializer.h"
 #include "colo/Runtime/Safetensors.h"
-#include "colo/Runtime/Shard.h"
-#include "colo/Runtime/Workers.h"
+#include "Shard.h"
+#include "Workers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -340,8 +340,7 @@ void Session::setInput(const std::string &name, const void *src, int64_t bytes) 
     throw Error("input '" + name + "' takes " + std::to_string(exe_->byteSize(id)) +
                 " bytes (" + typeString(exe_->buffer(id).dtype(), exe_->shape(id)) +
                 "), got " + std::to_string(bytes));
-  std::memcpy(pointers_[id], src, size_t(bytes));
-  markInputSet(id);
+  std::memcpy(inputStorage(id), src, size_t(bytes));
 }
 
 void Session::setInput(const std::string &name, DType dtype, const Shape &shape,
@@ -354,7 +353,10 @@ void Session::setInput(const std::string &name, DType dtype, const Shape &shape,
   setInput(name, src, numElements(shape) * dtypeSize(dtype));
 }
 
-void Session::markInputSet(int32_t id) { inputSet_[exe_->storageOf(id)] = 1; }
+void *Session::inputStorage(int32_t id) {
+  inputSet_[exe_->storageOf(id)] = 1;
+  return data(id);
+}
 
 void Session::checkInputs() const {
   for (int32_t id : exe_->inputs())

@@ -7,7 +7,7 @@
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/Safetensors.h"
-#include "colo/Runtime/Shard.h"
+#include "Shard.h"
 
 #include <algorithm>
 #include <cstring>

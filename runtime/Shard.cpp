@@ -1,4 +1,4 @@
-#include "colo/Runtime/Shard.h"
+#include "Shard.h"
 
 #include <algorithm>
 #include <cstring>

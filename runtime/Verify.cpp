@@ -4,7 +4,7 @@
 #include "colo/Runtime/Verify.h"
 
 #include "colo/Runtime/DType.h"
-#include "colo/Runtime/Shard.h"
+#include "Shard.h"
 
 #include <algorithm>
 #include <map>

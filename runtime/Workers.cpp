@@ -1,5 +1,5 @@
 // parallelFor (Workers.h) on OpenMP's threads.
-#include "colo/Runtime/Workers.h"
+#include "Workers.h"
 
 #include <algorithm>
 

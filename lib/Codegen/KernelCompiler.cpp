@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "colo/Codegen/KernelCompiler.h"
+#include "colo/Dialect/Colo/ColoDialect.h"
 
 #include "FuseElementwise.h"
 
@@ -88,7 +89,7 @@ namespace {
 
 /// The module attribute listing the kernels (their names) between the two
 /// passes below.
-constexpr llvm::StringLiteral kKernelsAttr = "colo.kernels";
+constexpr llvm::StringLiteral kKernelsAttr = colo::ColoDialect::KernelsAttrHelper::getNameStr();
 
 bool isKernelType(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);

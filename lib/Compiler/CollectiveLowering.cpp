@@ -41,7 +41,7 @@ void StepBuilder::waitFor(Value token, StringRef name) {
 /// A pipeline message: the peer is an index on the op's one grid axis.
 LogicalResult StepBuilder::visitPointToPoint(Operation *op, ArrayRef<int16_t> axes,
                                              ArrayRef<int64_t> peer) {
-  auto tag = op->getAttrOfType<IntegerAttr>("colo.tag");
+  IntegerAttr tag = ColoDialect::TagAttrHelper(op->getContext()).getAttr(op);
   if (!tag || axes.size() != 1 || peer.size() != 1)
     return op->emitError("the runtime sends between members of one grid axis, "
                          "with a colo.tag");

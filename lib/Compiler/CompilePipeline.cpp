@@ -65,10 +65,21 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   if (plan.ulysses > 1 && (plan.tp > 1 || plan.pp > 1 || plan.microBatches > 1))
     return unsupported("ulysses with tensor or pipeline parallelism or microbatches");
   options.ulysses = plan.ulysses;
-  if (plan.schedule != planner::Schedule::None)
-    options.schedule = planner::scheduleName(plan.schedule).str();
-  else if (plan.virtualStages > 1)
-    options.schedule = "interleaved";
+  switch (plan.schedule) {
+  case planner::Schedule::GPipe:
+    options.schedule = PipelineSchedule::GPipe;
+    break;
+  case planner::Schedule::OneFOneB:
+    options.schedule = PipelineSchedule::OneFOneB;
+    break;
+  case planner::Schedule::Interleaved:
+    options.schedule = PipelineSchedule::Interleaved;
+    break;
+  case planner::Schedule::None:
+    if (plan.virtualStages > 1)
+      options.schedule = PipelineSchedule::Interleaved;
+    break;
+  }
   return options;
 }
 

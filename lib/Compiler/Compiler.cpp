@@ -72,12 +72,12 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
 
   // One program, or one per pipeline stage (MPMD) sharing a kernels library.
   SmallVector<func::FuncOp> steps;
+  ColoDialect::PipelineStageAttrHelper stageOf(module.getContext());
   for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr("colo.pipeline_stage"))
+    if (stageOf.isAttrPresent(f))
       steps.push_back(f);
-  llvm::sort(steps, [](func::FuncOp a, func::FuncOp b) {
-    return a->getAttrOfType<IntegerAttr>("colo.pipeline_stage").getInt() <
-           b->getAttrOfType<IntegerAttr>("colo.pipeline_stage").getInt();
+  llvm::sort(steps, [&](func::FuncOp a, func::FuncOp b) {
+    return stageOf.getAttr(a).getInt() < stageOf.getAttr(b).getInt();
   });
   if (steps.empty())
     steps.push_back(module.lookupSymbol<func::FuncOp>("train_step"));

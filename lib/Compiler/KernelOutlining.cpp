@@ -155,8 +155,8 @@ FailureOr<bool> StepBuilder::emitKernel(ArrayRef<Operation *> ops,
   // of), so that every stage and microbatch calls the same kernels.
   auto cloneUnlabeled = [&](Operation &op) {
     Operation *c = kb.clone(op, map);
-    c->removeDiscardableAttr(kStageAttr);
-    c->removeDiscardableAttr(kMicroAttr);
+    c->removeDiscardableAttr(ColoDialect::StageAttrHelper(c->getContext()).getName());
+    c->removeDiscardableAttr(ColoDialect::MicroAttrHelper(c->getContext()).getName());
     return c;
   };
   for (Operation *op : ops) {

@@ -69,7 +69,7 @@ LogicalResult StepBuilder::build() {
 
 FailureOr<int> StepBuilder::meshAxis(Operation *user, StringRef name) {
   for (auto grid : func->getParentOfType<ModuleOp>().getOps<shard::GridOp>())
-    if (auto axes = grid->getAttrOfType<ArrayAttr>("colo.axes"))
+    if (ArrayAttr axes = ColoDialect::AxesAttrHelper(grid.getContext()).getAttr(grid))
       for (auto [i, axis] : llvm::enumerate(axes.getAsValueRange<StringAttr>()))
         if (axis == name)
           return int(i);
@@ -82,14 +82,14 @@ LogicalResult StepBuilder::describeMesh() {
   if (grids.empty())
     return success();
   shard::GridOp grid = *grids.begin();
-  auto axes = grid->getAttrOfType<ArrayAttr>("colo.axes");
+  ArrayAttr axes = ColoDialect::AxesAttrHelper(grid.getContext()).getAttr(grid);
   if (!axes || axes.size() != grid.getShape().size() ||
       llvm::any_of(grid.getShape(), [](int64_t d) { return d <= 0; }))
     return grid.emitError("the mesh needs static sizes and colo.axes, one name per axis");
   program.setMeshShape(grid.getShape());
   program.setMeshAxesAttr(axes);
   for (auto [i, name] : llvm::enumerate(axes.getAsValueRange<StringAttr>()))
-    if (name == "dp" && func->hasAttr("colo.data_parallel"))
+    if (name == "dp" && ColoDialect::DataParallelAttrHelper(grid.getContext()).isAttrPresent(func))
       program.setBatchAxis(int32_t(i));
   return success();
 }
@@ -130,7 +130,7 @@ int64_t StepBuilder::intRange(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
     if (ArrayAttr attrs = func.getAllArgAttrs(); attrs && arg.getArgNumber() < attrs.size())
       if (auto dict = dyn_cast<DictionaryAttr>(attrs[arg.getArgNumber()]))
-        if (auto max = dict.getAs<IntegerAttr>("colo.int_max"))
+        if (auto max = dict.getAs<IntegerAttr>(ColoDialect::IntMaxAttrHelper::getNameStr()))
           return max.getInt();
   for (Operation *user : v.getUsers()) {
     if (auto emb = dyn_cast<EmbeddingOp>(user))
@@ -223,11 +223,11 @@ FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
   }
   // Pipeline ranks' own copies of a global keep the model's name.
   StringRef modelName = global;
-  if (auto name = g->getAttrOfType<StringAttr>("colo.param_name"))
+  if (StringAttr name = ColoDialect::ParamNameAttrHelper(g.getContext()).getAttr(g))
     modelName = name.getValue();
   if (modelName == "colo.step")
     buffer.setStepCounter(true);
-  if (!g->hasAttr("colo.optimizer_state"))
+  if (!ColoDialect::OptimizerStateAttrHelper(g.getContext()).isAttrPresent(g))
     buffer.setParamName(modelName);
   stateOf[global] = *state;
   return *state;

@@ -579,11 +579,10 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run() {
     initializers[t.name()] = &t;
   module = ModuleOp::create(FileLineColLoc::get(&ctx, path, 0, 0));
   OwningOpRef<ModuleOp> owned(module);
-  module->setAttr("colo.source", builder.getStringAttr("onnx"));
-  module->setAttr("colo.producer",
-                  builder.getStringAttr(model.producer_name() + " " +
-                                        model.producer_version()));
-  module->setAttr("colo.opset", builder.getI64IntegerAttr(opset));
+  ColoDialect::SourceAttrHelper(&ctx).setAttr(module, builder.getStringAttr("onnx"));
+  ColoDialect::ProducerAttrHelper(&ctx).setAttr(
+      module, builder.getStringAttr(model.producer_name() + " " + model.producer_version()));
+  ColoDialect::OpsetAttrHelper(&ctx).setAttr(module, builder.getI64IntegerAttr(opset));
   if (failed(classifyInitializers()) || failed(importGraphInputs()))
     return failure();
 

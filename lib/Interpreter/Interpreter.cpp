@@ -1015,7 +1015,7 @@ uint64_t colo::initializerSeed(GlobalOp global) {
   // FNV-1a of the name, so runs are reproducible; a pipeline rank's copy of
   // a global (colo.param_name) draws the same.
   StringRef name = global.getSymName();
-  if (auto model = global->getAttrOfType<StringAttr>("colo.param_name"))
+  if (StringAttr model = ColoDialect::ParamNameAttrHelper(global.getContext()).getAttr(global))
     name = model.getValue();
   uint64_t seed = 1469598103934665603ull;
   for (char c : name)

@@ -234,8 +234,8 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   ctx.loadDialect<ColoDialect, func::FuncDialect>();
   Location moduleLoc = NameLoc::get(b.getStringAttr("synthetic-" + c.family));
   OwningOpRef<ModuleOp> module = ModuleOp::create(moduleLoc);
-  (*module)->setAttr("colo.source", b.getStringAttr("synthetic"));
-  (*module)->setAttr("colo.family", b.getStringAttr(c.family));
+  ColoDialect::SourceAttrHelper(&ctx).setAttr(*module, b.getStringAttr("synthetic"));
+  ColoDialect::FamilyAttrHelper(&ctx).setAttr(*module, b.getStringAttr(c.family));
 
   bool tokens = isTokenModel(c);
   Type input = tokens ? Type(RankedTensorType::get({batch, c.seq}, b.getI64Type()))

@@ -1298,7 +1298,8 @@ FailureOr<OwningOpRef<ModuleOp>> TsImporter::run() {
   }
   module = ModuleOp::create(FileLineColLoc::get(&ctx, path, 0, 0));
   OwningOpRef<ModuleOp> owned(module);
-  module->setAttr("colo.source", builder.getStringAttr("torchscript"));
+  ColoDialect::SourceAttrHelper(builder.getContext())
+      .setAttr(module, builder.getStringAttr("torchscript"));
   builder.setInsertionPointToEnd(module.getBody());
   func = func::FuncOp::create(builder, module.getLoc(), "forward",
                               builder.getFunctionType(inputTypes, {}));

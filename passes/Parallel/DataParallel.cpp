@@ -4,7 +4,7 @@
 #include "colo/Passes/Passes.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -1,6 +1,6 @@
 // The device mesh of a parallel plan: how the plan passes find (or create)
 // their axis, and colo-create-mesh, which lays out several axes at once.
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
@@ -30,7 +30,7 @@ FailureOr<colo::MeshAxis> colo::getOrCreateMeshAxis(ModuleOp module, StringRef n
   if (std::next(grids.begin()) != grids.end())
     return user->emitError("the module has more than one shard.grid");
   shard::GridOp grid = *grids.begin();
-  auto axes = grid->getAttrOfType<ArrayAttr>("colo.axes");
+  ArrayAttr axes = ColoDialect::AxesAttrHelper(module.getContext()).getAttr(grid);
   if (!axes || axes.size() != grid.getShape().size())
     return grid.emitError("the mesh needs colo.axes, one name per axis");
   for (auto [i, axis] : llvm::enumerate(axes.getAsValueRange<StringAttr>())) {
@@ -58,11 +58,11 @@ colo::createMesh(ModuleOp module, ArrayRef<std::pair<StringRef, int64_t>> axes,
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
     auto grid = shard::GridOp::create(b, module.getLoc(), "mesh",
                                       b.getDenseI64ArrayAttr(shape));
-    grid->setAttr("colo.axes", b.getStrArrayAttr(names));
+    ColoDialect::AxesAttrHelper(b.getContext()).setAttr(grid, b.getStrArrayAttr(names));
     return grid;
   }
   shard::GridOp grid = *grids.begin();
-  auto existing = grid->getAttrOfType<ArrayAttr>("colo.axes");
+  ArrayAttr existing = ColoDialect::AxesAttrHelper(module.getContext()).getAttr(grid);
   if (std::next(grids.begin()) != grids.end() || !existing ||
       grid.getShape() != ArrayRef<int64_t>(shape) ||
       !llvm::equal(existing.getAsValueRange<StringAttr>(), names))
@@ -141,7 +141,7 @@ void colo::finishDataParallel(func::FuncOp step, MeshAxis dp) {
                                             shard::ReductionKind::Average));
   }
   decorrelateDropout(step, dp);
-  step->setAttr("colo.data_parallel", b.getI64IntegerAttr(dp.size));
+  ColoDialect::DataParallelAttrHelper(b.getContext()).setAttr(step, b.getI64IntegerAttr(dp.size));
 }
 
 namespace {

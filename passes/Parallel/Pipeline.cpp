@@ -4,7 +4,7 @@
 // sends and receives between ranks, gradients summed over microbatches, and
 // the update of the parameters the rank uses.
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Passes/Pipeline.h"
 
@@ -35,9 +35,9 @@ struct Action {
 /// The order in which pipeline rank `r` runs its (virtual) stages'
 /// forwards and backwards; Megatron-LM's schedules.
 SmallVector<Action> scheduleOf(int64_t r, int64_t pp, int64_t v, int64_t micro,
-                               StringRef kind) {
+                               PipelineSchedule kind) {
   SmallVector<Action> actions;
-  if (kind == "gpipe") {
+  if (kind == PipelineSchedule::GPipe) {
     for (int64_t c = 0; c < v; ++c)
       for (int64_t m = 0; m < micro; ++m)
         actions.push_back({false, c * pp + r, m});
@@ -72,7 +72,7 @@ SmallVector<Action> scheduleOf(int64_t r, int64_t pp, int64_t v, int64_t micro,
 class PipelineSplitter {
 public:
   PipelineSplitter(ModuleOp module, func::FuncOp step, int64_t pp, int64_t v,
-                   int64_t micro, StringRef schedule)
+                   int64_t micro, PipelineSchedule schedule)
       : module(module), step(step), pp(pp), v(v), micro(micro), schedule(schedule),
         body(step.front()) {}
 
@@ -221,10 +221,11 @@ private:
                                   mb.getFunctionType(args, {loss.getType()}));
     for (NamedAttribute a : step->getDiscardableAttrs())
       f->setAttr(a.getName(), a.getValue());
-    f->removeAttr(kNumStagesAttr);
-    f->setAttr("colo.microbatches", mb.getI64IntegerAttr(micro));
+    MLIRContext *ctx = mb.getContext();
+    f->removeAttr(ColoDialect::PipelineStagesAttrHelper(ctx).getName());
+    ColoDialect::MicrobatchesAttrHelper(ctx).setAttr(f, mb.getI64IntegerAttr(micro));
     if (pp > 1)
-      f->setAttr("colo.pipeline_stage", mb.getI64IntegerAttr(r));
+      ColoDialect::PipelineStageAttrHelper(ctx).setAttr(f, mb.getI64IntegerAttr(r));
     Block *entry = f.addEntryBlock();
     for (auto [a, old] : llvm::zip(entry->getArguments(), body.getArguments()))
       a.setLoc(old.getLoc());
@@ -312,7 +313,7 @@ private:
       map.map(dropout.getKey(), AddOp::create(rank.b, op->getLoc(), key, offset).getResult());
     }
     Operation *c = rank.b.clone(*op, map);
-    c->setAttr(kMicroAttr, rank.b.getI64IntegerAttr(m));
+    ColoDialect::MicroAttrHelper(c->getContext()).setAttr(c, rank.b.getI64IntegerAttr(m));
     for (auto [x, cx] : llvm::zip(op->getResults(), c->getResults())) {
       rank.at[m].map(x, cx);
       std::set<int64_t> to;
@@ -358,7 +359,7 @@ private:
     auto s = shard::SendOp::create(b, x.getLoc(), wire, ppAxis.grid.getSymName(),
                                    {ppAxis.axis}, x, b.getDenseI64ArrayAttr({dest}),
                                    ValueRange{});
-    s->setAttr("colo.tag", b.getI64IntegerAttr(tag));
+    ColoDialect::TagAttrHelper(b.getContext()).setAttr(s, b.getI64IntegerAttr(tag));
   }
 
   Value receive(Rank &rank, Value x, int64_t m) {
@@ -374,7 +375,7 @@ private:
                                    {ppAxis.axis}, like,
                                    b.getDenseI64ArrayAttr({rankOf(x.getDefiningOp())}),
                                    ValueRange{});
-    r->setAttr("colo.tag", b.getI64IntegerAttr(tagOf(x, m)));
+    ColoDialect::TagAttrHelper(b.getContext()).setAttr(r, b.getI64IntegerAttr(tagOf(x, m)));
     got = r.getResult();
     if (wire != t)
       got = ReshapeOp::create(b, x.getLoc(), t, got);
@@ -404,8 +405,9 @@ private:
         auto copy = cast<GlobalOp>(b.clone(*global));
         std::string renamed = (name + ".pp" + Twine(r)).str();
         copy.setSymName(renamed);
-        if (!copy->hasAttr("colo.param_name"))
-          copy->setAttr("colo.param_name", b.getStringAttr(name));
+        ColoDialect::ParamNameAttrHelper paramName(b.getContext());
+        if (!paramName.isAttrPresent(copy))
+          paramName.setAttr(copy, b.getStringAttr(name));
         (void)SymbolTable::replaceAllSymbolUses(global.getSymNameAttr(),
                                                 b.getStringAttr(renamed), f);
       }
@@ -415,7 +417,7 @@ private:
   ModuleOp module;
   func::FuncOp step;
   int64_t pp, v, micro;
-  StringRef schedule;
+  PipelineSchedule schedule;
   Block &body;
   MeshAxis ppAxis;
   Value loss;
@@ -443,12 +445,10 @@ struct ColoPipeline : colo::impl::ColoPipelineBase<ColoPipeline> {
     };
     if (pp < 1 || virtualStages < 1 || micro < 1)
       return fail("colo-pipeline: pp, virtual and micro must be at least 1");
-    if (!llvm::is_contained({"gpipe", "1f1b", "interleaved"}, schedule))
-      return fail("unknown pipeline schedule '" + schedule +
-                  "' (expected gpipe, 1f1b or interleaved)");
-    if ((schedule == "interleaved") != (virtualStages > 1))
+    bool interleaved = schedule == PipelineSchedule::Interleaved;
+    if (interleaved != (virtualStages > 1))
       return fail("virtual stages go with schedule=interleaved and only with it");
-    if (schedule == "interleaved" && micro % pp != 0)
+    if (interleaved && micro % pp != 0)
       return fail("schedule=interleaved needs micro (" + Twine(int64_t(micro)) +
                   ") to be a multiple of pp (" + Twine(int64_t(pp)) + ")");
     if (failed(PipelineSplitter(module, step, pp, virtualStages, micro, schedule).run()))

@@ -254,8 +254,8 @@ struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStage
           use->set(copy->getResult(cast<OpResult>(use->get()).getResultNumber()));
       }
     }
-    forward->setAttr(kNumStagesAttr,
-                     IntegerAttr::get(IntegerType::get(&getContext(), 64), stages));
+    ColoDialect::PipelineStagesAttrHelper(&getContext())
+        .setAttr(forward, IntegerAttr::get(IntegerType::get(&getContext(), 64), stages));
   }
 };
 } // namespace

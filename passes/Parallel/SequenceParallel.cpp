@@ -16,7 +16,7 @@
 // saved are Megatron's, whose [s, b, h] layout makes the sequence outermost.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/DimensionMap.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -288,13 +288,14 @@ struct ColoSequenceParallel : colo::impl::ColoSequenceParallelBase<ColoSequenceP
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> target =
         findPlanTarget(module, {"colo-sequence-parallel", "tp", tp, func, "split", false,
-                                "colo.sequence_parallel", "sequence-parallel"});
+                                ColoDialect::SequenceParallelAttrHelper::getNameStr(),
+                                "sequence-parallel"});
     if (failed(target))
       return signalPassFailure();
     func::FuncOp f = *target;
     if (!f)
       return;
-    auto sharded = f->getAttrOfType<IntegerAttr>("colo.tensor_parallel");
+    IntegerAttr sharded = ColoDialect::TensorParallelAttrHelper(&getContext()).getAttr(f);
     if (!sharded) {
       // colo-tensor-parallel warned that it found no region.
       f.emitWarning() << "colo-sequence-parallel: the function has no tensor-parallel "
@@ -313,7 +314,7 @@ struct ColoSequenceParallel : colo::impl::ColoSequenceParallelBase<ColoSequenceP
       return signalPassFailure();
     numScattered = scattered;
     numGathered = gathered;
-    f->setAttr("colo.sequence_parallel", sharded);
+    ColoDialect::SequenceParallelAttrHelper(&getContext()).setAttr(f, sharded);
   }
 };
 } // namespace

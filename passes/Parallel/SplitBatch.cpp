@@ -6,7 +6,7 @@
 // samples, a partial slice of the batch) is an error.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/DimensionMap.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -234,10 +234,10 @@ struct ColoSplitBatchPass : colo::impl::ColoSplitBatchBase<ColoSplitBatchPass> {
     numOps += count;
     // Record the split, compounding when the pass runs again.
     int64_t before = 1;
-    if (auto attr = f->getAttrOfType<IntegerAttr>("colo.batch_parts"))
+    ColoDialect::BatchPartsAttrHelper batchParts(&getContext());
+    if (IntegerAttr attr = batchParts.getAttr(f))
       before = attr.getInt();
-    f->setAttr("colo.batch_parts",
-               IntegerAttr::get(IntegerType::get(&getContext(), 64), before * parts));
+    batchParts.setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), before * parts));
   }
 };
 } // namespace

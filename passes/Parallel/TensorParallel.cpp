@@ -8,7 +8,7 @@
 // shard.all_reduce.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/DimensionMap.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -510,7 +510,8 @@ struct ColoTensorParallel : colo::impl::ColoTensorParallelBase<ColoTensorParalle
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> target =
         findPlanTarget(module, {"colo-tensor-parallel", "tp", tp, func, "shard", true,
-                                "colo.tensor_parallel", "tensor-parallel"});
+                                ColoDialect::TensorParallelAttrHelper::getNameStr(),
+                                "tensor-parallel"});
     if (failed(target))
       return signalPassFailure();
     func::FuncOp f = *target;
@@ -550,8 +551,8 @@ struct ColoTensorParallel : colo::impl::ColoTensorParallelBase<ColoTensorParalle
       return signalPassFailure();
     numColumn = finder->entries.size();
     numRow = finder->rowEnds.size();
-    f->setAttr("colo.tensor_parallel",
-               IntegerAttr::get(IntegerType::get(&getContext(), 64), tp));
+    ColoDialect::TensorParallelAttrHelper(&getContext())
+        .setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), tp));
   }
 };
 } // namespace

@@ -22,7 +22,7 @@
 // transposes around each collective.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/DimensionMap.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -434,7 +434,8 @@ struct ColoUlysses : colo::impl::ColoUlyssesBase<ColoUlysses> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> target = findPlanTarget(
-        module, {"colo-ulysses", "sp", sp, func, "split", true, "colo.ulysses", "split over sp"});
+        module, {"colo-ulysses", "sp", sp, func, "split", true,
+                 ColoDialect::UlyssesAttrHelper::getNameStr(), "split over sp"});
     if (failed(target))
       return signalPassFailure();
     func::FuncOp f = *target;
@@ -448,7 +449,8 @@ struct ColoUlysses : colo::impl::ColoUlyssesBase<ColoUlysses> {
     numAllToAll = allToAll;
     numGathered = gathered;
     numSummed = summed;
-    f->setAttr("colo.ulysses", IntegerAttr::get(IntegerType::get(&getContext(), 64), sp));
+    ColoDialect::UlyssesAttrHelper(&getContext())
+        .setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), sp));
   }
 };
 } // namespace

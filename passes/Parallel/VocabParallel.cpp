@@ -7,11 +7,11 @@
 // gathered: colo-build-train-step computes the loss from the blocks
 // (buildVocabParallelCrossEntropy). The backward follows from the gradient
 // rules of shard.all_reduce, colo.all_reduce_grad and colo.stop_gradient.
-#include "colo/Passes/VocabParallel.h"
+#include "Parallel/VocabParallel.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/DimensionMap.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/IR/SymbolTable.h"
@@ -261,7 +261,8 @@ private:
     // The ids no longer reach a lookup of the whole table: keep their range
     // for the compiler's data checks.
     if (BlockArgument arg = idsArgument(ids))
-      f.setArgAttr(arg.getArgNumber(), "colo.int_max", b.getI64IntegerAttr(vocab));
+      f.setArgAttr(arg.getArgNumber(), ColoDialect::IntMaxAttrHelper::getNameStr(),
+                   b.getI64IntegerAttr(vocab));
   }
 
   func::FuncOp f;
@@ -280,7 +281,8 @@ struct ColoVocabParallel : colo::impl::ColoVocabParallelBase<ColoVocabParallel> 
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> target =
         findPlanTarget(module, {"colo-vocab-parallel", "tp", tp, func, "split", true,
-                                kVocabParallelAttr, "vocab-parallel"});
+                                ColoDialect::VocabParallelAttrHelper::getNameStr(),
+                                "vocab-parallel"});
     if (failed(target))
       return signalPassFailure();
     func::FuncOp f = *target;
@@ -295,7 +297,8 @@ struct ColoVocabParallel : colo::impl::ColoVocabParallelBase<ColoVocabParallel> 
     if (failed(axis) || failed(VocabSplitter(f, *axis).run(embeddings)))
       return signalPassFailure();
     numEmbeddings = embeddings;
-    f->setAttr(kVocabParallelAttr, IntegerAttr::get(IntegerType::get(&getContext(), 64), tp));
+    ColoDialect::VocabParallelAttrHelper(&getContext())
+        .setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), tp));
   }
 };
 } // namespace
@@ -304,7 +307,7 @@ FailureOr<Value> colo::buildVocabParallelCrossEntropy(OpBuilder &b, Location loc
                                                       func::FuncOp func, Value logits,
                                                       Value labels, int64_t ignoreIndex,
                                                       double labelSmoothing) {
-  auto tp = func->getAttrOfType<IntegerAttr>(kVocabParallelAttr);
+  IntegerAttr tp = ColoDialect::VocabParallelAttrHelper(func.getContext()).getAttr(func);
   if (!tp)
     return func.emitError("buildVocabParallelCrossEntropy: the function is not vocab-parallel");
   FailureOr<MeshAxis> axis =
@@ -337,7 +340,7 @@ FailureOr<Value> colo::buildVocabParallelCrossEntropy(OpBuilder &b, Location loc
   // Labels no longer reach a colo.cross_entropy: keep their range for the
   // compiler's data checks.
   if (auto arg = dyn_cast<BlockArgument>(labels); arg && arg.getOwner() == &func.front())
-    func.setArgAttr(arg.getArgNumber(), "colo.int_max",
+    func.setArgAttr(arg.getArgNumber(), ColoDialect::IntMaxAttrHelper::getNameStr(),
                     b.getI64IntegerAttr(block * tp.getInt()));
   labels = asI64(b, loc, labels);
   RankedTensorType labelType = tensorType(labels);

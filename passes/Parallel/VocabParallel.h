@@ -1,7 +1,7 @@
 //===- VocabParallel.h - Megatron's vocabulary parallelism ------*- C++ -*-===//
 //
 // colo-vocab-parallel leaves @forward returning each tp rank's block of the
-// logits and marks it with kVocabParallelAttr; colo-build-train-step then
+// logits and marks it with `colo.vocab_parallel = tp`; colo-build-train-step then
 // builds the loss with buildVocabParallelCrossEntropy, before
 // differentiating, so the backward follows from the ops' gradient rules.
 //
@@ -13,10 +13,6 @@
 #include "mlir/IR/Builders.h"
 
 namespace colo {
-
-/// On a function whose first result holds the rank's block of the vocabulary
-/// (`tp` blocks over the mesh's "tp" axis): the integer tp.
-inline constexpr llvm::StringLiteral kVocabParallelAttr = "colo.vocab_parallel";
 
 /// The mean cross-entropy (colo.cross_entropy's semantics, ignore_index and
 /// label smoothing included) of logits whose last dimension is the rank's

@@ -11,7 +11,7 @@
 #include "colo/Passes/Passes.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/Mesh.h"
+#include "Parallel/Mesh.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -192,7 +192,7 @@ Value gatherParameter(OpBuilder &b, Location loc, const Sharded &s, Value block,
   auto all = shard::AllGatherOp::create(b, loc, s.type.clone({s.padded}),
                                         dp.grid.getSymName(), {dp.axis}, block,
                                         APInt(64, 0));
-  all->setAttr("colo.zero_gather", b.getStringAttr(phase));
+  ColoDialect::ZeroGatherAttrHelper(b.getContext()).setAttr(all, b.getStringAttr(phase));
   Value flat = all;
   int64_t n = s.type.getNumElements();
   if (n != s.padded)
@@ -380,7 +380,7 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
                  : nullptr;
       // The state's new initial value is its splat at the block's size.
       if (!init || !init.isSplat() || !load->hasOneUse() ||
-          !global->hasAttr("colo.optimizer_state"))
+          !ColoDialect::OptimizerStateAttrHelper(global.getContext()).isAttrPresent(global))
         return update->emitError()
                << "colo-zero: the optimizer state of @" << param
                << " must be loaded once from a colo.optimizer_state global with "
@@ -492,7 +492,8 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
     }
 
     finishDataParallel(step, *axis);
-    step->setAttr("colo.zero", Builder(step.getContext()).getI64IntegerAttr(stage));
+    ColoDialect::ZeroAttrHelper(step.getContext())
+        .setAttr(step, Builder(step.getContext()).getI64IntegerAttr(stage));
   }
 };
 } // namespace

@@ -1,4 +1,4 @@
-#include "colo/Passes/PatternUtils.h"
+#include "Raise/PatternUtils.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "mlir/IR/Matchers.h"

@@ -2,7 +2,7 @@
 // exporters spell it -> colo.attention.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
-#include "colo/Passes/PatternUtils.h"
+#include "Raise/PatternUtils.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"

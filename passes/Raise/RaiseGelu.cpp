@@ -1,7 +1,7 @@
 // colo-raise-gelu: erf and tanh spellings of GELU -> colo.gelu.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
-#include "colo/Passes/PatternUtils.h"
+#include "Raise/PatternUtils.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 

@@ -2,7 +2,7 @@
 // -> colo.layer_norm.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
-#include "colo/Passes/PatternUtils.h"
+#include "Raise/PatternUtils.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 

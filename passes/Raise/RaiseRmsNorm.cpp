@@ -1,7 +1,7 @@
 // colo-raise-rms-norm: x * rsqrt(mean(x^2) + eps) [* scale] -> colo.rms_norm.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
-#include "colo/Passes/PatternUtils.h"
+#include "Raise/PatternUtils.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 

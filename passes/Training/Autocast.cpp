@@ -56,13 +56,15 @@ struct ColoAutocast : colo::impl::ColoAutocastBase<ColoAutocast> {
     }
     Builder types(&getContext());
     Type low;
-    if (precision == "bf16")
+    switch (precision) {
+    case Precision::Bf16:
       low = types.getBF16Type();
-    else if (precision == "fp16")
+      break;
+    case Precision::Fp16:
       low = types.getF16Type();
-    else {
-      module.emitError() << "colo-autocast: unknown precision '" << precision
-                         << "' (expected bf16 or fp16)";
+      break;
+    case Precision::Fp32:
+      module.emitError("colo-autocast: precision fp32 has no 16-bit type to cast to");
       return signalPassFailure();
     }
 

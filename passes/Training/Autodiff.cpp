@@ -3,7 +3,7 @@
 // elementwise work); the rest use the dedicated backward ops of
 // ColoTrainOps.td. Each rule matches what PyTorch's autograd computes,
 // including its tie-breaking for maximum/minimum and reduce_max.
-#include "colo/Passes/Autodiff.h"
+#include "Training/Autodiff.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 

@@ -1,11 +1,11 @@
 // colo-build-train-step: @forward -> @train_step (loss, backward by
 // reverse-mode differentiation, gradient clipping, learning-rate schedule,
 // optimizer updates written back to the globals).
-#include "colo/Passes/Autodiff.h"
-#include "colo/Passes/Mesh.h"
+#include "Training/Autodiff.h"
+#include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Passes/Pipeline.h"
-#include "colo/Passes/VocabParallel.h"
+#include "Parallel/VocabParallel.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
@@ -37,7 +37,8 @@ public:
         loc(step.getLoc()) {
     // Pipeline stages (colo-pipeline-stages) carry over to the loss and the
     // gradient ops; the parameter updates belong to no stage.
-    if (auto stages = step->getAttrOfType<IntegerAttr>(kNumStagesAttr)) {
+    if (IntegerAttr stages =
+            ColoDialect::PipelineStagesAttrHelper(step.getContext()).getAttr(step)) {
       lastStage = stages.getInt() - 1;
       b.setListener(&labeler);
     }
@@ -105,7 +106,8 @@ private:
   FailureOr<Value> buildLoss(Value output) {
     RankedTensorType out = tensorType(output);
     Location lossLoc = NameLoc::get(b.getStringAttr("loss"));
-    bool vocabParallel = step->hasAttr(kVocabParallelAttr);
+    bool vocabParallel =
+        ColoDialect::VocabParallelAttrHelper(step.getContext()).isAttrPresent(step);
     auto crossEntropy = [&](Value logits, Value labels) -> FailureOr<Value> {
       if (vocabParallel)
         return buildVocabParallelCrossEntropy(b, lossLoc, step, logits, labels, o.ignoreIndex,
@@ -115,27 +117,25 @@ private:
                                     b.getF64FloatAttr(o.labelSmoothing))
           .getResult();
     };
-    if (vocabParallel && o.loss != "cross-entropy" && o.loss != "lm")
-      return step.emitError() << "loss=" << o.loss << " of vocab-parallel logits (each tp "
+    StringRef lossName = stringifyLoss(o.loss);
+    if (vocabParallel && o.loss != Loss::CrossEntropy && o.loss != Loss::Lm)
+      return step.emitError() << "loss=" << lossName << " of vocab-parallel logits (each tp "
                               << "rank holds a block of the vocabulary): use loss=lm or "
                               << "cross-entropy";
-    if (o.loss == "output") {
+    if (o.loss == Loss::Output) {
       if (out.getRank() != 0 || !isa<FloatType>(out.getElementType()))
         return step.emitError() << "loss=output needs a scalar float first result, got "
                                 << out;
       return output;
     }
-    if (o.loss == "mse")
+    if (o.loss == Loss::Mse)
       return MseLossOp::create(b, lossLoc, output, addArgument(out, "target")).getResult();
-    if (o.loss != "cross-entropy" && o.loss != "lm")
-      return step.emitError() << "unknown loss '" << o.loss
-                              << "' (expected cross-entropy, lm, mse or output)";
     if ((out.getRank() != 2 && out.getRank() != 3) ||
         !isa<FloatType>(out.getElementType()))
-      return step.emitError() << "loss=" << o.loss
+      return step.emitError() << "loss=" << lossName
                               << " needs logits [N, C] or [B, S, C], got " << out;
     ArrayRef<int64_t> positions = out.getShape().drop_back();
-    if (o.loss == "cross-entropy")
+    if (o.loss == Loss::CrossEntropy)
       return crossEntropy(output, addArgument(RankedTensorType::get(
                                                   positions, b.getIntegerType(64)),
                                               "labels"));
@@ -377,7 +377,7 @@ private:
     auto global = GlobalOp::create(mb, loc, mb.getStringAttr(name), TypeAttr::get(type),
                                    init, /*trainable=*/nullptr,
                                    /*shard=*/nullptr);
-    global->setAttr("colo.optimizer_state", mb.getUnitAttr());
+    ColoDialect::OptimizerStateAttrHelper(mb.getContext()).setAttr(global, mb.getUnitAttr());
     return global;
   }
 
@@ -418,7 +418,7 @@ private:
   /// over the warm-up, then cosine to 0 at total-steps.
   Value learningRate(Value stepCount) {
     Value base = f32(o.lr);
-    if (o.schedule == "constant")
+    if (o.schedule == LrSchedule::Constant)
       return base;
     Value index = ConvertOp::create(
         b, loc, RankedTensorType::get({}, b.getF32Type()),
@@ -467,10 +467,10 @@ private:
     states.clear();
     stateValues.clear();
     Operation *updateOp;
-    if (o.optimizer == "sgd" || o.optimizer == "lars") {
-      bool buffered = o.optimizer == "lars" || o.momentum != 0;
+    if (o.optimizer == Optimizer::Sgd || o.optimizer == Optimizer::Lars) {
+      bool buffered = o.optimizer == Optimizer::Lars || o.momentum != 0;
       Value buf = buffered ? state(param, "momentum_buffer") : grad;
-      if (o.optimizer == "sgd")
+      if (o.optimizer == Optimizer::Sgd)
         updateOp = SgdUpdateOp::create(b, paramLoc, p, grad, buf, lr, stepCount,
                                        f64(o.momentum), f64(o.dampening),
                                        f64(weightDecay()),
@@ -481,7 +481,7 @@ private:
                                         f64(o.trustCoefficient), f64(epsilon()));
     } else {
       Value m = state(param, "exp_avg"), v = state(param, "exp_avg_sq");
-      if (o.optimizer == "lamb")
+      if (o.optimizer == Optimizer::Lamb)
         updateOp = LambUpdateOp::create(b, paramLoc, p, grad, m, v, lr, stepCount,
                                         f64(o.beta1), f64(o.beta2), f64(epsilon()),
                                         f64(weightDecay()));
@@ -489,7 +489,8 @@ private:
         updateOp = AdamUpdateOp::create(b, paramLoc, p, grad, m, v, lr, stepCount,
                                         f64(o.beta1), f64(o.beta2), f64(epsilon()),
                                         f64(weightDecay()),
-                                        o.optimizer == "adamw" ? b.getUnitAttr() : nullptr);
+                                        o.optimizer == Optimizer::AdamW ? b.getUnitAttr()
+                                                                        : nullptr);
     }
     store(param.getSymName(), updateOp->getResult(0), p);
     for (auto [i, s] : llvm::enumerate(states))
@@ -499,12 +500,12 @@ private:
   double weightDecay() const {
     if (o.weightDecay >= 0)
       return o.weightDecay;
-    return o.optimizer == "adamw" || o.optimizer == "lamb" ? 0.01 : 0.0;
+    return o.optimizer == Optimizer::AdamW || o.optimizer == Optimizer::Lamb ? 0.01 : 0.0;
   }
   double epsilon() const {
     if (o.epsilon >= 0)
       return o.epsilon;
-    return o.optimizer == "lamb" ? 1e-6 : 1e-8;
+    return o.optimizer == Optimizer::Lamb ? 1e-6 : 1e-8;
   }
 
   ModuleOp module;
@@ -549,14 +550,9 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
 
   LogicalResult checkOptions(ModuleOp module) {
     auto fail = [&](const Twine &msg) { return module.emitError(msg); };
-    if (!llvm::is_contained({"sgd", "adam", "adamw", "lamb", "lars"}, optimizer))
-      return fail("unknown optimizer '" + optimizer +
-                  "' (expected sgd, adam, adamw, lamb or lars)");
     if (!(lr > 0))
       return fail("lr must be positive, got " + std::to_string(static_cast<double>(lr)));
-    if (schedule != "constant" && schedule != "cosine")
-      return fail("unknown schedule '" + schedule + "' (expected constant or cosine)");
-    if (schedule == "cosine" && totalSteps <= warmupSteps)
+    if (schedule == LrSchedule::Cosine && totalSteps <= warmupSteps)
       return fail("schedule=cosine needs total-steps (" + Twine(static_cast<int64_t>(totalSteps)) +
                   ") greater than warmup-steps (" + Twine(static_cast<int64_t>(warmupSteps)) + ")");
     if (warmupSteps < 0 || maxGradNorm < 0)
@@ -597,7 +593,7 @@ struct ColoBuildTrainStep : colo::impl::ColoBuildTrainStepBase<ColoBuildTrainSte
     populateDecomposeAttentionPatterns(patterns);
     if (failed(applyPatternsGreedily(step, std::move(patterns))))
       return signalPassFailure();
-    if (step->hasAttr(kNumStagesAttr))
+    if (ColoDialect::PipelineStagesAttrHelper(step.getContext()).isAttrPresent(step))
       inferMissingStages(step.front());
 
     int64_t params = 0;

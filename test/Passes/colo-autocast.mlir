@@ -19,7 +19,7 @@
 // CHECK: return %[[YF]] : tensor<4x2xf32>
 // FP16-LABEL: func.func @forward
 // FP16: colo.matmul %{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<8x16xf16>
-// BAD: colo-autocast: unknown precision 'fp8' (expected bf16 or fp16)
+// BAD: for the --precision option: Cannot find option named 'fp8'!
 colo.global trainable @w1 : tensor<16x8xf32>
 colo.global trainable @w2 : tensor<16x2xf32>
 func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {

@@ -7,7 +7,7 @@
 // (L(X + h e_i) - L(X - h e_i)) / 2h in double precision. Adding an op is one
 // table entry: its argument types and its MLIR text.
 #include "colo/Interpreter/Interpreter.h"
-#include "colo/Passes/Autodiff.h"
+#include "Training/Autodiff.h"
 
 #include "colo/Dialect/Colo/ColoDialect.h"
 #include "colo/Dialect/Colo/ColoOps.h"

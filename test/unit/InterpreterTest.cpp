@@ -4,7 +4,7 @@
 
 #include "colo/Dialect/Colo/ColoDialect.h"
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Runtime/Initializer.h"
+#include "Initializer.h"
 
 #include "StateWriter.h"
 

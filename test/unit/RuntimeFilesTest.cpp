@@ -4,13 +4,14 @@
 // element conversions and 16-bit floats; and the data sources that feed a
 // program's inputs from them (batches, wrap-around, token files, synthetic
 // data, and the errors for data that does not fit).
+#include "Npy.h"
+#include "ProgramBuilder.h"
 #include "RuntimeTestUtil.h"
 #include "colo/Runtime/DataSource.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
-#include "colo/Runtime/Npy.h"
-#include "colo/Runtime/ProgramBuilder.h"
 #include "colo/Runtime/Safetensors.h"
+#include "colo/Runtime/Session.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

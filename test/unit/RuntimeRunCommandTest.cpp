@@ -6,7 +6,7 @@
 #include "RuntimeTestUtil.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
-#include "colo/Runtime/ProgramBuilder.h"
+#include "ProgramBuilder.h"
 #include "colo/Runtime/Safetensors.h"
 
 #include <gtest/gtest.h>

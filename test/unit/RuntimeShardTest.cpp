@@ -1,6 +1,6 @@
 // Blocks of sharded tensors (runtime/Shard.cpp) against index arithmetic
 // written out per case.
-#include "colo/Runtime/Shard.h"
+#include "Shard.h"
 
 #include <gtest/gtest.h>
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "colo/Passes/PassEnums.h.inc"
+
 namespace colo {
 
 #define GEN_PASS_DECL
@@ -42,7 +44,7 @@ struct ParallelOptions {
   /// colo-pipeline-stages balances the stages' cost.
   std::vector<int64_t> stageLayerEnds;
   int64_t micro = 1;     ///< microbatches per step (gradient accumulation)
-  std::string schedule = "1f1b"; ///< gpipe, 1f1b or interleaved
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")
 };
 
@@ -50,7 +52,7 @@ struct ParallelOptions {
 /// precision (colo-autocast).
 struct TrainStepOptions {
   ColoBuildTrainStepOptions step;
-  std::string precision = "fp32"; ///< fp32, bf16 or fp16
+  Precision precision = Precision::Fp32;
 };
 
 /// Parses the training step as `colo compile --train` writes it: `key=value`

@@ -180,8 +180,10 @@ def ColoAutocast : Pass<"colo-autocast", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"precision", "precision", "std::string", "\"bf16\"",
-           "16-bit type of the products: bf16 or fp16">,
+    Option<"precision", "precision", "colo::Precision", "colo::Precision::Bf16",
+           "16-bit type of the products", [{::llvm::cl::values(
+             clEnumValN(colo::Precision::Bf16, "bf16", "bfloat16"),
+             clEnumValN(colo::Precision::Fp16, "fp16", "IEEE half precision"))}]>,
     Option<"func", "func", "std::string", "\"forward\"",
            "Function to rewrite">,
   ];
@@ -276,14 +278,25 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
     already the scalar loss).
   }];
   let options = [
-    Option<"loss", "loss", "std::string", "\"cross-entropy\"",
-           "cross-entropy, lm, mse or output">,
+    Option<"loss", "loss", "colo::Loss", "colo::Loss::CrossEntropy",
+           "The loss", [{::llvm::cl::values(
+             clEnumValN(colo::Loss::CrossEntropy, "cross-entropy",
+                        "of the first output against the labels"),
+             clEnumValN(colo::Loss::Lm, "lm",
+                        "cross-entropy of each position against the next token"),
+             clEnumValN(colo::Loss::Mse, "mse", "mean squared error against the targets"),
+             clEnumValN(colo::Loss::Output, "output", "the first output, already the loss"))}]>,
     Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
            "Label that cross-entropy ignores">,
     Option<"labelSmoothing", "label-smoothing", "double", "0.0",
            "Cross-entropy label smoothing">,
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "sgd, adam, adamw, lamb or lars">,
+    Option<"optimizer", "optimizer", "colo::Optimizer", "colo::Optimizer::AdamW",
+           "The optimizer", [{::llvm::cl::values(
+             clEnumValN(colo::Optimizer::Sgd, "sgd", "SGD, with optional momentum"),
+             clEnumValN(colo::Optimizer::Adam, "adam", "Adam"),
+             clEnumValN(colo::Optimizer::AdamW, "adamw", "Adam with decoupled weight decay"),
+             clEnumValN(colo::Optimizer::Lamb, "lamb", "LAMB (layer-wise trust ratio)"),
+             clEnumValN(colo::Optimizer::Lars, "lars", "LARS (layer-wise trust ratio)"))}]>,
     Option<"lr", "lr", "double", "1e-3", "Peak learning rate">,
     Option<"momentum", "momentum", "double", "0.0", "SGD/LARS momentum">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
@@ -298,8 +311,10 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
            "LARS trust coefficient">,
     Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
            "Clip gradients to this global L2 norm (0: no clipping)">,
-    Option<"schedule", "schedule", "std::string", "\"constant\"",
-           "constant or cosine (linear warm-up, then cosine decay to 0)">,
+    Option<"schedule", "schedule", "colo::LrSchedule", "colo::LrSchedule::Constant",
+           "Learning-rate schedule (after a linear warm-up)", [{::llvm::cl::values(
+             clEnumValN(colo::LrSchedule::Constant, "constant", "the peak rate"),
+             clEnumValN(colo::LrSchedule::Cosine, "cosine", "cosine decay to 0"))}]>,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0", "Warm-up steps">,
     Option<"totalSteps", "total-steps", "int64_t", "0",
            "Steps of the whole run (cosine schedule)">,
@@ -536,8 +551,14 @@ def ColoPipeline : Pass<"colo-pipeline", "::mlir::ModuleOp"> {
     Option<"pp", "pp", "int64_t", "1", "Pipeline ranks">,
     Option<"virtualStages", "virtual", "int64_t", "1", "Stages per pipeline rank">,
     Option<"micro", "micro", "int64_t", "1", "Microbatches per step">,
-    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
-           "gpipe, 1f1b or interleaved">,
+    Option<"schedule", "schedule", "colo::PipelineSchedule",
+           "colo::PipelineSchedule::OneFOneB", "Pipeline schedule", [{::llvm::cl::values(
+             clEnumValN(colo::PipelineSchedule::GPipe, "gpipe",
+                        "every forward, then every backward"),
+             clEnumValN(colo::PipelineSchedule::OneFOneB, "1f1b",
+                        "one forward, one backward"),
+             clEnumValN(colo::PipelineSchedule::Interleaved, "interleaved",
+                        "1F1B over several virtual stages per rank"))}]>,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

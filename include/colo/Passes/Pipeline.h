@@ -12,6 +12,8 @@
 #ifndef COLO_PASSES_PIPELINE_H
 #define COLO_PASSES_PIPELINE_H
 
+#include "colo/Dialect/Colo/ColoDialect.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 
@@ -20,21 +22,16 @@
 
 namespace colo {
 
-inline constexpr llvm::StringLiteral kStageAttr = "colo.stage";
-/// On the ops colo-pipeline clones per microbatch: the microbatch's index.
-inline constexpr llvm::StringLiteral kMicroAttr = "colo.micro";
-/// On @forward and @train_step: the number of stages the ops are labeled with.
-inline constexpr llvm::StringLiteral kNumStagesAttr = "colo.pipeline_stages";
-
+/// An op's `colo.stage`, where it has one.
 inline std::optional<int64_t> getStage(mlir::Operation *op) {
-  if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))
+  if (mlir::IntegerAttr attr = ColoDialect::StageAttrHelper(op->getContext()).getAttr(op))
     return attr.getInt();
   return std::nullopt;
 }
 
 inline void setStage(mlir::Operation *op, int64_t stage) {
-  op->setAttr(kStageAttr,
-              mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64), stage));
+  ColoDialect::StageAttrHelper(op->getContext())
+      .setAttr(op, mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64), stage));
 }
 
 /// Labels every op that a builder inserts with `stage` while it is set (and

@@ -1,7 +1,7 @@
 //===- DataSource.h - Filling a program's inputs step by step ----*- C++ -*-===//
 //
-// A DataSource writes the next batch into every INPUT buffer of a session
-// before each step. Sources:
+// A DataSource writes the next batch into every INPUT buffer of a program
+// (through an InputSink, which a Session is) before each step. Sources:
 //   FILE.npy   one array for a program with one input
 //   FILE.npz   one array per input, named like the INPUT buffer
 //              (leading dimension = samples; each step takes the next
@@ -16,7 +16,7 @@
 #ifndef COLO_RUNTIME_DATASOURCE_H
 #define COLO_RUNTIME_DATASOURCE_H
 
-#include "colo/Runtime/Session.h"
+#include "colo/Runtime/Executable.h"
 
 #include <cstdint>
 #include <memory>
@@ -40,12 +40,21 @@ struct DataOptions {
   int64_t part = 0;
 };
 
+/// Where a data source writes a step's inputs.
+class InputSink {
+public:
+  virtual ~InputSink();
+  /// The storage of INPUT buffer `id` (Executable::byteSize(id) bytes), which
+  /// the caller fills completely for the next step.
+  virtual void *inputStorage(int32_t id) = 0;
+};
+
 class DataSource {
 public:
   virtual ~DataSource();
-  /// Writes the next batch into every INPUT of `session`. Throws Error on bad
+  /// Writes the next batch into every INPUT of `inputs`. Throws Error on bad
   /// data (a token out of range).
-  virtual void next(Session &session) = 0;
+  virtual void next(InputSink &inputs) = 0;
   /// One line for people: "data.npz: 60000 samples, 469 steps per epoch".
   virtual std::string description() const = 0;
 };

@@ -16,6 +16,7 @@
 #include "colo/Runtime/Communicator.h"
 #include "colo/Runtime/CpuGemm.h"
 #include "colo/Runtime/CpuOps.h"
+#include "colo/Runtime/DataSource.h"
 #include "colo/Runtime/Device.h"
 #include "colo/Runtime/Executable.h"
 
@@ -67,7 +68,7 @@ struct MemoryReport {
   int64_t peak() const { return planned() + peakExtra; }
 };
 
-class Session {
+class Session : public InputSink {
 public:
   /// Allocates the memory, loads the initial state and prepares every step.
   /// A program for several ranks needs `comm` (this rank's communicator, with
@@ -93,8 +94,8 @@ public:
   /// Same, checking dtype and shape first.
   void setInput(const std::string &name, DType dtype, const Shape &shape,
                 const void *data);
-  /// Marks INPUT `id` as filled (a DataSource that wrote data(id) directly).
-  void markInputSet(int32_t id);
+  /// INPUT `id`'s storage, counted as set for the next step (InputSink).
+  void *inputStorage(int32_t id) override;
 
   /// Runs one training step. Throws Error if an INPUT was never set.
   void step();

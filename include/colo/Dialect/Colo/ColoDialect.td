@@ -18,6 +18,54 @@ def Colo_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
+
+  // The attributes colo's passes leave on ops they do not own (functions,
+  // the module, shard ops) for later passes and the compiler to read. Each
+  // has a generated helper (`ColoDialect::StageAttrHelper(ctx).getAttr(op)`)
+  // and is checked by verifyOperationAttribute / verifyRegionArgAttribute:
+  // a misspelt or mistyped `colo.*` attribute is an error, not ignored.
+  let discardableAttrs = (ins
+    // shard.grid: one name per mesh axis ("pp", "dp", "sp", "tp").
+    "::mlir::ArrayAttr":$axes,
+    // Any op: the pipeline stage it runs in (colo-pipeline-stages).
+    "::mlir::IntegerAttr":$stage,
+    // An op colo-pipeline cloned per microbatch: the microbatch's index.
+    "::mlir::IntegerAttr":$micro,
+    // @forward / @train_step: how many stages the ops are labeled with.
+    "::mlir::IntegerAttr":$pipeline_stages,
+    // A pipeline rank's step function: its stage, and its microbatch count.
+    "::mlir::IntegerAttr":$pipeline_stage,
+    "::mlir::IntegerAttr":$microbatches,
+    // A function split by a plan pass: the size of the axis it was split over.
+    "::mlir::IntegerAttr":$batch_parts,
+    "::mlir::IntegerAttr":$data_parallel,
+    "::mlir::IntegerAttr":$tensor_parallel,
+    "::mlir::IntegerAttr":$sequence_parallel,
+    "::mlir::IntegerAttr":$ulysses,
+    "::mlir::IntegerAttr":$vocab_parallel,
+    // @train_step after colo-zero: the ZeRO stage.
+    "::mlir::IntegerAttr":$zero,
+    // A ZeRO all-gather: the phase it serves ("forward", "backward").
+    "::mlir::StringAttr":$zero_gather,
+    // A send or receive between pipeline ranks: the message's tag.
+    "::mlir::IntegerAttr":$tag,
+    // A global (or its per-stage copy): the parameter's name in the model.
+    "::mlir::StringAttr":$param_name,
+    // A global that holds optimizer state.
+    "::mlir::UnitAttr":$optimizer_state,
+    // An integer function argument: its values lie in [0, int_max).
+    "::mlir::IntegerAttr":$int_max,
+    // The module: where it came from (onnx, torchscript, synthetic), and
+    // the exporter's name and opset or the synthetic family.
+    "::mlir::StringAttr":$source,
+    "::mlir::StringAttr":$producer,
+    "::mlir::IntegerAttr":$opset,
+    "::mlir::StringAttr":$family,
+    // A kernel module between colo's kernel passes: its entry points.
+    "::mlir::ArrayAttr":$kernels
+  );
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
 }
 
 class Colo_Op<string mnemonic, list<Trait> traits = []>
