@@ -1,0 +1,994 @@
+// Translations of TorchScript nodes (aten and prim ops) to colo ops, or to
+// values known at import time.
+#include "TorchScriptImporterImpl.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+
+#include <cmath>
+
+using namespace mlir;
+using colo::onnx_import::HostTensor;
+namespace ox = colo::onnx_import;
+
+namespace colo::torch_import {
+
+namespace {
+/// A tensor's values, known at import time.
+HostTensor hostOf(const at::Tensor &t) {
+  at::Tensor c = t.detach().contiguous().to(at::kDouble);
+  HostTensor h{dtypeOf(t.scalar_type()), {}, {}};
+  for (int64_t d : c.sizes())
+    h.shape.push_back(d);
+  h.values.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  return h;
+}
+
+/// The input the op's schema names `name`, if it has one.
+TVal *arg(torch::jit::Node *n, TsImporter::Inputs ins, const char *name) {
+  const c10::FunctionSchema *schema = n->maybeSchema();
+  if (!schema)
+    return nullptr;
+  auto i = schema->argumentIndexWithName(name);
+  if (!i || static_cast<size_t>(*i) >= ins.size())
+    return nullptr;
+  return ins[*i];
+}
+
+bool present(TVal *v) { return v && !v->none; }
+
+LogicalResult push(FailureOr<TVal> v, TsImporter::Outputs &outs) {
+  if (failed(v))
+    return failure();
+  outs.push_back(std::move(*v));
+  return success();
+}
+
+template <typename OpTy>
+LogicalResult pushOp(FailureOr<OpTy> op, TsImporter::Outputs &outs) {
+  if (failed(op))
+    return failure();
+  outs.push_back(runtime(op->getResult()));
+  return success();
+}
+
+// Lists of numbers (sizes) are host vectors; index and unpack them too.
+void asList(TVal &v) {
+  if (v.host && !v.list && v.host->shape.size() == 1) {
+    v.list.emplace();
+    for (double x : v.host->values)
+      v.list->push_back(TVal{{}, HostTensor::scalar(x, v.host->dtype), {}, {}, {}, {}, false});
+  }
+}
+
+/// The comparisons computed at import time, and the ONNX op of each
+/// (aten::ne negates Equal).
+const std::map<std::string, std::string> &comparisons() {
+  static const std::map<std::string, std::string> ops = {
+      {"aten::eq", "Equal"}, {"aten::ne", "Equal"}, {"aten::lt", "Less"},
+      {"aten::le", "LessOrEqual"}, {"aten::gt", "Greater"}, {"aten::ge", "GreaterOrEqual"}};
+  return ops;
+}
+
+// Arithmetic, on tensors or numbers.
+const std::map<std::string, std::string> &binaries() {
+  static const std::map<std::string, std::string> ops = {
+      {"aten::add", "Add"}, {"aten::add_", "Add"}, {"aten::sub", "Sub"},
+      {"aten::sub_", "Sub"}, {"aten::mul", "Mul"}, {"aten::mul_", "Mul"},
+      {"aten::div", "Div"}, {"aten::div_", "Div"}, {"aten::floor_divide", "Div"},
+      {"aten::floordiv", "Div"},
+      {"aten::pow", "Pow"}, {"aten::rsub", "Sub"}};
+  return ops;
+}
+} // namespace
+
+/// prim::Constant: numbers, int lists and tensors become host values and
+/// strings are kept; anything else is None.
+LogicalResult TsImporter::importConstant(torch::jit::Node *n, const std::string &, Inputs,
+                                         Outputs &outs) {
+  std::optional<c10::IValue> iv = torch::jit::toIValue(n->output());
+  TVal t;
+  if (!iv || iv->isNone()) {
+    t.none = true;
+  } else if (iv->isInt()) {
+    t.host = HostTensor::scalar(iv->toInt(), ox::kInt64);
+  } else if (iv->isDouble()) {
+    t.host = HostTensor::scalar(iv->toDouble(), ox::kDouble);
+  } else if (iv->isBool()) {
+    t.host = HostTensor::scalar(iv->toBool(), ox::kBool);
+  } else if (iv->isString()) {
+    t.str = iv->toStringRef();
+  } else if (iv->isIntList()) {
+    t.host = HostTensor::vector(iv->toIntVector());
+  } else if (iv->isTensor()) {
+    t.host = hostOf(iv->toTensor());
+  } else {
+    t.none = true; // devices, layouts, memory formats: irrelevant here
+  }
+  outs.push_back(std::move(t));
+  return success();
+}
+
+/// Submodules, parameters (as globals), buffers and numbers of a module.
+LogicalResult TsImporter::importGetAttr(torch::jit::Node *n, const std::string &,
+                                        Inputs ins, Outputs &outs) {
+  if (!ins[0]->module)
+    return fail("attribute of something that is not a module");
+  torch::jit::Module &obj = *ins[0]->module;
+  std::string attr = n->s(c10::Symbol::attr("name"));
+  std::string full = ins[0]->name.empty() ? attr : ins[0]->name + "." + attr;
+  c10::IValue v = obj.attr(attr);
+  TVal t;
+  if (v.isModule()) {
+    t.module = v.toModule();
+    t.name = full;
+  } else if (v.isTensor()) {
+    if (parameterNames.count(full)) {
+      FailureOr<Value> g = stateGlobal(full, v.toTensor(), /*trainable=*/true);
+      if (failed(g))
+        return failure();
+      t.value = *g;
+    } else {
+      // A buffer: known now; batch norm turns its statistics into state.
+      t.host = hostOf(v.toTensor());
+      t.name = full;
+    }
+  } else if (v.isInt() || v.isBool() || v.isDouble()) {
+    t.host = HostTensor::scalar(v.isDouble() ? v.toDouble()
+                                : v.isInt()  ? v.toInt()
+                                             : v.toBool(),
+                                v.isDouble() ? ox::kDouble : ox::kInt64);
+  } else {
+    t.none = true;
+  }
+  outs.push_back(std::move(t));
+  return success();
+}
+
+/// prim::ListConstruct, prim::TupleConstruct.
+LogicalResult TsImporter::importConstruct(torch::jit::Node *, const std::string &,
+                                          Inputs ins, Outputs &outs) {
+  TVal t;
+  t.list.emplace();
+  for (TVal *v : ins)
+    t.list->push_back(*v);
+  outs.push_back(std::move(t));
+  return success();
+}
+
+/// prim::ListUnpack, prim::TupleUnpack.
+LogicalResult TsImporter::importUnpack(torch::jit::Node *n, const std::string &,
+                                       Inputs ins, Outputs &outs) {
+  asList(*ins[0]);
+  if (!ins[0]->list || ins[0]->list->size() != n->outputs().size())
+    return fail("cannot unpack into " + std::to_string(n->outputs().size()) + " values");
+  for (TVal &v : *ins[0]->list)
+    outs.push_back(v);
+  return success();
+}
+
+/// aten::__getitem__: an element of a list, at a constant index.
+LogicalResult TsImporter::importGetItem(torch::jit::Node *, const std::string &,
+                                        Inputs ins, Outputs &outs) {
+  asList(*ins[0]);
+  FailureOr<int64_t> i = toInt(*ins[1], "index");
+  if (failed(i) || !ins[0]->list)
+    return fail("indexing needs a list and a constant index");
+  int64_t k = *i < 0 ? *i + ins[0]->list->size() : *i;
+  if (k < 0 || k >= static_cast<int64_t>(ins[0]->list->size()))
+    return fail("index out of range");
+  outs.push_back((*ins[0]->list)[k]);
+  return success();
+}
+
+/// Ops that are the identity here: conversions between numbers and tensors,
+/// copies and views.
+LogicalResult TsImporter::importIdentity(torch::jit::Node *, const std::string &,
+                                         Inputs ins, Outputs &outs) {
+  outs.push_back(*ins[0]);
+  return success();
+}
+
+/// aten::__is__, aten::__isnot__: known when either side is None.
+LogicalResult TsImporter::importIs(torch::jit::Node *, const std::string &kind,
+                                   Inputs ins, Outputs &outs) {
+  bool same = ins[0]->none && ins[1]->none;
+  if (!ins[0]->none && !ins[1]->none)
+    return fail("identity of two values is not known at import time");
+  TVal t;
+  t.host = HostTensor::scalar(kind == "aten::__is__" ? same : !same, ox::kBool);
+  outs.push_back(t);
+  return success();
+}
+
+LogicalResult TsImporter::importNot(torch::jit::Node *, const std::string &, Inputs ins,
+                                    Outputs &outs) {
+  FailureOr<int64_t> b = toInt(*ins[0], "condition");
+  if (failed(b))
+    return failure();
+  TVal t;
+  t.host = HostTensor::scalar(!*b, ox::kBool);
+  outs.push_back(t);
+  return success();
+}
+
+/// Comparisons of values known at import time (sizes, flags); those of
+/// run-time values are not supported.
+LogicalResult TsImporter::importCompare(torch::jit::Node *, const std::string &kind,
+                                        Inputs ins, Outputs &outs) {
+  if (ins.size() != 2 || !ins[0]->host || !ins[1]->host)
+    return fail("unsupported op");
+  FailureOr<TVal> r =
+      evalHost(comparisons().at(kind), {&*ins[0]->host, &*ins[1]->host}, attrs());
+  if (succeeded(r) && kind == "aten::ne")
+    for (double &v : r->host->values)
+      v = !v;
+  return push(r, outs);
+}
+
+/// prim::RaiseException on the path imported: the import fails.
+LogicalResult TsImporter::importRaise(torch::jit::Node *, const std::string &,
+                                      Inputs ins, Outputs &) {
+  return fail("the model raises an exception on this path" +
+              (ins.size() && ins[0]->str ? ": " + *ins[0]->str : std::string()));
+}
+
+/// prim::unchecked_cast, aten::Bool and prim::Uninitialized pass their input
+/// through (or an empty value); aten::warn has no result.
+LogicalResult TsImporter::importPassThrough(torch::jit::Node *, const std::string &kind,
+                                            Inputs ins, Outputs &outs) {
+  if (kind != "aten::warn")
+    outs.push_back(ins.empty() ? TVal{} : *ins[0]);
+  return success();
+}
+
+/// aten::format: only its format string is kept.
+LogicalResult TsImporter::importFormat(torch::jit::Node *, const std::string &,
+                                       Inputs ins, Outputs &outs) {
+  TVal t;
+  t.str = ins.empty() || !ins[0]->str ? std::string() : *ins[0]->str;
+  outs.push_back(t);
+  return success();
+}
+
+/// aten::len of a list (or of a host vector).
+LogicalResult TsImporter::importLen(torch::jit::Node *, const std::string &, Inputs ins,
+                                    Outputs &outs) {
+  asList(*ins[0]);
+  if (!ins[0]->list)
+    return fail("unsupported op");
+  TVal t;
+  t.host = HostTensor::scalar(ins[0]->list->size(), ox::kInt64);
+  outs.push_back(t);
+  return success();
+}
+
+/// aten::size: the shape, or one dimension of it, known now.
+LogicalResult TsImporter::importSize(torch::jit::Node *, const std::string &, Inputs ins,
+                                     Outputs &outs) {
+  std::vector<int64_t> shape = shapeOf(*ins[0]);
+  if (ins.size() > 1) {
+    FailureOr<int64_t> d = toInt(*ins[1], "dim");
+    if (failed(d))
+      return failure();
+    int64_t dim = normDim(*d, shape.size());
+    if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
+      return fail("dimension out of range");
+    TVal t;
+    t.host = HostTensor::scalar(shape[dim], ox::kInt64);
+    outs.push_back(t);
+  } else {
+    TVal t;
+    t.host = HostTensor::vector(shape);
+    outs.push_back(t);
+  }
+  return success();
+}
+
+/// aten::dim: the rank.
+LogicalResult TsImporter::importDim(torch::jit::Node *, const std::string &, Inputs ins,
+                                    Outputs &outs) {
+  TVal t;
+  t.host = HostTensor::scalar(shapeOf(*ins[0]).size(), ox::kInt64);
+  outs.push_back(t);
+  return success();
+}
+
+/// The ops of binaries(); alpha scales the operand added or subtracted.
+LogicalResult TsImporter::importBinary(torch::jit::Node *n, const std::string &kind,
+                                       Inputs ins, Outputs &outs) {
+  TVal *a = ins[0], *b = ins[1];
+  TVal scaled;
+  if (TVal *alpha = arg(n, ins, "alpha"); present(alpha)) {
+    FailureOr<double> al = toDouble(*alpha, "alpha");
+    if (failed(al))
+      return failure();
+    if (*al != 1.0) {
+      TVal c;
+      c.host = HostTensor::scalar(*al, ox::kDouble);
+      FailureOr<TVal> s = binary("Mul", kind == "aten::rsub" ? *a : *b, c);
+      if (failed(s))
+        return failure();
+      scaled = *s;
+      (kind == "aten::rsub" ? a : b) = &scaled;
+    }
+  }
+  if (kind == "aten::rsub")
+    std::swap(a, b);
+  if (auto mode = arg(n, ins, "rounding_mode");
+      present(mode) && mode->str && *mode->str != "trunc" && !(a->host && b->host))
+    return fail("division with rounding_mode '" + *mode->str + "' is not supported");
+  FailureOr<TVal> r = binary(binaries().at(kind), *a, *b);
+  if (succeeded(r) && (kind == "aten::floor_divide" || kind == "aten::floordiv") &&
+      r->host)
+    for (double &v : r->host->values)
+      v = std::floor(v);
+  return push(r, outs);
+}
+
+/// Elementwise functions; -x and some others are computed now when x is
+/// known.
+LogicalResult TsImporter::importUnary(torch::jit::Node *n, const std::string &kind,
+                                      Inputs ins, Outputs &outs) {
+  if (kind == "aten::neg" && ins[0]->host) {
+    TVal m;
+    m.host = HostTensor::scalar(-1, ins[0]->host->dtype);
+    return push(binary("Mul", *ins[0], m), outs);
+  }
+  if (ins[0]->host) {
+    static const std::map<std::string, std::string> host = {
+        {"aten::cos", "Cos"}, {"aten::sin", "Sin"}, {"aten::sqrt", "Sqrt"},
+        {"aten::exp", "Exp"}, {"aten::log", "Log"}};
+    if (auto h = host.find(kind); h != host.end())
+      return push(evalHost(h->second, {&*ins[0]->host}, attrs()), outs);
+  }
+  FailureOr<Value> x = tensor(*ins[0]);
+  if (failed(x))
+    return failure();
+  if (kind != "aten::gelu") {
+    llvm::StringRef mnemonic = llvm::StringRef(kind).drop_front(6).rtrim('_');
+    FailureOr<Value> y = createUnary(mnemonic, *x);
+    if (failed(y))
+      return failure();
+    outs.push_back(runtime(*y));
+    return success();
+  }
+  Type t = x->getType();
+  std::string approx = "none";
+  if (TVal *a = arg(n, ins, "approximate"); a && a->str)
+    approx = *a->str;
+  if (approx != "none" && approx != "tanh")
+    return fail("unsupported GELU approximation '" + approx + "'");
+  auto approximation =
+      approx == "tanh" ? GeluApproximation::tanh : GeluApproximation::none;
+  return pushOp(
+      createTyped<GeluOp>(t, *x, GeluApproximationAttr::get(&ctx, approximation)), outs);
+}
+
+LogicalResult TsImporter::importHardtanh(torch::jit::Node *, const std::string &,
+                                         Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  FailureOr<double> lo = toDouble(*ins[1], "min_val"), hi = toDouble(*ins[2], "max_val");
+  if (failed(x) || failed(lo) || failed(hi))
+    return failure();
+  return pushOp(createTyped<ClampOp>(x->getType(), *x, builder.getF64FloatAttr(*lo),
+                                     builder.getF64FloatAttr(*hi)),
+                outs);
+}
+
+/// aten::linear, aten::addmm, aten::matmul; a matmul of values known at
+/// import time is computed now.
+LogicalResult TsImporter::importMatmul(torch::jit::Node *, const std::string &kind,
+                                       Inputs ins, Outputs &outs) {
+  if (kind == "aten::matmul" && ins[0]->host && ins[1]->host)
+    return push(evalHost("MatMul", {&*ins[0]->host, &*ins[1]->host}, attrs()), outs);
+  bool addmm = kind == "aten::addmm";
+  FailureOr<Value> a = input(ins, addmm ? 1 : 0), w = input(ins, addmm ? 2 : 1);
+  if (failed(a) || failed(w))
+    return failure();
+  Value rhs = *w;
+  if (kind == "aten::linear") {
+    auto t = create<TransposeOp>(*w, builder.getDenseI64ArrayAttr({1, 0}));
+    if (failed(t))
+      return failure();
+    rhs = t->getResult();
+  }
+  if (mlir::cast<RankedTensorType>(a->getType()).getRank() < 2 ||
+      mlir::cast<RankedTensorType>(rhs.getType()).getRank() < 2)
+    return fail("matrix products of vectors are not supported");
+  auto mm = create<MatmulOp>(*a, rhs);
+  if (failed(mm))
+    return failure();
+  TVal y = runtime(mm->getResult());
+  TVal *bias = addmm ? ins[0] : (kind == "aten::linear" ? ins[2] : nullptr);
+  if (present(bias))
+    return push(binary("Add", y, *bias), outs);
+  outs.push_back(y);
+  return success();
+}
+
+/// aten::_convolution, aten::conv2d: 2-D convolution.
+LogicalResult TsImporter::importConv(torch::jit::Node *n, const std::string &, Inputs ins,
+                                     Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0), w = input(ins, 1);
+  if (failed(x) || failed(w))
+    return failure();
+  if (TVal *tr = arg(n, ins, "transposed"); tr && tr->host && tr->host->values[0])
+    return fail("transposed convolution is not supported");
+  FailureOr<std::vector<int64_t>> s = toInts(*arg(n, ins, "stride"), "stride"),
+                                  p = toInts(*arg(n, ins, "padding"), "padding"),
+                                  d = toInts(*arg(n, ins, "dilation"), "dilation");
+  FailureOr<int64_t> g = toInt(*arg(n, ins, "groups"), "groups");
+  if (failed(s) || failed(p) || failed(d) || failed(g))
+    return failure();
+  if (s->size() != 2 || p->size() != 2 || d->size() != 2)
+    return fail("only 2-D convolution is supported");
+  Value bias;
+  if (present(ins[2])) {
+    FailureOr<Value> b = tensor(*ins[2]);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  return pushOp(create<Conv2dOp>(
+      *x, *w, bias, builder.getDenseI64ArrayAttr(*s),
+      builder.getDenseI64ArrayAttr({(*p)[0], (*p)[1], (*p)[0], (*p)[1]}),
+      builder.getDenseI64ArrayAttr(*d), builder.getI64IntegerAttr(*g)),
+      outs);
+}
+
+/// aten::batch_norm; running statistics of buffers become state globals.
+LogicalResult TsImporter::importBatchNorm(torch::jit::Node *, const std::string &,
+                                          Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
+  Value params[4];
+  for (int i = 0; i < 4; ++i) {
+    TVal *p = ins[i + 1];
+    if (!present(p))
+      return fail("batch norm without affine parameters or running statistics "
+                  "is not supported");
+    if (i >= 2 && p->host && !p->name.empty()) {
+      // Running statistics are state the training step updates.
+      static const std::map<int32_t, at::ScalarType> floats = {
+          {ox::kFloat, at::kFloat}, {ox::kDouble, at::kDouble},
+          {ox::kFloat16, at::kHalf}, {ox::kBFloat16, at::kBFloat16}};
+      auto dt = floats.find(p->host->dtype);
+      if (dt == floats.end())
+        return fail("running statistics must be floating point");
+      torch::Tensor data = torch::from_blob(p->host->values.data(),
+                                            {static_cast<int64_t>(p->host->values.size())},
+                                            torch::kDouble)
+                               .to(dt->second);
+      FailureOr<Value> g = stateGlobal(p->name, data, /*trainable=*/false);
+      if (failed(g))
+        return failure();
+      params[i] = *g;
+      continue;
+    }
+    FailureOr<Value> v = tensor(*p);
+    if (failed(v))
+      return failure();
+    params[i] = *v;
+  }
+  FailureOr<int64_t> training = toInt(*ins[5], "training");
+  FailureOr<double> momentum = toDouble(*ins[6], "momentum"),
+                    eps = toDouble(*ins[7], "eps");
+  if (failed(training) || failed(momentum) || failed(eps))
+    return failure();
+  auto op = createTyped<BatchNormOp>(x->getType(), params[2].getType(),
+                                     params[3].getType(), *x, params[0], params[1],
+                                     params[2], params[3], builder.getF64FloatAttr(*eps),
+                                     builder.getF64FloatAttr(*momentum),
+                                     *training ? builder.getUnitAttr() : UnitAttr());
+  if (failed(op))
+    return failure();
+  outs.push_back(runtime(op->getResult()));
+  return success();
+}
+
+LogicalResult TsImporter::importLayerNorm(torch::jit::Node *, const std::string &,
+                                          Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  FailureOr<std::vector<int64_t>> shape = toInts(*ins[1], "normalized_shape");
+  FailureOr<double> eps = toDouble(*ins[4], "eps");
+  if (failed(x) || failed(shape) || failed(eps))
+    return failure();
+  Value w, b;
+  if (present(ins[2])) w = *tensor(*ins[2]);
+  if (present(ins[3])) b = *tensor(*ins[3]);
+  int64_t axis = mlir::cast<RankedTensorType>(x->getType()).getRank() - shape->size();
+  return pushOp(createTyped<LayerNormOp>(x->getType(), *x, w, b,
+                                         builder.getI64IntegerAttr(axis),
+                                         builder.getF64FloatAttr(*eps)),
+                outs);
+}
+
+/// Dropout; the identity when not training or when p is 0.
+LogicalResult TsImporter::importDropout(torch::jit::Node *, const std::string &,
+                                        Inputs ins, Outputs &outs) {
+  FailureOr<double> p = toDouble(*ins[1], "p");
+  FailureOr<int64_t> train = toInt(*ins[2], "train");
+  if (failed(p) || failed(train))
+    return failure();
+  if (!*train || *p == 0) {
+    outs.push_back(*ins[0]);
+    return success();
+  }
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
+  return pushOp(createTyped<DropoutOp>(x->getType(), *x, builder.getF64FloatAttr(*p)),
+                outs);
+}
+
+LogicalResult TsImporter::importEmbedding(torch::jit::Node *, const std::string &,
+                                          Inputs ins, Outputs &outs) {
+  FailureOr<Value> w = input(ins, 0), ids = input(ins, 1);
+  if (failed(w) || failed(ids))
+    return failure();
+  return pushOp(create<EmbeddingOp>(*w, *ids), outs);
+}
+
+/// aten::softmax, aten::log_softmax.
+LogicalResult TsImporter::importSoftmax(torch::jit::Node *, const std::string &kind,
+                                        Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  FailureOr<int64_t> dim = toInt(*ins[1], "dim");
+  if (failed(x) || failed(dim))
+    return failure();
+  int64_t axis = normDim(*dim, mlir::cast<RankedTensorType>(x->getType()).getRank());
+  if (kind == "aten::softmax")
+    return pushOp(
+        createTyped<SoftmaxOp>(x->getType(), *x, builder.getI64IntegerAttr(axis)), outs);
+  return pushOp(
+      createTyped<LogSoftmaxOp>(x->getType(), *x, builder.getI64IntegerAttr(axis)), outs);
+}
+
+/// aten::mean, aten::sum.
+LogicalResult TsImporter::importReduce(torch::jit::Node *n, const std::string &kind,
+                                       Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = mlir::cast<RankedTensorType>(x->getType()).getRank();
+  std::vector<int64_t> dims;
+  if (TVal *d = arg(n, ins, "dim"); present(d)) {
+    FailureOr<std::vector<int64_t>> ds = toInts(*d, "dim");
+    if (failed(ds))
+      return failure();
+    for (int64_t v : *ds)
+      dims.push_back(normDim(v, rank));
+  } else {
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(i);
+  }
+  llvm::sort(dims);
+  bool keep = false;
+  if (TVal *k = arg(n, ins, "keepdim"); present(k))
+    keep = *toInt(*k, "keepdim");
+  auto d = builder.getDenseI64ArrayAttr(dims);
+  UnitAttr keepAttr = keep ? builder.getUnitAttr() : UnitAttr();
+  if (kind == "aten::mean")
+    return pushOp(create<ReduceMeanOp>(*x, d, keepAttr), outs);
+  return pushOp(create<ReduceSumOp>(*x, d, keepAttr), outs);
+}
+
+/// aten::adaptive_avg_pool2d, to 1x1 only: a mean over H and W.
+LogicalResult TsImporter::importAdaptiveAvgPool(torch::jit::Node *, const std::string &,
+                                                Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  FailureOr<std::vector<int64_t>> size = toInts(*ins[1], "output_size");
+  if (failed(x) || failed(size))
+    return failure();
+  if (*size != std::vector<int64_t>{1, 1})
+    return fail("only adaptive average pooling to 1x1 is supported");
+  return pushOp(create<ReduceMeanOp>(*x, builder.getDenseI64ArrayAttr({2, 3}),
+                                     builder.getUnitAttr()),
+                outs);
+}
+
+LogicalResult TsImporter::importMaxPool(torch::jit::Node *, const std::string &,
+                                        Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  FailureOr<std::vector<int64_t>> k = toInts(*ins[1], "kernel_size"),
+                                  s = toInts(*ins[2], "stride"),
+                                  p = toInts(*ins[3], "padding"),
+                                  d = toInts(*ins[4], "dilation");
+  FailureOr<int64_t> ceil = toInt(*ins[5], "ceil_mode");
+  if (failed(x) || failed(k) || failed(s) || failed(p) || failed(d) || failed(ceil))
+    return failure();
+  if (*ceil || (*d)[0] != 1 || (*d)[1] != 1)
+    return fail("ceil_mode and dilated pooling are not supported");
+  if (s->empty())
+    s = k;
+  return pushOp(create<MaxPool2dOp>(
+      *x, builder.getDenseI64ArrayAttr(*k), builder.getDenseI64ArrayAttr(*s),
+      builder.getDenseI64ArrayAttr({(*p)[0], (*p)[1], (*p)[0], (*p)[1]}), UnitAttr()),
+      outs);
+}
+
+// Shape manipulation.
+
+/// aten::view, aten::reshape.
+LogicalResult TsImporter::importView(torch::jit::Node *, const std::string &, Inputs ins,
+                                     Outputs &outs) {
+  FailureOr<std::vector<int64_t>> shape = toInts(*ins[1], "shape");
+  if (failed(shape))
+    return failure();
+  for (int64_t &d : *shape)
+    if (d == 0)
+      return fail("zero-sized dimensions are not supported");
+  return push(reshape(*ins[0], *shape), outs);
+}
+
+LogicalResult TsImporter::importFlatten(torch::jit::Node *, const std::string &,
+                                        Inputs ins, Outputs &outs) {
+  std::vector<int64_t> shape = shapeOf(*ins[0]);
+  int64_t rank = shape.size();
+  FailureOr<int64_t> s = toInt(*ins[1], "start_dim"), e = toInt(*ins[2], "end_dim");
+  if (failed(s) || failed(e))
+    return failure();
+  int64_t start = normDim(*s, rank), end = normDim(*e, rank);
+  std::vector<int64_t> out(shape.begin(), shape.begin() + start);
+  int64_t merged = 1;
+  for (int64_t i = start; i <= end; ++i)
+    merged *= shape[i];
+  out.push_back(merged);
+  out.insert(out.end(), shape.begin() + end + 1, shape.end());
+  return push(reshape(*ins[0], out), outs);
+}
+
+LogicalResult TsImporter::importUnflatten(torch::jit::Node *, const std::string &,
+                                          Inputs ins, Outputs &outs) {
+  std::vector<int64_t> shape = shapeOf(*ins[0]);
+  FailureOr<int64_t> d = toInt(*ins[1], "dim");
+  FailureOr<std::vector<int64_t>> sizes = toInts(*ins[2], "sizes");
+  if (failed(d) || failed(sizes))
+    return failure();
+  int64_t dim = normDim(*d, shape.size());
+  std::vector<int64_t> out(shape.begin(), shape.begin() + dim);
+  out.insert(out.end(), sizes->begin(), sizes->end());
+  out.insert(out.end(), shape.begin() + dim + 1, shape.end());
+  return push(reshape(*ins[0], out), outs);
+}
+
+/// aten::unsqueeze, aten::squeeze, and aten::select (a slice of one, squeezed).
+LogicalResult TsImporter::importSqueeze(torch::jit::Node *, const std::string &kind,
+                                        Inputs ins, Outputs &outs) {
+  std::vector<int64_t> shape = shapeOf(*ins[0]);
+  int64_t rank = shape.size();
+  FailureOr<int64_t> d = ins.size() > 1 ? toInt(*ins[1], "dim") : FailureOr<int64_t>(-1);
+  if (failed(d))
+    return failure();
+  if (kind == "aten::unsqueeze") {
+    int64_t dim = normDim(*d, rank + 1);
+    shape.insert(shape.begin() + dim, 1);
+    return push(reshape(*ins[0], shape), outs);
+  }
+  if (kind == "aten::squeeze") {
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < rank; ++i)
+      if (shape[i] != 1 || (ins.size() > 1 && i != normDim(*d, rank)))
+        out.push_back(shape[i]);
+    return push(reshape(*ins[0], out), outs);
+  }
+  FailureOr<int64_t> index = toInt(*ins[2], "index");
+  if (failed(index))
+    return failure();
+  int64_t dim = normDim(*d, rank);
+  int64_t i = *index < 0 ? *index + shape[dim] : *index;
+  FailureOr<TVal> s = slice(*ins[0], dim, i, i + 1, 1);
+  if (failed(s))
+    return failure();
+  shape.erase(shape.begin() + dim);
+  return push(reshape(*s, shape), outs);
+}
+
+/// aten::transpose, aten::t.
+LogicalResult TsImporter::importTranspose(torch::jit::Node *, const std::string &kind,
+                                          Inputs ins, Outputs &outs) {
+  int64_t rank = shapeOf(*ins[0]).size();
+  int64_t a = 0, b = 1;
+  if (kind == "aten::transpose") {
+    FailureOr<int64_t> d0 = toInt(*ins[1], "dim0"), d1 = toInt(*ins[2], "dim1");
+    if (failed(d0) || failed(d1))
+      return failure();
+    a = normDim(*d0, rank);
+    b = normDim(*d1, rank);
+  }
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    perm.push_back(i == a ? b : i == b ? a : i);
+  return push(transpose(*ins[0], perm), outs);
+}
+
+LogicalResult TsImporter::importPermute(torch::jit::Node *, const std::string &,
+                                        Inputs ins, Outputs &outs) {
+  FailureOr<std::vector<int64_t>> dims = toInts(*ins[1], "dims");
+  if (failed(dims))
+    return failure();
+  for (int64_t &d : *dims)
+    d = normDim(d, dims->size());
+  return push(transpose(*ins[0], *dims), outs);
+}
+
+LogicalResult TsImporter::importExpand(torch::jit::Node *, const std::string &,
+                                       Inputs ins, Outputs &outs) {
+  FailureOr<std::vector<int64_t>> size = toInts(*ins[1], "size");
+  if (failed(size))
+    return failure();
+  return push(expand(*ins[0], *size), outs);
+}
+
+LogicalResult TsImporter::importCat(torch::jit::Node *, const std::string &, Inputs ins,
+                                    Outputs &outs) {
+  FailureOr<int64_t> dim = toInt(*ins[1], "dim");
+  if (failed(dim) || !ins[0]->list)
+    return fail("cat needs a list of tensors and a constant dim");
+  return push(concat(*ins[0]->list, *dim), outs);
+}
+
+LogicalResult TsImporter::importSlice(torch::jit::Node *, const std::string &, Inputs ins,
+                                      Outputs &outs) {
+  FailureOr<int64_t> dim = toInt(*ins[1], "dim");
+  int64_t start = 0, end = std::numeric_limits<int64_t>::max(), step = 1;
+  if (present(ins[2])) start = *toInt(*ins[2], "start");
+  if (present(ins[3])) end = *toInt(*ins[3], "end");
+  if (ins.size() > 4 && present(ins[4])) step = *toInt(*ins[4], "step");
+  if (failed(dim))
+    return failure();
+  return push(slice(*ins[0], *dim, start, end, step), outs);
+}
+
+/// aten::split, aten::chunk, aten::unbind: a list of slices.
+LogicalResult TsImporter::importSplit(torch::jit::Node *, const std::string &kind,
+                                      Inputs ins, Outputs &outs) {
+  std::vector<int64_t> shape = shapeOf(*ins[0]);
+  FailureOr<int64_t> d = toInt(*ins[kind == "aten::unbind" ? 1 : 2], "dim");
+  if (failed(d))
+    return failure();
+  int64_t dim = normDim(*d, shape.size());
+  std::vector<int64_t> sizes;
+  if (kind == "aten::unbind") {
+    sizes.assign(shape[dim], 1);
+  } else if (ins[1]->list) {
+    FailureOr<std::vector<int64_t>> s = toInts(*ins[1], "split sizes");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else {
+    FailureOr<int64_t> n = toInt(*ins[1], "split size");
+    if (failed(n) || *n <= 0)
+      return fail("split size must be a positive constant");
+    int64_t chunk = kind == "aten::chunk" ? (shape[dim] + *n - 1) / *n : *n;
+    for (int64_t left = shape[dim]; left > 0; left -= chunk)
+      sizes.push_back(std::min(chunk, left));
+  }
+  TVal list;
+  list.list.emplace();
+  int64_t offset = 0;
+  for (int64_t s : sizes) {
+    FailureOr<TVal> piece = slice(*ins[0], dim, offset, offset + s, 1);
+    if (failed(piece))
+      return failure();
+    if (kind == "aten::unbind") {
+      std::vector<int64_t> out = shape;
+      out.erase(out.begin() + dim);
+      piece = reshape(*piece, out);
+      if (failed(piece))
+        return failure();
+    }
+    list.list->push_back(*piece);
+    offset += s;
+  }
+  outs.push_back(std::move(list));
+  return success();
+}
+
+/// aten::to, aten::type_as: a cast, or the input when no dtype is given.
+LogicalResult TsImporter::importTo(torch::jit::Node *n, const std::string &kind,
+                                   Inputs ins, Outputs &outs) {
+  int32_t dt = 0;
+  if (kind == "aten::type_as") {
+    dt = ox::dtypeOf(typeOf(*ins[1]).getElementType());
+  } else if (TVal *d = arg(n, ins, "dtype"); present(d)) {
+    FailureOr<int64_t> v = toInt(*d, "dtype");
+    if (failed(v))
+      return failure();
+    dt = dtypeOf(static_cast<c10::ScalarType>(*v));
+  } else if (TVal *other = arg(n, ins, "other"); present(other)) {
+    dt = ox::dtypeOf(typeOf(*other).getElementType());
+  }
+  if (dt == 0) {
+    outs.push_back(*ins[0]);
+    return success();
+  }
+  return push(cast(*ins[0], dt), outs);
+}
+
+/// aten::arange, computed now.
+LogicalResult TsImporter::importArange(torch::jit::Node *n, const std::string &,
+                                       Inputs ins, Outputs &outs) {
+  TVal *s = arg(n, ins, "start"), *e = arg(n, ins, "end"), *st = arg(n, ins, "step");
+  double start = present(s) ? *toDouble(*s, "start") : 0;
+  double end = present(e) ? *toDouble(*e, "end") : 0;
+  double step = present(st) ? *toDouble(*st, "step") : 1;
+  int32_t dt = ox::kInt64;
+  if (TVal *d = arg(n, ins, "dtype"); present(d))
+    dt = dtypeOf(static_cast<c10::ScalarType>(*toInt(*d, "dtype")));
+  else if ((present(s) && ox::isFloatDType(s->host->dtype)) ||
+           ox::isFloatDType(e->host->dtype))
+    dt = ox::kFloat;
+  HostTensor a = HostTensor::scalar(start, dt), b = HostTensor::scalar(end, dt),
+             c = HostTensor::scalar(step, dt);
+  return push(evalHost("Range", {&a, &b, &c}, attrs()), outs);
+}
+
+/// aten::ones, aten::zeros, aten::full: host tensors.
+LogicalResult TsImporter::importFill(torch::jit::Node *n, const std::string &kind,
+                                     Inputs ins, Outputs &outs) {
+  FailureOr<std::vector<int64_t>> size = toInts(*ins[0], "size");
+  if (failed(size))
+    return failure();
+  double fill = kind == "aten::ones" ? 1 : 0;
+  int32_t dt = ox::kFloat;
+  if (kind == "aten::full") {
+    FailureOr<double> v = toDouble(*ins[1], "fill_value");
+    if (failed(v))
+      return failure();
+    fill = *v;
+    if (!ox::isFloatDType(ins[1]->host->dtype))
+      dt = ox::kInt64;
+  }
+  if (TVal *d = arg(n, ins, "dtype"); present(d))
+    dt = dtypeOf(static_cast<c10::ScalarType>(*toInt(*d, "dtype")));
+  HostTensor h{dt, llvm::SmallVector<int64_t>(size->begin(), size->end()), {}};
+  if (h.numel() > ox::kMaxHostElements)
+    return fail("constant of " + std::to_string(h.numel()) + " elements is too large");
+  h.values.assign(h.numel(), HostTensor::convert(fill, dt));
+  TVal t;
+  t.host = std::move(h);
+  outs.push_back(std::move(t));
+  return success();
+}
+
+/// aten::triu, aten::tril of a tensor known at import time.
+LogicalResult TsImporter::importTriangle(torch::jit::Node *, const std::string &kind,
+                                         Inputs ins, Outputs &outs) {
+  if (!ins[0]->host)
+    return fail("unsupported op");
+  FailureOr<int64_t> diagonal = toInt(*ins[1], "diagonal");
+  if (failed(diagonal))
+    return failure();
+  HostTensor k = HostTensor::scalar(*diagonal, ox::kInt64);
+  return push(evalHost("Trilu", {&*ins[0]->host, &k},
+                       attrs({{"upper", kind == "aten::triu" ? 1 : 0}})),
+              outs);
+}
+
+LogicalResult TsImporter::importMaskedFill(torch::jit::Node *, const std::string &,
+                                           Inputs ins, Outputs &outs) {
+  TVal &x = *ins[0], &mask = *ins[1], &value = *ins[2];
+  if (x.host && mask.host && value.host)
+    return push(evalHost("Where", {&*mask.host, &*value.host, &*x.host}, attrs()), outs);
+  FailureOr<Value> xv = tensor(x), mv = tensor(mask);
+  if (failed(xv) || failed(mv))
+    return failure();
+  TVal v = value;
+  if (v.host) {
+    v.host->dtype = ox::dtypeOf(typeOf(x).getElementType());
+  }
+  FailureOr<Value> vv = tensor(v);
+  if (failed(vv))
+    return failure();
+  return pushOp(create<SelectOp>(*mv, *vv, *xv), outs);
+}
+
+/// aten::scaled_dot_product_attention.
+LogicalResult TsImporter::importAttention(torch::jit::Node *n, const std::string &,
+                                          Inputs ins, Outputs &outs) {
+  FailureOr<Value> q = input(ins, 0), k = input(ins, 1), v = input(ins, 2);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  Value mask;
+  if (TVal *m = arg(n, ins, "attn_mask"); present(m)) {
+    TVal additive = *m;
+    if (typeOf(*m).getElementType().isInteger(1)) {
+      // A boolean mask keeps positions where it is true.
+      if (!m->host)
+        return fail("boolean attention masks must be known at import time");
+      for (double &x : additive.host->values)
+        x = x ? 0.0 : -INFINITY;
+      additive.host->dtype = ox::dtypeOf(mlir::cast<RankedTensorType>(q->getType()).getElementType());
+    }
+    FailureOr<Value> mv = tensor(additive);
+    if (failed(mv))
+      return failure();
+    mask = *mv;
+  }
+  double dropout = 0;
+  if (TVal *p = arg(n, ins, "dropout_p"); present(p))
+    dropout = *toDouble(*p, "dropout_p");
+  bool causal = false;
+  if (TVal *c = arg(n, ins, "is_causal"); present(c))
+    causal = *toInt(*c, "is_causal");
+  int64_t d = mlir::cast<RankedTensorType>(q->getType()).getShape().back();
+  double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (TVal *s = arg(n, ins, "scale"); present(s))
+    scale = *toDouble(*s, "scale");
+  return pushOp(create<AttentionOp>(*q, *k, *v, mask, builder.getF64FloatAttr(scale),
+                                    causal ? builder.getUnitAttr() : UnitAttr(),
+                                    builder.getF64FloatAttr(dropout)),
+                outs);
+}
+
+const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
+  static const llvm::StringMap<Handler> table = [] {
+    llvm::StringMap<Handler> t;
+    t["prim::Constant"] = &TsImporter::importConstant;
+    t["prim::GetAttr"] = &TsImporter::importGetAttr;
+    t["prim::ListConstruct"] = t["prim::TupleConstruct"] = &TsImporter::importConstruct;
+    t["prim::ListUnpack"] = t["prim::TupleUnpack"] = &TsImporter::importUnpack;
+    t["aten::__getitem__"] = &TsImporter::importGetItem;
+    for (const char *kind :
+         {"prim::NumToTensor", "aten::Int", "aten::ScalarImplicit", "aten::Float",
+          "aten::contiguous", "aten::detach", "aten::clone", "aten::alias",
+          "aten::lift_fresh"})
+      t[kind] = &TsImporter::importIdentity;
+    t["aten::__is__"] = t["aten::__isnot__"] = &TsImporter::importIs;
+    t["aten::__not__"] = &TsImporter::importNot;
+    for (const auto &[kind, op] : comparisons())
+      t[kind] = &TsImporter::importCompare;
+    t["prim::RaiseException"] = &TsImporter::importRaise;
+    for (const char *kind :
+         {"prim::unchecked_cast", "aten::Bool", "aten::warn", "prim::Uninitialized"})
+      t[kind] = &TsImporter::importPassThrough;
+    t["aten::format"] = &TsImporter::importFormat;
+    t["aten::len"] = &TsImporter::importLen;
+    t["aten::size"] = &TsImporter::importSize;
+    t["aten::dim"] = &TsImporter::importDim;
+    for (const auto &[kind, op] : binaries())
+      t[kind] = &TsImporter::importBinary;
+    for (const char *kind :
+         {"aten::relu", "aten::relu_", "aten::gelu", "aten::silu", "aten::silu_",
+          "aten::tanh", "aten::sigmoid", "aten::neg", "aten::rsqrt", "aten::sqrt",
+          "aten::exp", "aten::cos", "aten::sin", "aten::erf", "aten::log"})
+      t[kind] = &TsImporter::importUnary;
+    t["aten::hardtanh"] = t["aten::hardtanh_"] = &TsImporter::importHardtanh;
+    for (const char *kind : {"aten::linear", "aten::addmm", "aten::matmul"})
+      t[kind] = &TsImporter::importMatmul;
+    t["aten::_convolution"] = t["aten::conv2d"] = &TsImporter::importConv;
+    t["aten::batch_norm"] = &TsImporter::importBatchNorm;
+    t["aten::layer_norm"] = &TsImporter::importLayerNorm;
+    t["aten::dropout"] = t["aten::dropout_"] = &TsImporter::importDropout;
+    t["aten::embedding"] = &TsImporter::importEmbedding;
+    t["aten::softmax"] = t["aten::log_softmax"] = &TsImporter::importSoftmax;
+    t["aten::mean"] = t["aten::sum"] = &TsImporter::importReduce;
+    t["aten::adaptive_avg_pool2d"] = &TsImporter::importAdaptiveAvgPool;
+    t["aten::max_pool2d"] = &TsImporter::importMaxPool;
+    t["aten::view"] = t["aten::reshape"] = &TsImporter::importView;
+    t["aten::flatten"] = &TsImporter::importFlatten;
+    t["aten::unflatten"] = &TsImporter::importUnflatten;
+    for (const char *kind : {"aten::unsqueeze", "aten::squeeze", "aten::select"})
+      t[kind] = &TsImporter::importSqueeze;
+    t["aten::transpose"] = t["aten::t"] = &TsImporter::importTranspose;
+    t["aten::permute"] = &TsImporter::importPermute;
+    t["aten::expand"] = &TsImporter::importExpand;
+    t["aten::cat"] = &TsImporter::importCat;
+    t["aten::slice"] = &TsImporter::importSlice;
+    for (const char *kind : {"aten::split", "aten::chunk", "aten::unbind"})
+      t[kind] = &TsImporter::importSplit;
+    t["aten::to"] = t["aten::type_as"] = &TsImporter::importTo;
+    t["aten::arange"] = &TsImporter::importArange;
+    for (const char *kind : {"aten::ones", "aten::zeros", "aten::full"})
+      t[kind] = &TsImporter::importFill;
+    t["aten::triu"] = t["aten::tril"] = &TsImporter::importTriangle;
+    t["aten::masked_fill"] = &TsImporter::importMaskedFill;
+    t["aten::scaled_dot_product_attention"] = &TsImporter::importAttention;
+    return t;
+  }();
+  return table;
+}
+
+} // namespace colo::torch_import
