@@ -219,6 +219,12 @@ void Executable::validateBuffers() {
       fail(what + ": unknown dtype " + std::to_string(b.dtype()));
     if (!Buffer::Kind_IsValid(b.kind()))
       fail(what + ": unknown kind " + std::to_string(b.kind()));
+    if (!Buffer::Space_IsValid(b.space()))
+      fail(what + ": unknown memory space " + std::to_string(b.space()));
+    if (b.space() != Buffer::DEVICE && (b.kind() == Buffer::TEMP || !hasStorageOfItsOwn(b)))
+      fail(what + ": a " + (b.kind() == Buffer::TEMP ? "TEMP buffer" : "an alias") +
+           " lives in device memory (the arena, or its target's space), not " +
+           Buffer::Space_Name(b.space()));
     int64_t n = colo::runtime::numElements(shape(id));
     if (n < 0 || n > (int64_t(1) << 56) / dtypeSize(b.dtype()))
       fail(what + ": bad shape " + shapeString(shape(id)));

@@ -75,18 +75,30 @@ void Session::allocate() {
   pointers_.assign(count, nullptr);
   inputSet_.assign(count, 0);
 
-  // STATE, CONSTANT and INPUT buffers share one block, each 64-byte aligned.
-  int64_t total = 0;
+  // The STATE, CONSTANT and INPUT buffers of each memory space share one
+  // block of it, each 64-byte aligned; the device's block is made even when
+  // empty.
+  constexpr MemorySpace spaces[] = {MemorySpace::Device, MemorySpace::Host,
+                                    MemorySpace::PinnedHost};
   std::vector<int64_t> offsets(count, -1);
-  for (int32_t id = 0; id < count; ++id)
-    if (!exe.isAlias(id) && exe.buffer(id).kind() != Buffer::TEMP) {
-      offsets[id] = total;
-      total += roundUp(std::max<int64_t>(exe.byteSize(id), 1));
-    }
-  char *block =
-      static_cast<char *>(device_->allocate(MemorySpace::Device, total, "the state and inputs"));
-  blocks_.push_back(block);
-  plannedBlock_ = roundUp(std::max<int64_t>(total, 1));
+  char *block[3] = {};
+  for (int s = 0; s < 3; ++s) {
+    int64_t total = 0;
+    for (int32_t id = 0; id < count; ++id)
+      if (!exe.isAlias(id) && exe.buffer(id).kind() != Buffer::TEMP &&
+          exe.buffer(id).space() == s) {
+        offsets[id] = total;
+        total += roundUp(std::max<int64_t>(exe.byteSize(id), 1));
+      }
+    if (total == 0 && s != Buffer::DEVICE)
+      continue;
+    block[s] = static_cast<char *>(device_->allocate(
+        spaces[s], total,
+        std::string("the state and inputs") + (s == Buffer::DEVICE ? "" : " kept in host memory")));
+    blocks_.push_back(block[s]);
+    if (s == Buffer::DEVICE)
+      plannedBlock_ = roundUp(std::max<int64_t>(total, 1));
+  }
   // The arena's error names its largest buffer.
   int32_t largest = -1;
   for (int32_t id = 0; id < count; ++id)
@@ -105,7 +117,7 @@ void Session::allocate() {
       continue;
     pointers_[id] = exe.buffer(id).kind() == Buffer::TEMP
                         ? arena + exe.buffer(id).offset()
-                        : block + offsets[id];
+                        : block[exe.buffer(id).space()] + offsets[id];
   }
   for (int32_t id = 0; id < count; ++id)
     if (exe.isAlias(id))

@@ -4,6 +4,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace colo;
@@ -137,32 +138,71 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 // Model state
 //===----------------------------------------------------------------------===//
 
+SmallVector<int64_t> GlobalShard::splitDims() const {
+  SmallVector<int64_t> dims;
+  for (auto [d, n] : llvm::enumerate(parts))
+    if (n > 1)
+      dims.push_back(d);
+  return dims;
+}
+
 std::optional<GlobalShard> colo::getGlobalShard(GlobalOp global) {
   ShardAttr attr = global.getShardAttr();
   if (!attr)
     return std::nullopt;
   GlobalShard shard;
-  for (StringRef axis : attr.getAxes().getAsValueRange<StringAttr>())
-    shard.axes.push_back(axis);
-  shard.dim = attr.getDim();
-  shard.parts = attr.getParts();
+  for (Attribute dim : attr.getSplitAxes())
+    shard.axes.emplace_back(cast<ArrayAttr>(dim).getAsValueRange<StringAttr>());
+  shard.parts.assign(attr.getParts().begin(), attr.getParts().end());
   shard.groups = attr.getGroups();
   shard.flat = attr.getFlat();
   return shard;
 }
 
+ShardAttr ShardAttr::split(MLIRContext *context, int64_t rank, int64_t dim, StringRef axis,
+                           int64_t parts, int64_t groups) {
+  Builder b(context);
+  SmallVector<Attribute> axes(rank, b.getArrayAttr({}));
+  SmallVector<int64_t> blocks(rank, 1);
+  axes[dim] = b.getStrArrayAttr({axis});
+  blocks[dim] = parts;
+  return get(context, b.getArrayAttr(axes), blocks, groups, false);
+}
+
+ShardAttr ShardAttr::flattened(MLIRContext *context, StringRef axis, int64_t parts) {
+  Builder b(context);
+  return get(context, b.getArrayAttr({b.getStrArrayAttr({axis})}), {parts}, 1, true);
+}
+
 LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                ArrayAttr axes, int64_t dim, int64_t parts, int64_t groups,
+                                ArrayAttr splitAxes, ArrayRef<int64_t> parts, int64_t groups,
                                 bool flat) {
-  if (!axes || axes.empty() ||
-      !llvm::all_of(axes, [](Attribute a) { return isa<StringAttr>(a); }))
-    return emitError() << "a shard names the mesh axes it is split over (strings)";
-  if (parts < 1 || groups < 1 || dim < 0)
-    return emitError() << "a shard's parts and groups are at least 1 and its dim at "
-                          "least 0, got parts = "
-                       << parts << ", groups = " << groups << ", dim = " << dim;
-  if (flat && (dim != 0 || groups != 1))
-    return emitError() << "a flat shard has no dimension or groups";
+  if (!splitAxes || splitAxes.empty() || splitAxes.size() != parts.size())
+    return emitError() << "a shard has one entry of split_axes and of parts per dimension, "
+                          "got "
+                       << (splitAxes ? splitAxes.size() : 0) << " and " << parts.size();
+  llvm::StringSet<> seen;
+  int64_t split = 0;
+  for (auto [axes, n] : llvm::zip(splitAxes, parts)) {
+    auto names = dyn_cast<ArrayAttr>(axes);
+    if (!names || !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return emitError() << "a shard's split_axes entry is a list of mesh axis names, got "
+                         << axes;
+    for (StringRef name : names.getAsValueRange<StringAttr>())
+      if (!seen.insert(name).second)
+        return emitError() << "mesh axis \"" << name << "\" splits more than one dimension";
+    if (n < 1 || (names.empty() && n != 1) || (!names.empty() && n == 1))
+      return emitError() << "a dimension split over " << names << " has parts " << n
+                         << " (at least 2 where split, 1 where whole)";
+    split += !names.empty();
+  }
+  if (split == 0)
+    return emitError() << "a shard splits at least one dimension";
+  if (groups < 1 || (groups > 1 && split != 1))
+    return emitError() << "a shard's groups (" << groups
+                       << ") are at least 1, and more only with one split dimension";
+  if (flat && (parts.size() != 1 || groups != 1))
+    return emitError() << "a flat shard has one entry, for the flattened tensor, and no groups";
   return success();
 }
 
@@ -172,21 +212,25 @@ RankedTensorType colo::localType(GlobalOp global) {
   if (!shard)
     return type;
   if (shard->flat)
-    return RankedTensorType::get({(type.getNumElements() + shard->parts - 1) / shard->parts},
-                                 type.getElementType());
+    return RankedTensorType::get(
+        {(type.getNumElements() + shard->parts[0] - 1) / shard->parts[0]},
+        type.getElementType());
   SmallVector<int64_t> shape(type.getShape());
-  shape[shard->dim] /= shard->parts;
+  for (auto [size, n] : llvm::zip(shape, shard->parts))
+    size /= n;
   return type.clone(shape);
 }
 
 LogicalResult GlobalOp::verify() {
   if (ShardAttr shard = getShardAttr(); shard && !shard.getFlat()) {
     RankedTensorType type = getTensorType();
-    if (shard.getDim() >= type.getRank() ||
-        type.getDimSize(shard.getDim()) % (shard.getParts() * shard.getGroups()))
-      return emitOpError() << "shard " << shard << " does not divide " << type
-                           << ": dimension " << shard.getDim()
-                           << " must be a multiple of parts * groups";
+    if (static_cast<int64_t>(shard.getParts().size()) != type.getRank())
+      return emitOpError() << "shard " << shard << " describes a rank-"
+                           << shard.getParts().size() << " tensor, not " << type;
+    for (auto [d, n] : llvm::enumerate(shard.getParts()))
+      if (type.getDimSize(d) % (n * (n > 1 ? shard.getGroups() : 1)))
+        return emitOpError() << "shard " << shard << " does not divide " << type
+                             << ": dimension " << d << " must be a multiple of parts * groups";
   }
   Attribute value = getInitialValueAttr();
   if (!value)

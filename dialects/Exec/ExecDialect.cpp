@@ -99,6 +99,8 @@ LogicalResult BufferOp::verify() {
   bool persistent = getKind() == BufferKind::state || getKind() == BufferKind::constant;
   if (getOffset() && getKind() != BufferKind::temp)
     return emitOpError("only temp buffers have an arena offset");
+  if (getKind() == BufferKind::temp && spaceOf(getType()) != MemorySpace::device)
+    return emitOpError("temp buffers live in the arena, in device memory");
   if ((getShard() || getParamName() || getStepCounter()) && !persistent)
     return emitOpError("shards, weight names and the step counter are state");
   if (getIntMax() && getKind() != BufferKind::input)

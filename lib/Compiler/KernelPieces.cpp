@@ -10,7 +10,7 @@
 #include "KernelPieces.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/DimensionMap.h"
+#include "colo/Passes/SplitPropagation.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
@@ -21,8 +21,6 @@ using namespace colo;
 
 namespace {
 constexpr int64_t kWhole = -1;
-
-RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// The outermost dimension longer than 1: a chunk of it is contiguous.
 int64_t leadingDim(RankedTensorType t) {
@@ -166,16 +164,17 @@ private:
     std::optional<DimMap> map = dimMap(op);
     if (!map)
       return false;
-    bool carried = false;
-    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      // Not aligned with the cut, or broadcast along it: read whole.
-      int64_t d = alignedDim(*map, i, operand, *e).value_or(kWhole);
-      carried |= d != kWhole;
-      if (!need(operand, d))
+    // The propagation's step run backwards: the operands that meet the cut
+    // result dimension are cut along theirs, the others read whole.
+    OperandAlignment operands = alignOperands(op, *map, *e, [](Value) { return false; });
+    for (auto [use, d] : operands.aligned)
+      if (!need(use->get(), d))
         return false;
-    }
+    for (OpOperand *use : operands.whole)
+      if (!need(use->get(), kWhole))
+        return false;
     // A result cut where no operand is cut is a broadcast along it.
-    return carried || isElementwise(op);
+    return !operands.aligned.empty() || isElementwise(op);
   }
 
   int64_t parts;

@@ -81,16 +81,16 @@ private:
   }
 
   LogicalResult buffer(exec::BufferOp op) {
-    auto space = cast<exec::MemorySpaceAttr>(op.getType().getMemorySpace()).getValue();
-    if (space != exec::MemorySpace::device)
-      return op.emitError() << "the CPU runtime keeps every buffer in device memory, not "
-                            << exec::stringifyMemorySpace(space);
     if (!runtimeDType(op.getType().getElementType()))
       return op.emitError() << "no runtime element type for " << op.getType().getElementType();
     static constexpr rt::Buffer::Kind kinds[] = {rt::Buffer::TEMP, rt::Buffer::STATE,
                                                  rt::Buffer::INPUT, rt::Buffer::CONSTANT};
     int id = newBuffer(op, op.getName(), kinds[int(op.getKind())]);
     rt::Buffer *b = program.mutable_buffers(id);
+    static constexpr rt::Buffer::Space spaces[] = {rt::Buffer::DEVICE, rt::Buffer::HOST,
+                                                   rt::Buffer::PINNED_HOST};
+    b->set_space(
+        spaces[int(cast<exec::MemorySpaceAttr>(op.getType().getMemorySpace()).getValue())]);
     if (std::optional<int64_t> offset = op.getOffset())
       b->set_offset(*offset);
     if (std::optional<int64_t> max = op.getIntMax())

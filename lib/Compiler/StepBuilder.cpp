@@ -211,15 +211,21 @@ FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
     return failure();
   auto buffer = state->getDefiningOp<exec::BufferOp>();
   if (std::optional<GlobalShard> shard = getGlobalShard(g)) {
+    // The runtime's shards (Program.proto) cut one dimension.
+    SmallVector<int64_t> dims = shard->splitDims();
+    if (dims.size() != 1)
+      return g.emitError() << "@" << global << " is sharded along " << dims.size()
+                           << " dimensions; programs shard a global along one";
+    int64_t dim = dims.front();
     SmallVector<int32_t> axes;
-    for (StringRef name : shard->axes) {
+    for (StringRef name : shard->axes[dims.front()]) {
       FailureOr<int> axis = meshAxis(g, name);
       if (failed(axis))
         return failure();
       axes.push_back(*axis);
     }
     buffer.setShardAttr(exec::ShardAttr::get(b.getContext(), g.getTensorType().getShape(),
-                                             shard->dim, shard->groups, shard->flat, axes));
+                                             dim, shard->groups, shard->flat, axes));
   }
   // Pipeline ranks' own copies of a global keep the model's name.
   StringRef modelName = global;

@@ -1,6 +1,7 @@
 // What the splitting passes share: the ops' dimension maps
-// (DimensionMapOpInterface), reshapes, and the check of local types.
-#include "colo/Passes/DimensionMap.h"
+// (DimensionMapOpInterface), the per-op step of the propagation
+// (SplitPropagation.h), reshapes, and the check of local types.
+#include "colo/Passes/SplitPropagation.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
@@ -43,6 +44,20 @@ std::optional<int64_t> colo::alignedDim(const DimMap &map, unsigned i, Value ope
   if (cast<RankedTensorType>(operand.getType()).getDimSize(d) == 1)
     return std::nullopt;
   return d;
+}
+
+OperandAlignment colo::alignOperands(Operation *op, const DimMap &map, int64_t dim,
+                                     function_ref<bool(Value)> isSplit) {
+  OperandAlignment a;
+  for (OpOperand &use : op->getOpOperands()) {
+    if (isSplit(use.get()) || !isa<RankedTensorType>(use.get().getType()))
+      continue;
+    if (std::optional<int64_t> d = alignedDim(map, use.getOperandNumber(), use.get(), dim))
+      a.aligned.push_back({&use, *d});
+    else
+      a.whole.push_back(&use);
+  }
+  return a;
 }
 
 SmallVector<int64_t> colo::reshapeAlignedDims(ArrayRef<int64_t> in, int64_t dim,

@@ -169,3 +169,21 @@ struct ColoCreateMesh : colo::impl::ColoCreateMeshBase<ColoCreateMesh> {
   }
 };
 } // namespace
+
+Value GradientSums::of(Value v) {
+  Value &s = summed[v];
+  if (!s) {
+    OpBuilder b(v.getContext());
+    b.setInsertionPointAfterValue(v);
+    s = AllReduceGradOp::create(b, v.getLoc(), v.getType(), v, axis.grid.getSymName(),
+                                ArrayRef<int16_t>{axis.axis});
+  }
+  return s;
+}
+
+void GradientSums::sumGradients(ArrayRef<OpOperand *> uses) {
+  for (OpOperand *use : uses)
+    if (isa<FloatType>(cast<RankedTensorType>(use->get().getType()).getElementType()) &&
+        !use->get().getDefiningOp<ConstantOp>())
+      use->set(of(use->get()));
+}

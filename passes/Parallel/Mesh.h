@@ -66,6 +66,28 @@ mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module, llvm::S
 /// compiler splits the data by it).
 void finishDataParallel(mlir::func::FuncOp step, MeshAxis dp);
 
+/// Values read through `colo.all_reduce_grad` over one axis (the identity
+/// forward, the gradient summed over the axis backward), one per value,
+/// placed right after it: where every rank reads a replicated value whole
+/// but computes with only its part of the data, so each rank's gradient of
+/// it is a partial sum (colo-sequence-parallel, colo-ulysses).
+class GradientSums {
+public:
+  explicit GradientSums(MeshAxis axis) : axis(axis) {}
+
+  /// `v` with its gradient summed over the axis.
+  mlir::Value of(mlir::Value v);
+  /// Makes each of `uses` that reads a float value (not a constant, which
+  /// has no gradient) read it through `of`.
+  void sumGradients(llvm::ArrayRef<mlir::OpOperand *> uses);
+  /// How many sums were made.
+  int64_t size() const { return summed.size(); }
+
+private:
+  MeshAxis axis;
+  llvm::DenseMap<mlir::Value, mlir::Value> summed;
+};
+
 } // namespace colo
 
 #endif

@@ -15,7 +15,7 @@
 // a rank holds does not matter to per-token ops; the volume and the memory
 // saved are Megatron's, whose [s, b, h] layout makes the sequence outermost.
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/DimensionMap.h"
+#include "colo/Passes/SplitPropagation.h"
 #include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
@@ -31,7 +31,10 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
-RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+/// The dimension a value's tokens are split along.
+struct TokenSplit {
+  int64_t dim;
+};
 
 /// The dimension a value's tokens are split along: the first one larger
 /// than 1, so each rank's block is contiguous; never the last (features).
@@ -56,17 +59,18 @@ public:
   SequenceSplitter(func::FuncOp func, MeshAxis axis, int64_t &numScattered,
                    int64_t &numGathered)
       : func(func), axis(axis), tp(axis.size), numScattered(numScattered),
-        numGathered(numGathered) {}
+        numGathered(numGathered), sums(axis) {}
 
   LogicalResult run() {
     findStarts();
-    for (Operation &op : llvm::make_early_inc_range(func.front()))
-      if (failed(visit(&op)))
-        return failure();
-    return success();
+    return tokens.run(func.front(), [&](Operation *op, const Propagation::Carried &carried) {
+      return visit(op, carried);
+    });
   }
 
 private:
+  using Propagation = SplitPropagation<TokenSplit>;
+
   bool onAxis(StringRef grid, ArrayRef<int16_t> axes) {
     return grid == axis.grid.getSymName() && axes == ArrayRef<int16_t>{axis.axis};
   }
@@ -89,26 +93,26 @@ private:
     });
   }
 
-  LogicalResult visit(Operation *op) {
+  LogicalResult visit(Operation *op, const Propagation::Carried &carried) {
     if (auto sum = dyn_cast<shard::AllReduceOp>(op))
       if (sum.getReduction() == shard::ReductionKind::Sum &&
           onAxis(sum.getGrid(), sum.getGridAxes()))
         return scatter(sum);
     if (auto entry = dyn_cast<AllReduceGradOp>(op))
-      if (split.count(entry.getInput()) && onAxis(entry.getGrid(), entry.getGridAxes())) {
+      if (tokens.isSplit(entry.getInput()) && onAxis(entry.getGrid(), entry.getGridAxes())) {
         // Megatron's all-gather before a column-parallel matmul; its
         // gradient, a reduce-scatter, comes from the pair.
         entry.getInputMutable().assign(gather(entry.getInput()));
         ++numGathered;
         return success();
       }
-    bool involved = llvm::any_of(op->getOperands(), [&](Value v) {
-      return split.count(v) || starts.contains(v);
+    bool involved = !carried.empty() || llvm::any_of(op->getOperands(), [&](Value v) {
+      return starts.contains(v);
     });
     if (!involved)
       return success();
     if (isTokenWise(op)) {
-      FailureOr<bool> done = splitTokenWise(op);
+      FailureOr<bool> done = splitTokenWise(op, carried);
       if (failed(done))
         return failure();
       if (*done)
@@ -116,7 +120,7 @@ private:
     }
     // Anything else needs all tokens.
     for (OpOperand &use : op->getOpOperands())
-      if (split.count(use.get()))
+      if (tokens.isSplit(use.get()))
         use.set(gather(use.get()));
     return success();
   }
@@ -135,14 +139,14 @@ private:
         {axis.axis}, partial, shard::ReductionKind::Sum, APInt(64, *d));
     sum.getResult().replaceAllUsesWith(mine);
     sum.erase();
-    split[mine] = *d;
+    tokens.split[mine] = {*d};
     ++numScattered;
     return success();
   }
 
   /// Runs a per-token op on the rank's tokens: true if it does, false if its
   /// operands do not line up (it then reads the gathered values).
-  FailureOr<bool> splitTokenWise(Operation *op) {
+  FailureOr<bool> splitTokenWise(Operation *op, const Propagation::Carried &carried) {
     Value result = op->getResult(0);
     RankedTensorType whole = tensorType(result);
     std::optional<int64_t> e = tokenDim(whole);
@@ -150,19 +154,20 @@ private:
       return false;
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       Value in = reshape.getInput();
+      bool isSplit = tokens.isSplit(in);
       std::optional<int64_t> d =
-          split.count(in) ? std::optional(split.lookup(in)) : tokenDim(tensorType(in));
+          isSplit ? std::optional(tokens.split.lookup(in).dim) : tokenDim(tensorType(in));
       if (!d || !llvm::is_contained(reshapeAlignedDims(tensorType(in).getShape(), *d,
                                                        whole.getShape()),
                                     *e))
         return false;
       if (failed(checkedTokenDim(op, whole)) ||
-          (!split.count(in) && failed(checkedTokenDim(op, tensorType(in)))))
+          (!isSplit && failed(checkedTokenDim(op, tensorType(in)))))
         return failure();
-      if (!split.count(in))
+      if (!isSplit)
         reshape.getInputMutable().assign(slice(in, *d));
       result.setType(withDim(whole, *e, whole.getDimSize(*e) / tp));
-      split[result] = *e;
+      tokens.split[result] = {*e};
       return true;
     }
     std::optional<DimMap> map = dimMap(op);
@@ -171,44 +176,25 @@ private:
     // Split operands must carry their tokens to the result's token
     // dimension; replicated ones are cut to the rank's tokens or, where they
     // broadcast over the tokens (weights), read whole.
-    SmallVector<std::pair<unsigned, int64_t>> splits;
-    for (OpOperand &use : op->getOpOperands())
-      if (auto it = split.find(use.get()); it != split.end())
-        splits.push_back({use.getOperandNumber(), it->second});
-    if (!splits.empty() && carrySplit(*map, splits).dim != *e)
+    if (!carried.empty() && tokens.step(op, *map, carried).carried.dim != *e)
       return false;
-    SmallVector<std::pair<OpOperand *, int64_t>> cuts;
-    SmallVector<OpOperand *> broadcasts;
-    for (OpOperand &use : op->getOpOperands()) {
-      if (split.count(use.get()))
-        continue;
-      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), *e);
-      if (!d) {
-        broadcasts.push_back(&use);
-        continue;
-      }
-      RankedTensorType t = tensorType(use.get());
-      if (tokenDim(t) != *d || t.getDimSize(*d) != whole.getDimSize(*e))
+    OperandAlignment operands =
+        alignOperands(op, *map, *e, [&](Value v) { return tokens.isSplit(v); });
+    for (auto [use, d] : operands.aligned) {
+      RankedTensorType t = tensorType(use->get());
+      if (tokenDim(t) != d || t.getDimSize(d) != whole.getDimSize(*e))
         return false;
-      cuts.push_back({&use, *d});
     }
-    if (cuts.empty() && llvm::none_of(op->getOperands(),
-                                      [&](Value v) { return split.count(v); }))
+    if (operands.aligned.empty() && carried.empty())
       return false;
     if (failed(checkedTokenDim(op, whole)))
       return failure();
-    for (auto [use, d] : cuts)
+    for (auto [use, d] : operands.aligned)
       use->set(slice(use->get(), d));
     // Each rank's tokens give part of a broadcast operand's gradient.
-    for (OpOperand *use : broadcasts)
-      if (isa<FloatType>(tensorType(use->get()).getElementType()) &&
-          !use->get().getDefiningOp<ConstantOp>())
-        use->set(sumGradient(use->get()));
-    RankedTensorType local = withDim(whole, *e, whole.getDimSize(*e) / tp);
-    if (failed(verifyLocalType(op, local, "colo-sequence-parallel")))
+    sums.sumGradients(operands.whole);
+    if (failed(tokens.setLocal(op, *e, tp, {*e}, "colo-sequence-parallel")))
       return failure();
-    result.setType(local);
-    split[result] = *e;
     return true;
   }
 
@@ -253,23 +239,11 @@ private:
       OpBuilder b(v.getContext());
       b.setInsertionPointAfterValue(v);
       RankedTensorType t = tensorType(v);
-      int64_t d = split.lookup(v);
+      int64_t d = tokens.split.lookup(v).dim;
       g = shard::AllGatherOp::create(b, v.getLoc(), withDim(t, d, t.getDimSize(d) * tp),
                                      axis.grid.getSymName(), {axis.axis}, v, APInt(64, d));
     }
     return g;
-  }
-
-  /// `v` with its gradient summed over the ranks.
-  Value sumGradient(Value v) {
-    Value &s = summed[v];
-    if (!s) {
-      OpBuilder b(v.getContext());
-      b.setInsertionPointAfterValue(v);
-      s = AllReduceGradOp::create(b, v.getLoc(), v.getType(), v, axis.grid.getSymName(),
-                                  ArrayRef<int16_t>{axis.axis});
-    }
-    return s;
   }
 
   func::FuncOp func;
@@ -277,8 +251,9 @@ private:
   int64_t tp;
   int64_t &numScattered, &numGathered;
   DenseSet<Value> starts;
-  DenseMap<Value, int64_t> split; // value -> token dimension it is split along
-  DenseMap<Value, Value> slices, gathers, summed;
+  Propagation tokens;
+  DenseMap<Value, Value> slices, gathers;
+  GradientSums sums;
 };
 
 struct ColoSequenceParallel : colo::impl::ColoSequenceParallelBase<ColoSequenceParallel> {

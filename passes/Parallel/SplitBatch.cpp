@@ -5,7 +5,7 @@
 // something else (a reduction over the batch, a reshape that interleaves
 // samples, a partial slice of the batch) is an error.
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/DimensionMap.h"
+#include "colo/Passes/SplitPropagation.h"
 #include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
@@ -22,8 +22,12 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
-RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 int64_t rankOf(Value v) { return tensorType(v).getRank(); }
+
+/// The dimension of a value that holds the batch.
+struct BatchSplit {
+  int64_t dim;
+};
 
 /// Propagates the batch through the function in order. Ops are updated in
 /// place rather than rebuilt: operands already have their producers' local
@@ -50,11 +54,12 @@ public:
                                 << t << "): batch size " << n
                                 << " is not divisible into " << parts << " parts";
       arg.setType(withDim(t, 0, n / parts));
-      batchDim[arg] = 0;
+      batch.split[arg] = {0};
     }
-    for (Operation &op : llvm::make_early_inc_range(body))
-      if (failed(visit(&op)))
-        return failure();
+    if (failed(batch.run(body, [&](Operation *op, const Propagation::Carried &carried) {
+          return visit(op, carried);
+        })))
+      return failure();
     for (Operation *op : replaced)
       if (op->use_empty())
         op->erase();
@@ -64,22 +69,21 @@ public:
   }
 
 private:
-  LogicalResult visit(Operation *op) {
-    SmallVector<std::pair<unsigned, int64_t>> carried;
-    for (OpOperand &use : op->getOpOperands())
-      if (auto it = batchDim.find(use.get()); it != batchDim.end())
-        carried.push_back({use.getOperandNumber(), it->second});
+  using Propagation = SplitPropagation<BatchSplit>;
+
+  LogicalResult visit(Operation *op, const Propagation::Carried &carried) {
     if (carried.empty() || isa<func::ReturnOp>(op))
       return success();
     ++numOps;
     if (auto reshape = dyn_cast<ReshapeOp>(op))
-      return visitReshape(reshape, carried.front().second);
+      return visitReshape(reshape, carried.front().second.dim);
 
     std::optional<DimMap> map = dimMap(op);
     if (!map)
       return op->emitError() << "colo-split-batch does not support '"
                              << op->getName() << "' on a batch-dependent operand";
-    CarriedSplit c = carrySplit(*map, carried);
+    SplitStep step = batch.step(op, *map, carried);
+    const CarriedSplit &c = step.carried;
     if (c.dim == kReduced)
       return op->emitError() << "reduces over the batch (operand #" << c.operand
                              << ", dimension " << c.operandDim << ")";
@@ -92,36 +96,26 @@ private:
                              << c.before << " vs " << c.other;
     int64_t e = c.dim;
     if (auto slice = dyn_cast<SliceOp>(op))
-      if (failed(visitSlice(slice, carried.front().second)))
+      if (failed(visitSlice(slice, carried.front().second.dim)))
         return failure();
 
     // Batch-independent operands aligned with the batch at its full size
     // must be the same for every slice; size 1 broadcasts.
-    for (OpOperand &use : op->getOpOperands()) {
-      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), e);
-      if (batchDim.count(use.get()) || !d)
-        continue;
-      FailureOr<Value> local = localCopy(use.get(), *d);
+    for (auto [use, d] : step.operands.aligned) {
+      FailureOr<Value> local = localCopy(use->get(), d);
       if (failed(local))
         return op->emitError()
-               << "batch-independent operand #" << use.getOperandNumber()
-               << " (" << use.get().getType() << ") has the batch size in "
-               << "dimension " << *d << " but differs between the " << parts << " slices";
-      use.set(*local);
+               << "batch-independent operand #" << use->getOperandNumber()
+               << " (" << use->get().getType() << ") has the batch size in "
+               << "dimension " << d << " but differs between the " << parts << " slices";
+      use->set(*local);
     }
 
-    Value result = op->getResult(0);
-    RankedTensorType global = tensorType(result);
+    RankedTensorType global = tensorType(op->getResult(0));
     if (global.getDimSize(e) % parts != 0)
       return op->emitError() << "result dimension " << e << " of " << global
                              << " is not divisible into " << parts << " parts";
-    RankedTensorType local = withDim(global, e, global.getDimSize(e) / parts);
-    // Where the op infers its types, inference must agree with the split.
-    if (failed(verifyLocalType(op, local, "colo-split-batch")))
-      return failure();
-    result.setType(local);
-    batchDim[result] = e;
-    return success();
+    return batch.setLocal(op, e, parts, {e}, "colo-split-batch");
   }
 
   /// The batch must stay the outermost factor of one result dimension e:
@@ -134,7 +128,7 @@ private:
       if (out.getDimSize(e) % parts != 0)
         continue;
       op.getResult().setType(withDim(out, e, out.getDimSize(e) / parts));
-      batchDim[op.getResult()] = e;
+      batch.split[op.getResult()] = {e};
       return success();
     }
     return op.emitError() << "reshape " << withDim(in, d, in.getDimSize(d) * parts)
@@ -212,7 +206,7 @@ private:
 
   int64_t parts;
   int64_t &numOps;
-  DenseMap<Value, int64_t> batchDim;                   // value -> carrying dim
+  Propagation batch;                                   // value -> carrying dim
   DenseMap<std::pair<Value, int64_t>, Value> copies;   // local copies made
   llvm::SetVector<Operation *> replaced;               // their originals
 };

@@ -7,14 +7,13 @@
 // its collectives from the gradient rules of colo.all_reduce_grad and
 // shard.all_reduce.
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/DimensionMap.h"
+#include "colo/Passes/SplitPropagation.h"
 #include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <numeric>
@@ -28,8 +27,6 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
-RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 /// How a value is divided among the ranks: along `dim`, viewed as `groups`
 /// equal groups of which every rank holds its block of each (GlobalShard's
 /// layout), as part of candidate region `region`.
@@ -71,9 +68,13 @@ public:
                const DenseMap<StringAttr, int64_t> &symbolUses)
       : func(func), tp(tp), excluded(excluded), symbolUses(symbolUses) {}
 
+  using Propagation = SplitPropagation<Split>;
+
   void run() {
-    for (Operation &op : func.front())
-      visit(&op);
+    (void)splits.run(func.front(), [&](Operation *op, const Propagation::Carried &carried) {
+      visit(op, carried);
+      return success();
+    });
   }
 
   /// The column-parallel matmuls of regions that failed.
@@ -101,7 +102,7 @@ public:
   SmallVector<std::pair<MatmulOp, ShardedGlobal>> rowEnds;
   SmallVector<ShardedGlobal> others; // biases and other elementwise weights
   SmallVector<LocalCopy> copies;
-  DenseMap<Value, Split> split;
+  Propagation splits;
 
 private:
   unsigned find(unsigned r) {
@@ -119,11 +120,7 @@ private:
   }
   void fail(unsigned r) { broken[find(r)] = true; }
 
-  void visit(Operation *op) {
-    SmallVector<std::pair<unsigned, Split>> carried;
-    for (OpOperand &use : op->getOpOperands())
-      if (auto it = split.find(use.get()); it != split.end())
-        carried.push_back({use.getOperandNumber(), it->second});
+  void visit(Operation *op, const Propagation::Carried &carried) {
     if (carried.empty()) {
       if (auto matmul = dyn_cast<MatmulOp>(op))
         startColumn(matmul);
@@ -137,7 +134,7 @@ private:
     std::optional<Split> result = transfer(op, carried, region);
     if (!result)
       return fail(region);
-    split[op->getResult(0)] = *result;
+    splits.split[op->getResult(0)] = *result;
   }
 
   /// A trainable global that only `v`'s one use reads, or nullopt.
@@ -173,7 +170,7 @@ private:
     int64_t dim = tensorType(op.getResult()).getRank() - 1;
     int64_t groups = inferGroups(op.getResult(), dim);
     entries.push_back({op, ShardedGlobal{*w, 1, groups}});
-    split[op.getResult()] = Split{dim, groups, r};
+    splits.split[op.getResult()] = Split{dim, groups, r};
     checkDivisible(op, dim, groups, r, "the output features of a column-parallel matmul");
   }
 
@@ -194,7 +191,7 @@ private:
 
   /// The split of `op`'s result, or nullopt if the op cannot compute its
   /// blocks from its operands' blocks.
-  std::optional<Split> transfer(Operation *op, ArrayRef<std::pair<unsigned, Split>> carried,
+  std::optional<Split> transfer(Operation *op, const Propagation::Carried &carried,
                                 unsigned region) {
     if (op->getNumResults() != 1 || !isa<RankedTensorType>(op->getResult(0).getType()))
       return std::nullopt;
@@ -204,10 +201,8 @@ private:
                                                      : dimMap(op);
     if (!map)
       return std::nullopt;
-    SmallVector<std::pair<unsigned, int64_t>> dims;
-    for (auto &[i, s] : carried)
-      dims.push_back({i, s.dim});
-    CarriedSplit c = carrySplit(*map, dims);
+    SplitStep step = splits.step(op, *map, carried);
+    const CarriedSplit &c = step.carried;
     int64_t groups = carried.front().second.groups;
     if (!c || llvm::any_of(carried, [&](auto &p) { return p.second.groups != groups; }))
       return std::nullopt;
@@ -221,15 +216,11 @@ private:
     // Replicated operands that meet the split at full size: a weight (a
     // bias) is sharded with it, a splat or broadcast is cut, anything else
     // would be needed whole.
-    for (OpOperand &use : op->getOpOperands()) {
-      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), e);
-      if (split.count(use.get()) || !d)
-        continue;
-      int64_t dim = *d;
-      if (std::optional<Weight> w = weightOf(use.get()))
+    for (auto [use, dim] : step.operands.aligned) {
+      if (std::optional<Weight> w = weightOf(use->get()))
         others.push_back(ShardedGlobal{*w, dim, groups});
-      else if (isCuttable(use.get(), dim))
-        copies.push_back(LocalCopy{&use, dim});
+      else if (isCuttable(use->get(), dim))
+        copies.push_back(LocalCopy{use, dim});
       else
         return std::nullopt;
     }
@@ -243,8 +234,8 @@ private:
   std::optional<DimMap> attentionMap(AttentionOp op) {
     DimMap m(3, SmallVector<int64_t>{kMixed, 1, kMixed, kMixed});
     for (Value v : {op.getQuery(), op.getKey(), op.getValue()}) {
-      auto it = split.find(v);
-      if (it == split.end() || it->second.dim != 1 || it->second.groups != 1)
+      auto it = splits.split.find(v);
+      if (it == splits.split.end() || it->second.dim != 1 || it->second.groups != 1)
         return std::nullopt;
     }
     if (Value mask = op.getMask()) {
@@ -412,8 +403,8 @@ private:
     Builder b(global.getContext());
     // The dimension of the global itself, before any transpose.
     int64_t dim = g.weight.transpose ? 1 - g.dim : g.dim;
-    global.setShardAttr(ShardAttr::get(b.getContext(), b.getStrArrayAttr({"tp"}), dim, tp,
-                                       std::max<int64_t>(g.groups, 1), false));
+    global.setShardAttr(ShardAttr::split(b.getContext(), global.getTensorType().getRank(), dim,
+                                         "tp", tp, std::max<int64_t>(g.groups, 1)));
     RankedTensorType local = localType(global);
     g.weight.load.getResult().setType(local);
     if (TransposeOp t = g.weight.transpose)
@@ -424,7 +415,7 @@ private:
   /// Gives a sharded result its block's type; operands already have theirs.
   LogicalResult localize(Operation *op) {
     if (auto slice = dyn_cast<SliceOp>(op))
-      if (auto it = f.split.find(slice.getInput()); it != f.split.end()) {
+      if (auto it = f.splits.split.find(slice.getInput()); it != f.splits.split.end()) {
         int64_t d = it->second.dim;
         SmallVector<int64_t> start(slice.getStart()), limit(slice.getLimit());
         start[d] /= tp;
@@ -434,8 +425,8 @@ private:
       }
     if (op->getNumResults() != 1)
       return success();
-    auto it = f.split.find(op->getResult(0));
-    if (it == f.split.end())
+    auto it = f.splits.split.find(op->getResult(0));
+    if (it == f.splits.split.end())
       return success();
     RankedTensorType whole = tensorType(op->getResult(0));
     RankedTensorType local =
@@ -469,19 +460,10 @@ private:
   /// One colo.all_reduce_grad per distinct input of the column-parallel
   /// matmuls: regions reading the same value sum their gradients at once.
   void wrapInputs() {
-    llvm::MapVector<Value, SmallVector<MatmulOp>> readers;
+    GradientSums sums(axis);
     for (auto &[op, g] : f.entries) {
       auto matmul = cast<MatmulOp>(op);
-      readers[matmul.getLhs()].push_back(matmul);
-    }
-    for (auto &[input, matmuls] : readers) {
-      OpBuilder b(input.getContext());
-      b.setInsertionPointAfterValue(input);
-      Value wrapped = AllReduceGradOp::create(b, input.getLoc(), input.getType(), input,
-                                              axis.grid.getSymName(),
-                                              ArrayRef<int16_t>{axis.axis});
-      for (MatmulOp m : matmuls)
-        m.getLhsMutable().assign(wrapped);
+      matmul.getLhsMutable().assign(sums.of(matmul.getLhs()));
     }
   }
 

@@ -21,7 +21,7 @@
 // same one: the pass brings the sp blocks outermost with reshapes and
 // transposes around each collective.
 #include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/DimensionMap.h"
+#include "colo/Passes/SplitPropagation.h"
 #include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 
@@ -37,8 +37,6 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
-RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 /// How a value is split: dimension `dim` of its global type is laid out as
 /// [outer, s, inner] (the sequence s with the factors merged with it by
 /// reshapes, such as the batch in [b*s, h]); the rank holds
@@ -53,7 +51,7 @@ public:
   Splitter(func::FuncOp func, MeshAxis axis, int64_t &numAllToAll, int64_t &numGathered,
            int64_t &numSummed)
       : func(func), axis(axis), n(axis.size), numAllToAll(numAllToAll),
-        numGathered(numGathered), numSummed(numSummed) {}
+        numGathered(numGathered), numSummed(numSummed), sums(axis) {}
 
   LogicalResult run() {
     Block &body = func.front();
@@ -74,15 +72,19 @@ public:
       OpBuilder b = OpBuilder::atBlockBegin(&body);
       Value local = cut(b, arg, 1);
       arg.replaceAllUsesExcept(local, producers(local, arg));
-      split[local] = Split{t, 1, 1, 1};
+      splits.split[local] = Split{t, 1, 1, 1};
     }
-    for (Operation &op : llvm::make_early_inc_range(body))
-      if (!created.contains(&op) && failed(visit(&op)))
-        return failure();
+    if (failed(splits.run(body, [&](Operation *op, const Propagation::Carried &carried) {
+          return created.contains(op) ? success() : visit(op, carried);
+        })))
+      return failure();
+    numSummed = sums.size();
     return success();
   }
 
 private:
+  using Propagation = SplitPropagation<Split>;
+
   static std::string nodeName(Operation *op) {
     if (auto name = dyn_cast<NameLoc>(op->getLoc()))
       return (" at '" + name.getName().getValue() + "'").str();
@@ -176,7 +178,7 @@ private:
     Value &g = gathers[v];
     if (g)
       return g;
-    Split sp = split.lookup(v);
+    Split sp = splits.split.lookup(v);
     OpBuilder b(v.getContext());
     b.setInsertionPointAfterValue(v);
     Location loc = v.getLoc();
@@ -209,29 +211,16 @@ private:
     return g = x;
   }
 
-  /// `v` whose gradient is summed over sp.
-  Value sumGradient(Value v) {
-    Value &s = summed[v];
-    if (!s) {
-      OpBuilder b(v.getContext());
-      b.setInsertionPointAfterValue(v);
-      s = make<AllReduceGradOp>(b, v.getLoc(), v.getType(), v, axis.grid.getSymName(),
-                                ArrayRef<int16_t>{axis.axis});
-      ++numSummed;
-    }
-    return s;
-  }
-
   /// The op reads all tokens of its split operands.
   LogicalResult whole(Operation *op) {
     for (OpOperand &use : op->getOpOperands())
-      if (split.count(use.get()))
+      if (splits.isSplit(use.get()))
         use.set(gather(use.get()));
     return success();
   }
 
-  LogicalResult visit(Operation *op) {
-    if (llvm::none_of(op->getOperands(), [&](Value v) { return split.count(v); }))
+  LogicalResult visit(Operation *op, const Propagation::Carried &carried) {
+    if (carried.empty())
       return success();
     if (isa<func::ReturnOp>(op) || heads.contains(op))
       return whole(op);
@@ -239,7 +228,7 @@ private:
       return visitAttention(attention);
     if (auto r = dyn_cast<ReshapeOp>(op))
       return succeeded(visitReshape(r)) ? success() : whole(op);
-    FailureOr<bool> done = visitTokenWise(op);
+    FailureOr<bool> done = visitTokenWise(op, carried);
     if (failed(done))
       return failure();
     return *done ? success() : whole(op);
@@ -247,13 +236,13 @@ private:
 
   void setSplit(Value result, Split s) {
     result.setType(withDim(s.global, s.dim, s.global.getDimSize(s.dim) / n));
-    split[result] = s;
+    splits.split[result] = s;
   }
 
   /// The sequence factor must stay whole in one result dimension, with the
   /// same elements before it and within it.
   LogicalResult visitReshape(ReshapeOp op) {
-    Split in = split.lookup(op.getInput());
+    Split in = splits.split.lookup(op.getInput());
     RankedTensorType out = op.getType();
     ArrayRef<int64_t> ins = in.global.getShape();
     int64_t seq = ins[in.dim] / (in.outer * in.inner);
@@ -282,49 +271,29 @@ private:
 
   /// Ops whose dimension table carries the sequence dimension to a result
   /// dimension run on the rank's tokens: true if this one does.
-  FailureOr<bool> visitTokenWise(Operation *op) {
+  FailureOr<bool> visitTokenWise(Operation *op, const Propagation::Carried &carried) {
     if (op->getNumResults() != 1 || !isa<RankedTensorType>(op->getResult(0).getType()))
       return false;
     std::optional<DimMap> map = dimMap(op);
     if (!map)
       return false;
-    std::optional<Split> from;
-    SmallVector<std::pair<unsigned, int64_t>> splits;
-    for (OpOperand &use : op->getOpOperands()) {
-      auto it = split.find(use.get());
-      if (it == split.end())
-        continue;
-      if (from && (from->outer != it->second.outer || from->inner != it->second.inner))
-        return false;
-      splits.push_back({use.getOperandNumber(), it->second.dim});
-      from = it->second;
-    }
-    CarriedSplit c = carrySplit(*map, splits);
-    if (!c)
+    const Split *from = &carried.back().second;
+    if (llvm::any_of(carried, [&](auto &c) {
+          return c.second.outer != from->outer || c.second.inner != from->inner;
+        }))
       return false;
-    int64_t e = c.dim;
+    SplitStep step = splits.step(op, *map, carried);
+    if (!step.carried)
+      return false;
+    int64_t e = step.carried.dim;
     RankedTensorType global = tensorType(op->getResult(0));
     if (global.getDimSize(e) != from->global.getDimSize(from->dim))
       return false;
-    SmallVector<std::pair<OpOperand *, int64_t>> cuts;
-    SmallVector<OpOperand *> broadcasts;
-    for (OpOperand &use : op->getOpOperands()) {
-      if (split.count(use.get()))
-        continue;
-      auto t = dyn_cast<RankedTensorType>(use.get().getType());
-      if (!t)
+    // Aligned with the positions (position embeddings, rotary tables):
+    // the rank's block, if contiguous.
+    for (auto [use, d] : step.operands.aligned)
+      if (tensorType(use->get()).getDimSize(d) != global.getDimSize(e) || from->outer != 1)
         return false;
-      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), e);
-      if (!d) {
-        broadcasts.push_back(&use);
-        continue;
-      }
-      // Aligned with the positions (position embeddings, rotary tables):
-      // the rank's block, if contiguous.
-      if (t.getDimSize(*d) != global.getDimSize(e) || from->outer != 1)
-        return false;
-      cuts.push_back({&use, *d});
-    }
     if (auto s = dyn_cast<SliceOp>(op)) {
       int64_t d = from->dim;
       if (s.getStart()[d] != 0 || s.getStride()[d] != 1 ||
@@ -334,17 +303,12 @@ private:
       limit[d] /= n;
       s.setLimit(limit);
     }
-    for (auto [use, d] : cuts)
+    for (auto [use, d] : step.operands.aligned)
       use->set(slice(use->get(), d));
-    for (OpOperand *use : broadcasts)
-      if (isa<FloatType>(tensorType(use->get()).getElementType()) &&
-          !use->get().getDefiningOp<ConstantOp>())
-        use->set(sumGradient(use->get()));
-    Split result{global, e, from->outer, from->inner};
-    RankedTensorType local = withDim(global, e, global.getDimSize(e) / n);
-    if (failed(verifyLocalType(op, local, "colo-ulysses")))
+    sums.sumGradients(step.operands.whole);
+    if (failed(splits.setLocal(op, e, n, Split{global, e, from->outer, from->inner},
+                               "colo-ulysses")))
       return failure();
-    setSplit(op->getResult(0), result);
     return true;
   }
 
@@ -352,21 +316,21 @@ private:
   /// [b, h/sp, s, d]; the output goes back.
   LogicalResult visitAttention(AttentionOp op) {
     for (Value v : {op.getQuery(), op.getKey(), op.getValue()}) {
-      auto it = split.find(v);
-      if (it == split.end() || it->second.dim != 2 || it->second.outer != 1 ||
+      auto it = splits.split.find(v);
+      if (it == splits.split.end() || it->second.dim != 2 || it->second.outer != 1 ||
           it->second.inner != 1)
         return whole(op);
     }
     for (Value v : {op.getQuery(), op.getKey()}) {
-      int64_t heads = split.lookup(v).global.getDimSize(1);
+      int64_t heads = splits.split.lookup(v).global.getDimSize(1);
       if (heads % n != 0)
         return op.emitError() << "colo-ulysses: sp = " << n << " does not divide the "
                               << heads << (v == op.getQuery() ? " query" : " key/value")
-                              << " heads of " << split.lookup(v).global << nodeName(op)
+                              << " heads of " << splits.split.lookup(v).global << nodeName(op)
                               << ": Ulysses gives each rank heads / sp whole heads";
     }
     if (Value mask = op.getMask()) {
-      if (split.count(mask))
+      if (splits.isSplit(mask))
         op.getMaskMutable().assign(gather(mask));
       RankedTensorType mt = tensorType(op.getMask());
       if (mt.getRank() == 4 && mt.getDimSize(1) != 1)
@@ -382,7 +346,7 @@ private:
     b.setInsertionPointAfter(op);
     Value back = toSequence(b, op.getResult());
     op.getResult().replaceAllUsesExcept(back, producers(back, op.getResult()));
-    split[back] = Split{global, 2, 1, 1};
+    splits.split[back] = Split{global, 2, 1, 1};
     return success();
   }
 
@@ -421,9 +385,10 @@ private:
   MeshAxis axis;
   int64_t n;
   int64_t &numAllToAll, &numGathered, &numSummed;
-  DenseMap<Value, Split> split;
+  Propagation splits;
   DenseMap<std::pair<Value, int64_t>, Value> slices;
-  DenseMap<Value, Value> gathers, summed;
+  DenseMap<Value, Value> gathers;
+  GradientSums sums;
   SmallPtrSet<Operation *, 8> heads;
   DenseSet<Operation *> created;
 };

@@ -199,7 +199,7 @@ private:
   void shard(GlobalOp global, int64_t dim) {
     Builder b(global.getContext());
     global.setShardAttr(
-        ShardAttr::get(b.getContext(), b.getStrArrayAttr({"tp"}), dim, tp, 1, false));
+        ShardAttr::split(b.getContext(), global.getTensorType().getRank(), dim, "tp", tp));
     for (GlobalLoadOp load : loads[global])
       load.getResult().setType(localType(global));
   }

@@ -318,8 +318,7 @@ LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp 
       use->set(map.lookup(use->get()));
   }
   Builder b(module.getContext());
-  global.setShardAttr(
-      ShardAttr::get(b.getContext(), b.getStrArrayAttr({"dp"}), 0, dp.size, 1, true));
+  global.setShardAttr(ShardAttr::flattened(b.getContext(), "dp", dp.size));
   return success();
 }
 

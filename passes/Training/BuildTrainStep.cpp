@@ -256,9 +256,10 @@ private:
       if (shard && shard->flat)
         return param.emitError("a global norm or overflow check of a flat-sharded (ZeRO-3) "
                                "parameter's gradient");
-      if (shard && shard->axes.size() != 1)
-        return param.emitError("a global norm or overflow check of a gradient sharded over "
-                               "more than one mesh axis");
+      if (shard && (shard->splitDims().size() != 1 ||
+                    shard->axes[shard->splitDims().front()].size() != 1))
+        return param.emitError("a global norm or overflow check of a gradient sharded along "
+                               "more than one dimension or over more than one mesh axis");
       if (shard)
         blocks = shard;
       Value &sum = shard ? blockTotal : total;
@@ -266,7 +267,9 @@ private:
       sum = sum ? AddOp::create(b, loc, sum, v).getResult() : v;
     }
     if (blockTotal) {
-      FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, blocks->axes.front(), blocks->parts, step);
+      int64_t dim = blocks->splitDims().front();
+      FailureOr<MeshAxis> axis =
+          getOrCreateMeshAxis(module, blocks->axes[dim].front(), blocks->parts[dim], step);
       if (failed(axis))
         return failure();
       blockTotal = shard::AllReduceOp::create(b, loc, blockTotal, axis->grid.getSymName(),

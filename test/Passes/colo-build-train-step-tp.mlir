@@ -11,7 +11,7 @@
 // block and step. Sharded parameters have local gradients, and their
 // optimizer state is sharded like them.
 
-// CHECK: colo.global @"attn.c_attn.weight#exp_avg" : tensor<8x24xf32> = dense<0.000000e+00> : tensor<8x24xf32> {colo.optimizer_state, shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3>}
+// CHECK: colo.global @"attn.c_attn.weight#exp_avg" : tensor<8x24xf32> = dense<0.000000e+00> : tensor<8x24xf32> {colo.optimizer_state, shard = #colo.shard<groups = 3, split_axes = {{\[}}[], ["tp"]], parts = [1, 2]>}
 // CHECK: colo.global @"attn.c_proj.bias#exp_avg" : tensor<8xf32> = dense<0.000000e+00> : tensor<8xf32> {colo.optimizer_state}{{$}}
 
 // CHECK-LABEL: func.func @train_step

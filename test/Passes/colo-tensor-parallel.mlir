@@ -15,14 +15,14 @@
 
 // CHECK: shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
 // CHECK: colo.global trainable @wte : tensor<16x8xf32>{{$}}
-// CHECK: colo.global trainable @attn.c_attn.weight : tensor<8x24xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3>}
-// CHECK: colo.global trainable @attn.c_attn.bias : tensor<24xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2, groups = 3>}
-// CHECK: colo.global trainable @attn.c_proj.weight : tensor<8x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
+// CHECK: colo.global trainable @attn.c_attn.weight : tensor<8x24xf32> {shard = #colo.shard<groups = 3, split_axes = {{\[}}[], ["tp"]], parts = [1, 2]>}
+// CHECK: colo.global trainable @attn.c_attn.bias : tensor<24xf32> {shard = #colo.shard<groups = 3, split_axes = {{\[}}["tp"]], parts = [2]>}
+// CHECK: colo.global trainable @attn.c_proj.weight : tensor<8x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
 // CHECK: colo.global trainable @attn.c_proj.bias : tensor<8xf32>{{$}}
 // CHECK: colo.global trainable @ln_2.weight : tensor<8xf32>{{$}}
-// CHECK: colo.global trainable @mlp.c_fc.weight : tensor<8x32xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2>}
-// CHECK: colo.global trainable @mlp.c_fc.bias : tensor<32xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
-// CHECK: colo.global trainable @mlp.c_proj.weight : tensor<32x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
+// CHECK: colo.global trainable @mlp.c_fc.weight : tensor<8x32xf32> {shard = #colo.shard<split_axes = {{\[}}[], ["tp"]], parts = [1, 2]>}
+// CHECK: colo.global trainable @mlp.c_fc.bias : tensor<32xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"]], parts = [2]>}
+// CHECK: colo.global trainable @mlp.c_proj.weight : tensor<32x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
 // CHECK: colo.global trainable @mlp.c_proj.bias : tensor<8xf32>{{$}}
 
 // CHECK-LABEL: func.func @forward
@@ -138,14 +138,14 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
 // region with one entry. The untied LM head is a candidate whose logits are
 // returned: it stays replicated.
 
-// CHECK: colo.global trainable @self_attn.q_proj.weight : tensor<8x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
-// CHECK: colo.global trainable @self_attn.k_proj.weight : tensor<4x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
-// CHECK: colo.global trainable @self_attn.v_proj.weight : tensor<4x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
-// CHECK: colo.global trainable @self_attn.o_proj.weight : tensor<8x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2>}
+// CHECK: colo.global trainable @self_attn.q_proj.weight : tensor<8x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
+// CHECK: colo.global trainable @self_attn.k_proj.weight : tensor<4x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
+// CHECK: colo.global trainable @self_attn.v_proj.weight : tensor<4x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
+// CHECK: colo.global trainable @self_attn.o_proj.weight : tensor<8x8xf32> {shard = #colo.shard<split_axes = {{\[}}[], ["tp"]], parts = [1, 2]>}
 // CHECK: colo.global trainable @post_attention_layernorm.weight : tensor<8xf32>{{$}}
-// CHECK: colo.global trainable @mlp.gate_proj.weight : tensor<16x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
-// CHECK: colo.global trainable @mlp.up_proj.weight : tensor<16x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
-// CHECK: colo.global trainable @mlp.down_proj.weight : tensor<8x16xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2>}
+// CHECK: colo.global trainable @mlp.gate_proj.weight : tensor<16x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
+// CHECK: colo.global trainable @mlp.up_proj.weight : tensor<16x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
+// CHECK: colo.global trainable @mlp.down_proj.weight : tensor<8x16xf32> {shard = #colo.shard<split_axes = {{\[}}[], ["tp"]], parts = [1, 2]>}
 // CHECK: colo.global trainable @lm_head.weight : tensor<16x8xf32>{{$}}
 
 // CHECK-LABEL: func.func @forward

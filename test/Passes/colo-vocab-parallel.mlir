@@ -16,7 +16,7 @@
 // position embedding (constant ids) stays whole; the LM head's input goes
 // through colo.all_reduce_grad; the function returns the rank's block.
 
-// CHECK-LABEL: colo.global trainable @wte : tensor<16x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
+// CHECK-LABEL: colo.global trainable @wte : tensor<16x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
 // CHECK-NEXT: colo.global trainable @wpe : tensor<4x8xf32>{{$}}
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[IDS:.*]]: tensor<2x4xi64> {colo.int_max = 16 : i64}) -> tensor<2x4x8xf32> attributes {colo.vocab_parallel = 2 : i64}
@@ -104,8 +104,8 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
 // Llama's separate embed_tokens and lm_head: both split; with label
 // smoothing the loss also all-reduces the sum of the shifted logits.
 
-// CHECK-LABEL: colo.global trainable @embed_tokens.weight : tensor<16x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
-// CHECK: colo.global trainable @lm_head.weight : tensor<16x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
+// CHECK-LABEL: colo.global trainable @embed_tokens.weight : tensor<16x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
+// CHECK: colo.global trainable @lm_head.weight : tensor<16x8xf32> {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1]>}
 // CHECK-LABEL: func.func @forward
 // CHECK: %[[EMB:.*]] = colo.global_load @embed_tokens.weight : tensor<8x8xf32>
 // CHECK: %[[LM:.*]] = colo.global_load @lm_head.weight : tensor<8x8xf32>

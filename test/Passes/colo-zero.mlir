@@ -175,8 +175,8 @@ func.func @train_step(%x: tensor<7xf32>, %lr: tensor<f32>, %step: tensor<i64>) -
 // once, the padding cut. Gradients are reduce-scattered as in stage 2; the
 // updates run on the loaded blocks (no all_slice) and store their new blocks
 // (no all-gather after the update).
-// Z3-LABEL: colo.global trainable @proj : tensor<3x4xf32> = {{.*}} {shard = #colo.shard<axes = ["dp"], dim = 0, parts = 2, flat = true>}
-// Z3-NEXT: colo.global trainable @bias : tensor<3xf32> = {{.*}} {shard = #colo.shard<axes = ["dp"], dim = 0, parts = 2, flat = true>}
+// Z3-LABEL: colo.global trainable @proj : tensor<3x4xf32> = {{.*}} {shard = #colo.shard<flat = true, split_axes = {{\[}}["dp"]], parts = [2]>}
+// Z3-NEXT: colo.global trainable @bias : tensor<3xf32> = {{.*}} {shard = #colo.shard<flat = true, split_axes = {{\[}}["dp"]], parts = [2]>}
 // Z3: colo.global @"proj#exp_avg" : tensor<6xf32>
 // Z3: func.func @train_step
 // Z3-SAME: colo.zero = 3 : i64

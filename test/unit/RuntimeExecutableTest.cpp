@@ -376,6 +376,25 @@ TEST(RuntimeSession, HoldsItsBuffersOnItsDevice) {
               {"device memory: the state and inputs needs"});
 }
 
+/// A state buffer in host memory (an offloaded optimizer moment, say) is
+/// allocated from the host space: the device cap does not count it, and
+/// the step still trains.
+TEST(RuntimeSession, KeepsHostBuffersInHostMemory) {
+  ExeDir e;
+  Toy t = buildToy(e);
+  e.b.program().mutable_buffers(t.w)->set_space(Buffer::HOST);
+  std::shared_ptr<const Executable> exe = e.load();
+  std::unique_ptr<Device> cpu = createCpuDevice();
+  Session s(exe, nullptr, cpu.get());
+  EXPECT_EQ(cpu->usage(MemorySpace::Host).used, 64); // one 64-byte aligned slot
+  EXPECT_EQ(cpu->usage(MemorySpace::Device).used,
+            s.memory().stateAndInputs + exe->program().arena_bytes());
+  setToyInputs(s, 1.0f, 2.0f);
+  s.step();
+  // w' = w - lr * d/dw (w x - y)^2 = 0 - 0.25 * 2 * (0 - 2) * 1 = 1
+  EXPECT_FLOAT_EQ(readF32(s, t.w), 1.0f);
+}
+
 TEST(RuntimeSession, KernelsLibraryByAbsolutePath) {
   ExeDir e;
   int32_t a = e.b.input("a", F32, {4}), b = e.b.input("b", F32, {4});
@@ -407,6 +426,9 @@ void expectInvalid(const std::function<void(ExeDir &, Toy &)> &edit,
 }
 
 TEST(RuntimeValidation, Buffers) {
+  expectInvalid(
+      [](ExeDir &e, Toy &t) { e.b.program().mutable_buffers(t.loss)->set_space(Buffer::PINNED_HOST); },
+      {"program.pb", "buffer 5 'loss': a TEMP buffer lives in device memory", "PINNED_HOST"});
   expectInvalid(
       [](ExeDir &e, Toy &t) { e.b.program().mutable_buffers(t.y)->set_name("x"); },
       {"program.pb", "buffer 3 'x': the name is also buffer 2"});

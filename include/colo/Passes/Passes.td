@@ -406,7 +406,7 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
     the data by the latter).
 
     Stage 3 (parameter partitioning as well) makes every trainable parameter
-    global `shard = #colo.shard<axes = ["dp"], dim = 0, parts = dp, flat = true>`: each rank keeps a
+    global `shard = #colo.shard<flat = true, split_axes = [["dp"]], parts = [dp]>`: each rank keeps a
     zero-padded contiguous block of `n' / dp` elements, which is what every
     `colo.global_load` of it yields. In the step, one `shard.all_gather`
     (`gather_axis = 0`, `[n'/dp] -> [n']`, then the padding cut and the
@@ -689,8 +689,8 @@ def ColoTensorParallel : Pass<"colo-tensor-parallel", "::mlir::ModuleOp"> {
     and the norms.
 
     Sharded globals keep their whole type and value and get
-    `shard = #colo.shard<axes = ["tp"], dim = D, parts = tp>`; their loads have the
-    local type. A fused projection whose output is sliced into `k` equal
+    `shard = #colo.shard<split_axes = [..., ["tp"], ...], parts = [..., tp, ...]>`
+    (dimension D split over tp); their loads have the local type. A fused projection whose output is sliced into `k` equal
     pieces (GPT-2's `c_attn`: q, k, v) is sharded with `groups = k`: each
     rank holds block r of each piece, and the slices become slices of the
     local tensor. Errors, on the op: a region whose sizes `tp` does not divide
@@ -714,9 +714,9 @@ def ColoTensorParallel : Pass<"colo-tensor-parallel", "::mlir::ModuleOp"> {
     ```mlir
     shard.grid @mesh(shape = 2) {colo.axes = ["tp"]}
     colo.global trainable @w1 : tensor<64x256xf32> = ...
-        {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2>}
+        {shard = #colo.shard<split_axes = [[], ["tp"]], parts = [1, 2]>}
     colo.global trainable @w2 : tensor<256x64xf32> = ...
-        {shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>}
+        {shard = #colo.shard<split_axes = [["tp"], []], parts = [2, 1]>}
     func.func @forward(%x: tensor<32x64xf32>) -> tensor<32x64xf32>
         attributes {colo.tensor_parallel = 2 : i64} {
       %w1 = colo.global_load @w1 : tensor<64x128xf32>
@@ -755,8 +755,8 @@ def ColoVocabParallel : Pass<"colo-vocab-parallel", "::mlir::ModuleOp"> {
     through a `[1, 0]` transpose of `[vocab, hidden]`, returned directly or
     through reshapes that keep the vocabulary last.
 
-    - The head's weight becomes a sharded global (`shard = #colo.shard<axes =
-      ["tp"], dim = <vocab>, parts = N>`): each rank computes its block of the
+    - The head's weight becomes a sharded global (its vocabulary dimension
+      split over `["tp"]` into N parts): each rank computes its block of the
       logits, the head's input passes through `colo.all_reduce_grad`
       (identity forward, gradient all-reduced), and the function returns
       the block.
@@ -786,7 +786,7 @@ def ColoVocabParallel : Pass<"colo-vocab-parallel", "::mlir::ModuleOp"> {
     %y = colo.matmul %h, %wt : tensor<4x16x64xf32>, tensor<64x256xf32>
     return %y : tensor<4x16x256xf32>
     ```
-    After (`@wte` gets `shard = #colo.shard<axes = ["tp"], dim = 0, parts = 2>`):
+    After (`@wte` gets `shard = #colo.shard<split_axes = [["tp"], []], parts = [2, 1]>`):
     ```mlir
     %starts = colo.constant dense<[0, 128]> : tensor<2xi64>
     %s = shard.all_slice %starts on @mesh grid_axes = [0] slice_axis = 0

@@ -730,15 +730,45 @@ func.func @mse_loss_type_mismatch(%p: tensor<8x4xf32>, %t: tensor<8x3xf32>) {
 
 // -----
 
-// expected-error @+1 {{'colo.global' op shard #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3> does not divide 'tensor<8x8xf32>': dimension 1 must be a multiple of parts * groups}}
-colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3>}
+// expected-error @+1 {{'colo.global' op shard #colo.shard<groups = 3, split_axes = [[], ["tp"]], parts = [1, 2]> does not divide 'tensor<8x8xf32>': dimension 1 must be a multiple of parts * groups}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<groups = 3, split_axes = [[], ["tp"]], parts = [1, 2]>}
 
 // -----
 
-// expected-error @+1 {{a shard names the mesh axes it is split over (strings)}}
-colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<axes = [], dim = 0, parts = 2>}
+// expected-error @+1 {{a dimension split over [] has parts 2 (at least 2 where split, 1 where whole)}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [[], []], parts = [2, 1]>}
 
 // -----
 
-// expected-error @+1 {{a flat shard has no dimension or groups}}
-colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<axes = ["dp"], dim = 1, parts = 2, flat = true>}
+// expected-error @+1 {{a shard splits at least one dimension}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [[], []], parts = [1, 1]>}
+
+// -----
+
+// expected-error @+1 {{a shard's split_axes entry is a list of mesh axis names, got [1]}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [[1], []], parts = [2, 1]>}
+
+// -----
+
+// expected-error @+1 {{mesh axis "tp" splits more than one dimension}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["tp"], ["tp"]], parts = [2, 2]>}
+
+// -----
+
+// expected-error @+1 {{a shard has one entry of split_axes and of parts per dimension, got 2 and 1}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["tp"], []], parts = [2]>}
+
+// -----
+
+// expected-error @+1 {{a shard's groups (3) are at least 1, and more only with one split dimension}}
+colo.global trainable @w : tensor<12x12xf32> {shard = #colo.shard<groups = 3, split_axes = [["a"], ["b"]], parts = [2, 2]>}
+
+// -----
+
+// expected-error @+1 {{'colo.global' op shard #colo.shard<split_axes = [["tp"]], parts = [2]> describes a rank-1 tensor, not 'tensor<8x8xf32>'}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["tp"]], parts = [2]>}
+
+// -----
+
+// expected-error @+1 {{a flat shard has one entry, for the flattened tensor, and no groups}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<flat = true, split_axes = [["dp"], []], parts = [2, 1]>}

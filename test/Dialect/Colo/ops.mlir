@@ -21,6 +21,12 @@ colo.global @blob : tensor<2xf32> = dense_resource<colo_blob> : tensor<2xf32>
 colo.global trainable @"fc.weight" : tensor<10x64xf32> = #colo.external<path = "/models/m.onnx.data", offset = 4096, length = 2560>
 
 // Sub-byte elements round the length up to whole bytes.
+// A two-dimensional shard (2-D tensor parallelism) and a flat one (ZeRO-3).
+// CHECK-LABEL: colo.global trainable @w2d : tensor<8x4xf32> {shard = #colo.shard<split_axes = {{\[}}["row"], ["col", "tp"]], parts = [2, 4]>}
+colo.global trainable @w2d : tensor<8x4xf32> {shard = #colo.shard<split_axes = [["row"], ["col", "tp"]], parts = [2, 4]>}
+// CHECK-LABEL: colo.global trainable @flat : tensor<3x5xf32> {shard = #colo.shard<flat = true, split_axes = {{\[}}["dp"]], parts = [4]>}
+colo.global trainable @flat : tensor<3x5xf32> {shard = #colo.shard<flat = true, split_axes = [["dp"]], parts = [4]>}
+
 // CHECK-LABEL: colo.global @packed : tensor<3xi4> = #colo.external<path = "/m.bin", offset = 0, length = 2>
 colo.global @packed : tensor<3xi4> = #colo.external<path = "/m.bin", offset = 0, length = 2>
 

@@ -45,29 +45,45 @@ def Colo_InitializerAttr : Colo_Attr<"Initializer", "init"> {
 }
 
 def Colo_ShardAttr : Colo_Attr<"Shard", "shard"> {
-  let summary = "How a global is divided among the ranks of mesh axes";
+  let summary = "How a global is divided among the ranks of the mesh, per dimension";
   let description = [{
-    The rank with coordinate c in the group of `axes` (the ranks whose mesh
-    coordinates differ only along them, the first axis slowest) holds block
-    c of `parts` along dimension `dim` of the global's tensor; with `groups`
-    > 1 the dimension is first viewed as `groups` equal groups (a fused QKV
-    projection) and the rank holds block c of each, concatenated. With
-    `flat` (ZeRO-3) the tensor is flattened and padded with zeros to a
-    multiple of `parts` first, and `dim` does not apply. The global's type
-    and initial value stay the whole tensor; its loads and stores have the
-    local type. `parts` is the product of the axes' sizes.
+    Entry d of `split_axes` names the mesh axes that split dimension d of
+    the global's tensor (`[]` where every rank holds it whole; an axis splits
+    at most one dimension), and entry d of `parts` is that dimension's
+    number of blocks, the product of its axes' sizes (1 where whole). The
+    rank whose coordinate in the group of dimension d's axes (the ranks
+    whose mesh coordinates differ only along them, the first axis slowest)
+    is c holds block c along dimension d, for every d at once. With `groups`
+    > 1 the one split dimension is first viewed as `groups` equal groups (a
+    fused QKV projection) and the rank holds block c of each, concatenated.
+    With `flat` (ZeRO-3) the tensor is flattened and padded with zeros to a
+    multiple of its parts first, and `split_axes` has one entry, for the
+    flattened tensor. The global's type and initial value stay the whole
+    tensor; its loads and stores have the local type.
 
     ```mlir
-    colo.global trainable @c_attn.weight : tensor<8x24xf32> {shard = #colo.shard<axes = ["tp"], dim = 1, parts = 2, groups = 3>}
-    colo.global trainable @proj : tensor<3x4xf32> {shard = #colo.shard<axes = ["dp"], dim = 0, parts = 2, flat = true>}
+    colo.global trainable @c_attn.weight : tensor<8x24xf32> {shard = #colo.shard<groups = 3, split_axes = [[], ["tp"]], parts = [1, 2]>}
+    colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["row"], ["col"]], parts = [2, 2]>}
+    colo.global trainable @proj : tensor<3x4xf32> {shard = #colo.shard<flat = true, split_axes = [["dp"]], parts = [2]>}
     ```
   }];
-  let parameters = (ins "::mlir::ArrayAttr":$axes,
-                        "int64_t":$dim,
-                        "int64_t":$parts,
+  let parameters = (ins "::mlir::ArrayAttr":$split_axes,
+                        ArrayRefParameter<"int64_t">:$parts,
                         DefaultValuedParameter<"int64_t", "1">:$groups,
                         DefaultValuedParameter<"bool", "false">:$flat);
-  let assemblyFormat = "`<` struct(params) `>`";
+  let assemblyFormat = [{
+    `<` (`groups` `=` $groups^ `,` ` `)? (`flat` `=` $flat^ `,` ` `)?
+    `split_axes` `=` $split_axes `,` `parts` `=` `[` $parts `]` `>`
+  }];
+  let extraClassDeclaration = [{
+    /// Dimension `dim` of a rank-`rank` tensor split over `axis` into
+    /// `parts` blocks (of each of `groups` groups).
+    static ShardAttr split(::mlir::MLIRContext *context, int64_t rank, int64_t dim,
+                           ::llvm::StringRef axis, int64_t parts, int64_t groups = 1);
+    /// The flattened tensor split over `axis` into `parts` blocks.
+    static ShardAttr flattened(::mlir::MLIRContext *context, ::llvm::StringRef axis,
+                               int64_t parts);
+  }];
   let genVerifyDecl = 1;
 }
 

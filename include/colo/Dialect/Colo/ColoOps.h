@@ -28,13 +28,19 @@ mlir::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> a,
                                     llvm::SmallVectorImpl<int64_t> &out);
 
 /// How a global is divided among the ranks: its `shard` attribute
-/// (#colo.shard, ShardAttr) read as plain values. The rank with coordinate
-/// c in the group of `axes` holds block c of `parts` along `dim` (of each of
-/// `groups` groups of it), or, `flat`, of the flattened tensor.
+/// (#colo.shard, ShardAttr) read as plain values. Along each dimension d,
+/// the rank with coordinate c in the group of `axes[d]` holds block c of
+/// `parts[d]` (of each of `groups` groups of it), or, `flat`, of the
+/// flattened tensor.
 struct GlobalShard {
-  llvm::SmallVector<llvm::StringRef, 1> axes;
-  int64_t dim = 0, parts = 1, groups = 1;
+  /// Per dimension (one entry, for the flattened tensor, when `flat`): the
+  /// mesh axes that split it (none: whole) and its number of blocks.
+  llvm::SmallVector<llvm::SmallVector<llvm::StringRef, 1>> axes;
+  llvm::SmallVector<int64_t> parts;
+  int64_t groups = 1;
   bool flat = false;
+  /// The dimensions that are split, ascending.
+  llvm::SmallVector<int64_t> splitDims() const;
 };
 /// The global's shard, or nullopt if it is not sharded.
 std::optional<GlobalShard> getGlobalShard(GlobalOp global);
