@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compile time and peak memory of `colo compile` on models of real size.
 
-    python bench/compile_bench.py [--only gpt2-small,densenet121,gpt3-175b] [--timeout 600]
+    python bench/compile_bench.py [--only gpt2-small,densenet121,gpt3-175b,scaling] [--timeout 600]
 
 For each model and plan it prints the wall time and the peak resident memory
 of the `colo compile` process, with the targets of issue 18 beside them:
@@ -9,7 +9,14 @@ GPT-2 small (the `colo model` preset, 124M parameters) at most 5 s and 1 GB;
 DenseNet-121 (torchvision, exported to ONNX) under dp=2 at most 1.5x its
 one-rank compile; GPT-3 175B (`colo model gpt --preset gpt3-175b`) under
 dp=16,tp=8,pp=8 at most 60 s and 4 GB. A compile that fails or passes the
-timeout is reported as such, with the last line it printed."""
+timeout is reported as such, with the last line it printed.
+
+`scaling` checks that every pass is linear in the number of ops: it compiles
+a small GPT with L and 2L layers under a plan that runs every splitting pass
+(`colo compile --timing`) and prints each pass's time at both sizes and their
+ratio: about 2 for a pass linear in the ops, about 1 for one that sees each
+distinct block once, about 4 for a quadratic one."""
+import re
 import argparse
 import pathlib
 import subprocess
@@ -55,9 +62,48 @@ def compile_args(model, out, plan):
         (["--plan", plan] if plan else [])
 
 
+TIMING_LINE = re.compile(r"^\s*([0-9.]+) \(\s*[0-9.]+%\)\s+(\S.*)$")
+
+
+def pass_times(args, timeout):
+    """Wall seconds per timer name (summed where a name repeats) of a
+    `colo compile --timing` run."""
+    proc = subprocess.run([*map(str, args), "--timing"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, timeout=timeout, check=True)
+    times = {}
+    for line in proc.stderr.splitlines():
+        m = TIMING_LINE.match(line)
+        if m and not m.group(2).startswith("(A)"):
+            times[m.group(2)] = times.get(m.group(2), 0.0) + float(m.group(1))
+    return times
+
+
+def scaling(d, timeout, layers=24, plan="dp=2,tp=2,sp,micro=2"):
+    runs = []
+    for n in (layers, 2 * layers):
+        m = d / f"gpt{n}.mlir"
+        subprocess.run([COLO, "model", "gpt", "--layers", str(n), "--hidden", "64", "--heads", "4",
+                        "--vocab", "256", "--seq", "32", "--batch", "8", "--dtype", "f32",
+                        "-o", m], check=True)
+        runs.append(pass_times(compile_args(m, d / f"s{n}", plan), timeout))
+    print(f"scaling: {plan}, {layers} vs {2 * layers} layers (time per pass, ratio; "
+          "2 = linear in the ops)")
+    worst = (0.0, "")
+    for name, t1 in runs[0].items():
+        t2 = runs[1].get(name)
+        if t2 is None or t2 < 0.002:  # below the timer's noise
+            continue
+        ratio = t2 / max(t1, 1e-6)
+        if name != "Total Execution Time":
+            worst = max(worst, (ratio, name))
+        print(f"  {name[:44]:44s} {t1 * 1e3:8.1f} ms {t2 * 1e3:8.1f} ms  {ratio:5.2f}x")
+    print(f"scaling: largest ratio {worst[0]:.2f}x ({worst[1]}); "
+          "above 3 would be superlinear", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default="gpt2-small,densenet121,gpt3-175b")
+    p.add_argument("--only", default="gpt2-small,densenet121,gpt3-175b,scaling")
     p.add_argument("--timeout", type=float, default=600)
     a = p.parse_args()
     only = a.only.split(",")
@@ -93,6 +139,8 @@ def main():
             report("gpt3-175b", "dp=16,tp=8,pp=8",
                    measured(compile_args(m, d / "g3", "dp=16,tp=8,pp=8,micro=8"), a.timeout),
                    "target: <= 60 s, <= 4 GiB")
+        if "scaling" in only:
+            scaling(d, a.timeout)
 
 
 if __name__ == "__main__":

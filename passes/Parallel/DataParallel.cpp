@@ -72,20 +72,17 @@ void allReduceBucket(MutableArrayRef<GradientOp> bucket, MeshAxis dp,
   }
 }
 
-struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
-  using Base::Base;
+struct ColoDataParallel : PlanPass<colo::impl::ColoDataParallelBase<ColoDataParallel>> {
+  using PlanPass::PlanPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> found = findTrainStep(module, "colo-data-parallel", func, dp);
-    if (failed(found))
-      return signalPassFailure();
-    func::FuncOp step = *found;
-    if (!step)
-      return;
+  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
+    return findTrainStep(module, "colo-data-parallel", func, dp);
+  }
+
+  LogicalResult runOnTarget(ModuleOp module, func::FuncOp step) override {
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "dp", dp, step);
     if (failed(axis))
-      return signalPassFailure();
+      return failure();
 
     // Buckets fill in the order the backward computes the gradients (the last
     // layer's first) and each is reduced as soon as its last gradient exists,
@@ -94,7 +91,7 @@ struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
     SmallVector<GradientOp> grads(step.getOps<GradientOp>());
     if (grads.empty()) {
       step.emitError("colo-data-parallel: no colo.gradient ops in the step");
-      return signalPassFailure();
+      return failure();
     }
     auto computedAt = [&](GradientOp g) {
       return body.findAncestorOpInBlock(*g.getInput().getDefiningOp());
@@ -123,6 +120,7 @@ struct ColoDataParallel : colo::impl::ColoDataParallelBase<ColoDataParallel> {
     flush();
 
     finishDataParallel(step, *axis);
+    return success();
   }
 };
 } // namespace

@@ -55,6 +55,21 @@ struct PlanTarget {
 mlir::FailureOr<mlir::func::FuncOp> findPlanTarget(mlir::ModuleOp module,
                                                    const PlanTarget &target);
 
+/// The plan passes' runOnOperation: finds and checks the function the pass
+/// works on (`findTarget`: findPlanTarget or findTrainStep), then runs the
+/// pass on it unless that is null (nothing to do).
+template <typename PassBase> struct PlanPass : PassBase {
+  using PassBase::PassBase;
+  virtual mlir::FailureOr<mlir::func::FuncOp> findTarget(mlir::ModuleOp module) = 0;
+  virtual mlir::LogicalResult runOnTarget(mlir::ModuleOp module, mlir::func::FuncOp f) = 0;
+  void runOnOperation() final {
+    mlir::ModuleOp module = this->getOperation();
+    mlir::FailureOr<mlir::func::FuncOp> f = findTarget(module);
+    if (mlir::failed(f) || (*f && mlir::failed(runOnTarget(module, *f))))
+      this->signalPassFailure();
+  }
+};
+
 /// The same for the passes on a built training step over `dp` ranks
 /// (colo-data-parallel, colo-zero): @`func` must exist.
 mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module, llvm::StringRef pass,

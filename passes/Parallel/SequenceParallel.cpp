@@ -256,40 +256,37 @@ private:
   GradientSums sums;
 };
 
-struct ColoSequenceParallel : colo::impl::ColoSequenceParallelBase<ColoSequenceParallel> {
-  using Base::Base;
+struct ColoSequenceParallel : PlanPass<colo::impl::ColoSequenceParallelBase<ColoSequenceParallel>> {
+  using PlanPass::PlanPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> target =
-        findPlanTarget(module, {"colo-sequence-parallel", "tp", tp, func, "split", false,
-                                ColoDialect::SequenceParallelAttrHelper::getNameStr(),
-                                "sequence-parallel"});
-    if (failed(target))
-      return signalPassFailure();
-    func::FuncOp f = *target;
-    if (!f)
-      return;
+  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
+    return findPlanTarget(module, {"colo-sequence-parallel", "tp", tp, func, "split", false,
+                                   ColoDialect::SequenceParallelAttrHelper::getNameStr(),
+                                   "sequence-parallel"});
+  }
+
+  LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     IntegerAttr sharded = ColoDialect::TensorParallelAttrHelper(&getContext()).getAttr(f);
     if (!sharded) {
       // colo-tensor-parallel warned that it found no region.
       f.emitWarning() << "colo-sequence-parallel: the function has no tensor-parallel "
                          "region (run colo-tensor-parallel first): nothing to split";
-      return;
+      return success();
     }
     if (sharded.getInt() != tp) {
       f.emitError() << "colo-sequence-parallel: tp = " << static_cast<int64_t>(tp)
                     << " but the function is tensor-parallel over " << sharded.getInt();
-      return signalPassFailure();
+      return failure();
     }
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "tp", tp, f);
     int64_t scattered = 0, gathered = 0;
     if (failed(axis) ||
         failed(SequenceSplitter(f, *axis, scattered, gathered).run()))
-      return signalPassFailure();
+      return failure();
     numScattered = scattered;
     numGathered = gathered;
     ColoDialect::SequenceParallelAttrHelper(&getContext()).setAttr(f, sharded);
+    return success();
   }
 };
 } // namespace

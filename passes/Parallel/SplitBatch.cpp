@@ -211,20 +211,17 @@ private:
   llvm::SetVector<Operation *> replaced;               // their originals
 };
 
-struct ColoSplitBatchPass : colo::impl::ColoSplitBatchBase<ColoSplitBatchPass> {
-  using ColoSplitBatchBase::ColoSplitBatchBase;
+struct ColoSplitBatchPass : PlanPass<colo::impl::ColoSplitBatchBase<ColoSplitBatchPass>> {
+  using PlanPass::PlanPass;
 
-  void runOnOperation() override {
-    FailureOr<func::FuncOp> target =
-        findPlanTarget(getOperation(), {"colo-split-batch", "parts", parts, func});
-    if (failed(target))
-      return signalPassFailure();
-    func::FuncOp f = *target;
-    if (!f)
-      return;
+  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
+    return findPlanTarget(module, {"colo-split-batch", "parts", parts, func});
+  }
+
+  LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     int64_t count = 0;
     if (failed(BatchSplitter(parts, count).run(f)))
-      return signalPassFailure();
+      return failure();
     numOps += count;
     // Record the split, compounding when the pass runs again.
     int64_t before = 1;
@@ -232,6 +229,7 @@ struct ColoSplitBatchPass : colo::impl::ColoSplitBatchBase<ColoSplitBatchPass> {
     if (IntegerAttr attr = batchParts.getAttr(f))
       before = attr.getInt();
     batchParts.setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), before * parts));
+    return success();
   }
 };
 } // namespace

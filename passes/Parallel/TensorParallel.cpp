@@ -485,20 +485,16 @@ private:
   llvm::SetVector<Operation *> replaced;
 };
 
-struct ColoTensorParallel : colo::impl::ColoTensorParallelBase<ColoTensorParallel> {
-  using Base::Base;
+struct ColoTensorParallel : PlanPass<colo::impl::ColoTensorParallelBase<ColoTensorParallel>> {
+  using PlanPass::PlanPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> target =
-        findPlanTarget(module, {"colo-tensor-parallel", "tp", tp, func, "shard", true,
-                                ColoDialect::TensorParallelAttrHelper::getNameStr(),
-                                "tensor-parallel"});
-    if (failed(target))
-      return signalPassFailure();
-    func::FuncOp f = *target;
-    if (!f)
-      return;
+  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
+    return findPlanTarget(module, {"colo-tensor-parallel", "tp", tp, func, "shard", true,
+                                   ColoDialect::TensorParallelAttrHelper::getNameStr(),
+                                   "tensor-parallel"});
+  }
+
+  LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     DenseMap<StringAttr, int64_t> symbolUses;
     if (auto uses = SymbolTable::getSymbolUses(&module.getBodyRegion()))
       for (const SymbolTable::SymbolUse &use : *uses)
@@ -521,20 +517,21 @@ struct ColoTensorParallel : colo::impl::ColoTensorParallelBase<ColoTensorParalle
     for (auto &[op, msg] : errors)
       op->emitError() << msg;
     if (!errors.empty())
-      return signalPassFailure();
+      return failure();
     if (finder->entries.empty()) {
       f.emitWarning() << "colo-tensor-parallel found no region to shard: every rank "
                          "computes the whole function";
-      return;
+      return success();
     }
 
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "tp", tp, f);
     if (failed(axis) || failed(Sharder(*finder, *axis, tp).run(f)))
-      return signalPassFailure();
+      return failure();
     numColumn = finder->entries.size();
     numRow = finder->rowEnds.size();
     ColoDialect::TensorParallelAttrHelper(&getContext())
         .setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), tp));
+    return success();
   }
 };
 } // namespace

@@ -393,29 +393,27 @@ private:
   DenseSet<Operation *> created;
 };
 
-struct ColoUlysses : colo::impl::ColoUlyssesBase<ColoUlysses> {
-  using Base::Base;
+struct ColoUlysses : PlanPass<colo::impl::ColoUlyssesBase<ColoUlysses>> {
+  using PlanPass::PlanPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> target = findPlanTarget(
-        module, {"colo-ulysses", "sp", sp, func, "split", true,
-                 ColoDialect::UlyssesAttrHelper::getNameStr(), "split over sp"});
-    if (failed(target))
-      return signalPassFailure();
-    func::FuncOp f = *target;
-    if (!f)
-      return;
+  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
+    return findPlanTarget(module, {"colo-ulysses", "sp", sp, func, "split", true,
+                                   ColoDialect::UlyssesAttrHelper::getNameStr(),
+                                   "split over sp"});
+  }
+
+  LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "sp", sp, f);
     int64_t allToAll = 0, gathered = 0, summed = 0;
     if (failed(axis) ||
         failed(Splitter(f, *axis, allToAll, gathered, summed).run()))
-      return signalPassFailure();
+      return failure();
     numAllToAll = allToAll;
     numGathered = gathered;
     numSummed = summed;
     ColoDialect::UlyssesAttrHelper(&getContext())
         .setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), sp));
+    return success();
   }
 };
 } // namespace

@@ -274,31 +274,28 @@ private:
   Value start;
 };
 
-struct ColoVocabParallel : colo::impl::ColoVocabParallelBase<ColoVocabParallel> {
-  using Base::Base;
+struct ColoVocabParallel : PlanPass<colo::impl::ColoVocabParallelBase<ColoVocabParallel>> {
+  using PlanPass::PlanPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> target =
-        findPlanTarget(module, {"colo-vocab-parallel", "tp", tp, func, "split", true,
-                                ColoDialect::VocabParallelAttrHelper::getNameStr(),
-                                "vocab-parallel"});
-    if (failed(target))
-      return signalPassFailure();
-    func::FuncOp f = *target;
-    if (!f)
-      return;
+  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
+    return findPlanTarget(module, {"colo-vocab-parallel", "tp", tp, func, "split", true,
+                                   ColoDialect::VocabParallelAttrHelper::getNameStr(),
+                                   "vocab-parallel"});
+  }
+
+  LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     if (f.getNumResults() == 0) {
       f.emitError("colo-vocab-parallel expects a function with results");
-      return signalPassFailure();
+      return failure();
     }
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "tp", tp, f);
     int64_t embeddings = 0;
     if (failed(axis) || failed(VocabSplitter(f, *axis).run(embeddings)))
-      return signalPassFailure();
+      return failure();
     numEmbeddings = embeddings;
     ColoDialect::VocabParallelAttrHelper(&getContext())
         .setAttr(f, IntegerAttr::get(IntegerType::get(&getContext(), 64), tp));
+    return success();
   }
 };
 } // namespace

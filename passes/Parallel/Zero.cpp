@@ -339,8 +339,8 @@ SmallVector<SmallVector<Sharded *>> buckets(ArrayRef<Sharded *> params, int64_t 
   return result;
 }
 
-struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
-  using Base::Base;
+struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
+  using PlanPass::PlanPass;
 
   /// The update that reads marker `g`, checked to be one that ZeRO can run on
   /// shards; fills `s`.
@@ -409,33 +409,31 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
     return success();
   }
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
+  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
     FailureOr<func::FuncOp> found = findTrainStep(module, "colo-zero", func, dp);
-    if (failed(found))
-      return signalPassFailure();
-    func::FuncOp step = *found;
-    if (stage < 1 || stage > 3) {
+    if (succeeded(found) && (stage < 1 || stage > 3)) {
       module.emitError() << "colo-zero: stage must be 1, 2 or 3, got "
                          << static_cast<int64_t>(stage);
-      return signalPassFailure();
+      return failure();
     }
-    if (!step)
-      return;
+    return found;
+  }
+
+  LogicalResult runOnTarget(ModuleOp module, func::FuncOp step) override {
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "dp", dp, step);
     if (failed(axis))
-      return signalPassFailure();
+      return failure();
 
     SmallVector<GradientOp> markers(step.getOps<GradientOp>());
     if (markers.empty()) {
       step.emitError("colo-zero: no colo.gradient ops in the step");
-      return signalPassFailure();
+      return failure();
     }
     SymbolTable symbols(module);
     SmallVector<Sharded> params(markers.size());
     for (auto [g, s] : llvm::zip(markers, params))
       if (failed(analyze(g, s, symbols)))
-        return signalPassFailure();
+        return failure();
 
     // Gradients are reduce-scattered in buckets in the order the backward
     // computes them, each as soon as its last gradient exists (as
@@ -482,7 +480,7 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
       for (Sharded &s : params)
         if (failed(shardParameter(s, *axis, symbols.lookup<GlobalOp>(s.param), module, step,
                                   lossOp, firstUpdate)))
-          return signalPassFailure();
+          return failure();
     } else {
       sortBy(order, [](Sharded *s) { return s->update; });
       for (ArrayRef<Sharded *> bucket : buckets(order, limit))
@@ -493,6 +491,7 @@ struct ColoZero : colo::impl::ColoZeroBase<ColoZero> {
     finishDataParallel(step, *axis);
     ColoDialect::ZeroAttrHelper(step.getContext())
         .setAttr(step, Builder(step.getContext()).getI64IntegerAttr(stage));
+    return success();
   }
 };
 } // namespace
