@@ -218,7 +218,7 @@ FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
                            << " dimensions; programs shard a global along one";
     int64_t dim = dims.front();
     SmallVector<int32_t> axes;
-    for (StringRef name : shard->axes[dims.front()]) {
+    for (StringRef name : shard->axes[dim]) {
       FailureOr<int> axis = meshAxis(g, name);
       if (failed(axis))
         return failure();

@@ -59,8 +59,9 @@ public:
   using Carried = llvm::SmallVector<std::pair<unsigned, Split>>;
   using Visitor = llvm::function_ref<mlir::LogicalResult(mlir::Operation *, const Carried &)>;
 
-  /// Visits every op of `body` (ops the visitor inserts after the current
-  /// one are visited too); stops at the first failure.
+  /// Visits the ops of `body` in order; the visitor may erase the current
+  /// op, and ops it inserts right after it are not visited. Stops at the
+  /// first failure.
   mlir::LogicalResult run(mlir::Block &body, Visitor visit) {
     for (mlir::Operation &op : llvm::make_early_inc_range(body))
       if (mlir::failed(visit(&op, carried(&op))))
