@@ -252,10 +252,8 @@ std::optional<Value> StepBuilder::updatedInPlace(Value v,
     }
     return false;
   };
-  for (Operation &op : func.front())
-    if (auto load = dyn_cast<GlobalLoadOp>(op);
-        load && load.getGlobal() == store.getGlobal() && order[load] < order[store] &&
-        readLater(load.getResult()))
+  for (Operation *op : accessesOf[store.getGlobal()])
+    if (isa<GlobalLoadOp>(op) && order[op] < order[store] && readLater(op->getResult(0)))
       return std::nullopt;
   return it->second;
 }

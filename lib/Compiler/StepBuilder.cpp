@@ -36,8 +36,13 @@ StepBuilder::StepBuilder(func::FuncOp func, KernelLibrary &kernels, exec::Progra
   for (int64_t p = kernelPieces; p > 1; p /= 2)
     pieceCounts.push_back(p);
   int i = 0;
-  for (Operation &op : func.front())
+  for (Operation &op : func.front()) {
     order[&op] = i++;
+    if (auto load = dyn_cast<GlobalLoadOp>(op))
+      accessesOf[load.getGlobal()].push_back(&op);
+    else if (auto store = dyn_cast<GlobalStoreOp>(op))
+      accessesOf[store.getGlobal()].push_back(&op);
+  }
 }
 
 LogicalResult StepBuilder::build() {
@@ -248,12 +253,9 @@ LogicalResult StepBuilder::visitLoad(GlobalLoadOp load) {
   int lastUse = order[load];
   for (Operation *user : load->getUsers())
     lastUse = std::max(lastUse, order[func.front().findAncestorOpInBlock(*user)]);
-  bool storedBefore = false;
-  for (Operation &op : func.front())
-    if (auto store = dyn_cast<GlobalStoreOp>(op);
-        store && store.getGlobal() == load.getGlobal() && order[&op] > order[load] &&
-        order[&op] < lastUse)
-      storedBefore = true;
+  bool storedBefore = llvm::any_of(accessesOf[load.getGlobal()], [&](Operation *op) {
+    return isa<GlobalStoreOp>(op) && order[op] > order[load] && order[op] < lastUse;
+  });
   if (!storedBefore) {
     bufferOf[load.getResult()] = *state;
     return success();

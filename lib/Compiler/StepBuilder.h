@@ -76,6 +76,8 @@ private:
   /// Appends to the program's body.
   mlir::OpBuilder b;
   llvm::DenseMap<mlir::Operation *, int> order;
+  /// Each global's loads and stores, in block order.
+  llvm::StringMap<llvm::SmallVector<mlir::Operation *>> accessesOf;
   /// The buffer holding each tensor value computed so far.
   llvm::DenseMap<mlir::Value, mlir::Value> bufferOf;
   /// Ops whose values a Gemm step writes, or which it absorbs on the way.

@@ -54,28 +54,35 @@ struct PlanMemory : colo::impl::ColoPlanMemoryBase<PlanMemory> {
     });
 
     struct Placed {
-      int64_t offset, size;
+      int64_t offset, end;
       Lifetime life;
     };
     std::vector<Placed> placed;
+    // Indices into `placed` by (offset, end): the first fit stops at the
+    // first buffer that begins above the gap, so a buffer placed low looks
+    // at the few below it instead of at every buffer placed so far.
+    std::vector<unsigned> byOffset;
+    auto below = [&](unsigned i, unsigned j) {
+      return std::pair(placed[i].offset, placed[i].end) <
+             std::pair(placed[j].offset, placed[j].end);
+    };
     int64_t arena = 0;
     OpBuilder b(&getContext());
     for (exec::BufferOp buffer : temps) {
       Lifetime l = life.lookup(buffer.getResult());
       int64_t size = (exec::byteSize(buffer.getType()) + kAlignment - 1) / kAlignment * kAlignment;
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (const Placed &p : placed)
-        if (p.life.first <= l.last && l.first <= p.life.last)
-          busy.emplace_back(p.offset, p.offset + p.size);
-      llvm::sort(busy);
       int64_t offset = 0;
-      for (auto [begin, end] : busy) {
-        if (offset + size <= begin)
+      for (unsigned i : byOffset) {
+        const Placed &p = placed[i];
+        if (offset + size <= p.offset)
           break;
-        offset = std::max(offset, end);
+        if (p.life.first <= l.last && l.first <= p.life.last)
+          offset = std::max(offset, p.end);
       }
       buffer.setOffsetAttr(b.getI64IntegerAttr(offset));
-      placed.push_back({offset, size, l});
+      placed.push_back({offset, offset + size, l});
+      byOffset.insert(llvm::upper_bound(byOffset, placed.size() - 1, below),
+                      placed.size() - 1);
       arena = std::max(arena, offset + size);
       ++numPlaced;
     }
