@@ -20,6 +20,21 @@ struct FinishedWork final : Work {
 };
 } // namespace
 
+Communicator::CallScope::CallScope(Communicator &comm, bool broken,
+                                   const char *backend, const char *name)
+    : what(name), stats_(comm.stats_) {
+  if (broken)
+    throw Error(what + ": " + backend +
+                " is unusable after an earlier communication failure");
+  ++stats_.calls;
+}
+
+Communicator::CallScope::~CallScope() {
+  stats_.seconds += std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start_)
+                        .count();
+}
+
 void Communicator::createGroups(const std::vector<Group> &) {}
 
 std::unique_ptr<Work> Communicator::startAllReduce(void *data, int64_t count, DType dtype,

@@ -457,21 +457,8 @@ public:
   }
 
 private:
-  /// Counts a call and its wall time, however it ends.
-  struct Call {
-    MpiCommunicator &comm;
-    std::string what;
-    Clock::time_point start = Clock::now();
-    Call(MpiCommunicator &comm, const char *name) : comm(comm), what(name) {
-      if (broken)
-        throw Error(what + ": MPI is unusable after an earlier "
-                           "communication failure");
-      ++comm.stats_.calls;
-    }
-    ~Call() {
-      comm.stats_.seconds +=
-          std::chrono::duration<double>(Clock::now() - start).count();
-    }
+  struct Call : CallScope {
+    Call(MpiCommunicator &comm, const char *name) : CallScope(comm, broken, "MPI", name) {}
   };
 
   /// Where a call's messages go: a communicator, the call's tag there, and
@@ -493,30 +480,30 @@ private:
   /// Sends to `peer`, a rank of `ch`'s communicator.
   void postSend(Pending &pending, const void *data, int64_t bytes, int peer,
                 const Channel &ch, const std::string &what) {
-    const char *p = static_cast<const char *>(data);
-    int64_t done = 0;
-    do { // one message even for 0 bytes
-      int piece = int(std::min(bytes - done, kMaxPiece));
-      MPI_Request request;
-      check(MPI_Isend(p + done, piece, MPI_BYTE, peer, ch.tag, ch.comm, &request),
-            "MPI_Isend", what);
-      add(pending, request, ch.worldRank(peer), false);
-      stats_.bytesSent += piece;
-      done += piece;
-    } while (done < bytes);
+    post(pending, const_cast<void *>(data), bytes, peer, ch, what, false);
   }
 
   void postRecv(Pending &pending, void *data, int64_t bytes, int peer,
                 const Channel &ch, const std::string &what) {
+    post(pending, data, bytes, peer, ch, what, true);
+  }
+
+  /// Posts `bytes` in messages of at most kMaxPiece (MPI counts are int).
+  void post(Pending &pending, void *data, int64_t bytes, int peer,
+            const Channel &ch, const std::string &what, bool receive) {
     char *p = static_cast<char *>(data);
     int64_t done = 0;
     do { // one message even for 0 bytes
       int piece = int(std::min(bytes - done, kMaxPiece));
       MPI_Request request;
-      check(MPI_Irecv(p + done, piece, MPI_BYTE, peer, ch.tag, ch.comm, &request),
-            "MPI_Irecv", what);
-      add(pending, request, ch.worldRank(peer), true);
-      stats_.bytesReceived += piece;
+      if (receive)
+        check(MPI_Irecv(p + done, piece, MPI_BYTE, peer, ch.tag, ch.comm, &request),
+              "MPI_Irecv", what);
+      else
+        check(MPI_Isend(p + done, piece, MPI_BYTE, peer, ch.tag, ch.comm, &request),
+              "MPI_Isend", what);
+      add(pending, request, ch.worldRank(peer), receive);
+      (receive ? stats_.bytesReceived : stats_.bytesSent) += piece;
       done += piece;
     } while (done < bytes);
   }

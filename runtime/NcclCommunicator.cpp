@@ -126,27 +126,20 @@ public:
     if (group.size() == 1 || count == 0)
       return;
     ncclComm_t comm = commFor(group, me, call.what);
-    nccl(ncclAllReduce(data, data, size_t(count), type, ncclOpOf(op), comm,
-                       stream_),
-         comm, "ncclAllReduce", call.what);
-    complete(comm, call.what);
+    finish(ncclAllReduce(data, data, size_t(count), type, ncclOpOf(op), comm, stream_),
+           comm, "ncclAllReduce", call.what);
   }
 
   void allGather(const void *send, void *recv, int64_t count, DType dtype,
                  const Group &group) override {
     Call call(*this, "allGather");
-    int me = member(group, call.what);
-    int64_t block = bytesOf(count, dtype, call.what);
-    int64_t p = group.size();
-    countRing(call.what, block * p, int(p));
-    if (block == 0)
+    int64_t block;
+    ncclComm_t comm = blocks(call.what, send, recv, count, dtype, group,
+                             member(group, call.what), block);
+    if (!comm)
       return;
-    if (p == 1)
-      return copy(recv, send, block, call.what);
-    ncclComm_t comm = commFor(group, me, call.what);
-    nccl(ncclAllGather(send, recv, size_t(block), ncclInt8, comm, stream_),
-         comm, "ncclAllGather", call.what);
-    complete(comm, call.what);
+    finish(ncclAllGather(send, recv, size_t(block), ncclInt8, comm, stream_),
+           comm, "ncclAllGather", call.what);
   }
 
   void reduceScatter(const void *send, void *recv, int64_t count, DType dtype,
@@ -154,32 +147,23 @@ public:
     Call call(*this, "reduceScatter");
     int me = member(group, call.what);
     ncclDataType_t type = reduceType(dtype, op, call.what);
-    int64_t block = bytesOf(count, dtype, call.what);
-    int64_t p = group.size();
-    countRing(call.what, block * p, int(p));
-    if (block == 0)
+    int64_t block;
+    ncclComm_t comm = blocks(call.what, send, recv, count, dtype, group, me, block);
+    if (!comm)
       return;
-    if (p == 1)
-      return copy(recv, send, block, call.what);
-    ncclComm_t comm = commFor(group, me, call.what);
-    nccl(ncclReduceScatter(send, recv, size_t(count), type, ncclOpOf(op), comm,
-                           stream_),
-         comm, "ncclReduceScatter", call.what);
-    complete(comm, call.what);
+    finish(ncclReduceScatter(send, recv, size_t(count), type, ncclOpOf(op), comm, stream_),
+           comm, "ncclReduceScatter", call.what);
   }
 
   void allToAll(const void *send, void *recv, int64_t count, DType dtype,
                 const Group &group) override {
     Call call(*this, "allToAll");
-    int me = member(group, call.what);
-    int64_t block = bytesOf(count, dtype, call.what);
-    int64_t p = group.size();
-    countRing(call.what, block * p, int(p));
-    if (block == 0)
+    int64_t block;
+    ncclComm_t comm = blocks(call.what, send, recv, count, dtype, group,
+                             member(group, call.what), block);
+    if (!comm)
       return;
-    if (p == 1)
-      return copy(recv, send, block, call.what);
-    ncclComm_t comm = commFor(group, me, call.what);
+    int64_t p = group.size();
     const char *in = static_cast<const char *>(send);
     char *out = static_cast<char *>(recv);
     nccl(ncclGroupStart(), comm, "ncclGroupStart", call.what);
@@ -191,8 +175,7 @@ public:
                     stream_),
            comm, "ncclRecv", call.what);
     }
-    nccl(ncclGroupEnd(), comm, "ncclGroupEnd", call.what);
-    complete(comm, call.what);
+    finish(ncclGroupEnd(), comm, "ncclGroupEnd", call.what);
   }
 
   void broadcast(void *data, int64_t count, DType dtype, int root,
@@ -212,10 +195,8 @@ public:
     if (p == 1 || bytes == 0)
       return;
     ncclComm_t comm = commFor(group, me, call.what);
-    nccl(ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm,
-                       stream_),
-         comm, "ncclBroadcast", call.what);
-    complete(comm, call.what);
+    finish(ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm, stream_),
+           comm, "ncclBroadcast", call.what);
   }
 
   /// NCCL has no tags: messages between two ranks arrive in call order.
@@ -223,9 +204,8 @@ public:
     Call call(*this, "send");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesSent += bytes;
-    nccl(ncclSend(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
-         "ncclSend", call.what);
-    complete(comm, call.what);
+    finish(ncclSend(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
+           "ncclSend", call.what);
   }
 
   /// Completes before it returns: NCCL orders a rank's point-to-point calls
@@ -240,9 +220,8 @@ public:
     Call call(*this, "recv");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesReceived += bytes;
-    nccl(ncclRecv(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
-         "ncclRecv", call.what);
-    complete(comm, call.what);
+    finish(ncclRecv(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
+           "ncclRecv", call.what);
   }
 
   std::vector<std::vector<char>>
@@ -269,21 +248,29 @@ public:
   }
 
 private:
-  struct Call {
-    NcclCommunicator &comm;
-    std::string what;
-    Clock::time_point start = Clock::now();
-    Call(NcclCommunicator &comm, const char *name) : comm(comm), what(name) {
-      if (comm.broken_)
-        throw Error(what + ": NCCL is unusable after an earlier "
-                           "communication failure");
-      ++comm.stats_.calls;
-    }
-    ~Call() {
-      comm.stats_.seconds +=
-          std::chrono::duration<double>(Clock::now() - start).count();
-    }
+  struct Call : CallScope {
+    Call(NcclCommunicator &comm, const char *name)
+        : CallScope(comm, comm.broken_, "NCCL", name) {}
   };
+
+  /// What allGather, reduceScatter and allToAll (`count` elements from each
+  /// member, so `count * dtype` bytes a block) share: the check, the count,
+  /// and the one-member copy. The group's communicator, or null where no
+  /// message is needed.
+  ncclComm_t blocks(const std::string &what, const void *send, void *recv,
+                    int64_t count, DType dtype, const Group &group, int me,
+                    int64_t &block) {
+    block = bytesOf(count, dtype, what);
+    int64_t p = group.size();
+    countRing(what, block * p, int(p));
+    if (block == 0)
+      return nullptr;
+    if (p == 1) {
+      copy(recv, send, block, what);
+      return nullptr;
+    }
+    return commFor(group, me, what);
+  }
 
   void countRing(const std::string &what, int64_t bytes, int p) {
     int64_t n = ringBytesSent(what, bytes, p);
@@ -354,6 +341,13 @@ private:
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+  }
+
+  /// Checks the result of a call that enqueued work, then waits for it.
+  void finish(ncclResult_t result, ncclComm_t comm, const char *call,
+              const std::string &what) {
+    nccl(result, comm, call, what);
+    complete(comm, what);
   }
 
   [[noreturn]] void fail(ncclComm_t comm, const std::string &message) {

@@ -38,16 +38,16 @@ createMesh(mlir::ModuleOp module,
 
 /// What a plan pass that splits @`func` over `ranks` ranks checks first.
 struct PlanTarget {
-  llvm::StringRef pass;   ///< "colo-tensor-parallel"
   llvm::StringRef option; ///< the ranks' option: "tp"
   int64_t ranks;
-  llvm::StringRef func;
   llvm::StringRef verb = "split"; ///< "no func.func @forward to split"
   bool singleBlock = false;
   /// Set on the function by an earlier run (empty: none), which is an
   /// error: "the function is already <done>".
   llvm::StringRef doneAttr = "";
   llvm::StringRef done = "";
+  llvm::StringRef pass = ""; ///< "colo-tensor-parallel"
+  llvm::StringRef func = "";
 };
 /// The function `target` names, checked: `ranks` >= 1, the function
 /// defined (with one block where asked) and not already done. Null where
@@ -67,6 +67,19 @@ template <typename PassBase> struct PlanPass : PassBase {
     mlir::FailureOr<mlir::func::FuncOp> f = findTarget(module);
     if (mlir::failed(f) || (*f && mlir::failed(runOnTarget(module, *f))))
       this->signalPassFailure();
+  }
+};
+
+/// A plan pass that splits its `func` option's function: it states only
+/// what findPlanTarget checks (its name and function are filled in here).
+template <typename PassBase> struct SplittingPass : PlanPass<PassBase> {
+  using PlanPass<PassBase>::PlanPass;
+  virtual PlanTarget target() = 0;
+  mlir::FailureOr<mlir::func::FuncOp> findTarget(mlir::ModuleOp module) final {
+    PlanTarget t = target();
+    t.pass = this->getArgument();
+    t.func = this->func;
+    return findPlanTarget(module, t);
   }
 };
 

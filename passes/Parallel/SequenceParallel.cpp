@@ -256,13 +256,12 @@ private:
   GradientSums sums;
 };
 
-struct ColoSequenceParallel : PlanPass<colo::impl::ColoSequenceParallelBase<ColoSequenceParallel>> {
-  using PlanPass::PlanPass;
+struct ColoSequenceParallel : SplittingPass<colo::impl::ColoSequenceParallelBase<ColoSequenceParallel>> {
+  using SplittingPass::SplittingPass;
 
-  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
-    return findPlanTarget(module, {"colo-sequence-parallel", "tp", tp, func, "split", false,
-                                   ColoDialect::SequenceParallelAttrHelper::getNameStr(),
-                                   "sequence-parallel"});
+  PlanTarget target() override {
+    return {"tp", tp, "split", false, ColoDialect::SequenceParallelAttrHelper::getNameStr(),
+            "sequence-parallel"};
   }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {

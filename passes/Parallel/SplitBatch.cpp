@@ -211,12 +211,10 @@ private:
   llvm::SetVector<Operation *> replaced;               // their originals
 };
 
-struct ColoSplitBatchPass : PlanPass<colo::impl::ColoSplitBatchBase<ColoSplitBatchPass>> {
-  using PlanPass::PlanPass;
+struct ColoSplitBatchPass : SplittingPass<colo::impl::ColoSplitBatchBase<ColoSplitBatchPass>> {
+  using SplittingPass::SplittingPass;
 
-  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
-    return findPlanTarget(module, {"colo-split-batch", "parts", parts, func});
-  }
+  PlanTarget target() override { return {"parts", parts}; }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     int64_t count = 0;

@@ -485,13 +485,12 @@ private:
   llvm::SetVector<Operation *> replaced;
 };
 
-struct ColoTensorParallel : PlanPass<colo::impl::ColoTensorParallelBase<ColoTensorParallel>> {
-  using PlanPass::PlanPass;
+struct ColoTensorParallel : SplittingPass<colo::impl::ColoTensorParallelBase<ColoTensorParallel>> {
+  using SplittingPass::SplittingPass;
 
-  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
-    return findPlanTarget(module, {"colo-tensor-parallel", "tp", tp, func, "shard", true,
-                                   ColoDialect::TensorParallelAttrHelper::getNameStr(),
-                                   "tensor-parallel"});
+  PlanTarget target() override {
+    return {"tp", tp, "shard", true, ColoDialect::TensorParallelAttrHelper::getNameStr(),
+            "tensor-parallel"};
   }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {

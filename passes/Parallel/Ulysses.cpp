@@ -393,13 +393,12 @@ private:
   DenseSet<Operation *> created;
 };
 
-struct ColoUlysses : PlanPass<colo::impl::ColoUlyssesBase<ColoUlysses>> {
-  using PlanPass::PlanPass;
+struct ColoUlysses : SplittingPass<colo::impl::ColoUlyssesBase<ColoUlysses>> {
+  using SplittingPass::SplittingPass;
 
-  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
-    return findPlanTarget(module, {"colo-ulysses", "sp", sp, func, "split", true,
-                                   ColoDialect::UlyssesAttrHelper::getNameStr(),
-                                   "split over sp"});
+  PlanTarget target() override {
+    return {"sp", sp, "split", true, ColoDialect::UlyssesAttrHelper::getNameStr(),
+            "split over sp"};
   }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {

@@ -274,13 +274,12 @@ private:
   Value start;
 };
 
-struct ColoVocabParallel : PlanPass<colo::impl::ColoVocabParallelBase<ColoVocabParallel>> {
-  using PlanPass::PlanPass;
+struct ColoVocabParallel : SplittingPass<colo::impl::ColoVocabParallelBase<ColoVocabParallel>> {
+  using SplittingPass::SplittingPass;
 
-  FailureOr<func::FuncOp> findTarget(ModuleOp module) override {
-    return findPlanTarget(module, {"colo-vocab-parallel", "tp", tp, func, "split", true,
-                                   ColoDialect::VocabParallelAttrHelper::getNameStr(),
-                                   "vocab-parallel"});
+  PlanTarget target() override {
+    return {"tp", tp, "split", true, ColoDialect::VocabParallelAttrHelper::getNameStr(),
+            "vocab-parallel"};
   }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {

@@ -19,6 +19,7 @@
 
 #include "colo/Runtime/DType.h"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -135,6 +136,23 @@ public:
   void resetStats() { stats_ = {}; }
 
 protected:
+  /// What every call of a backend begins with: refuses the call once the
+  /// backend is `broken` (an earlier wait failed, so a peer is lost), counts
+  /// it, and adds its wall time to stats() however it ends.
+  class CallScope {
+  public:
+    CallScope(Communicator &comm, bool broken, const char *backend,
+              const char *name);
+    ~CallScope();
+    CallScope(const CallScope &) = delete;
+    CallScope &operator=(const CallScope &) = delete;
+
+    const std::string what; ///< the call's name, for errors
+  private:
+    CommStats &stats_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  };
+
   double timeout_ = 300;
   CommStats stats_;
 };
