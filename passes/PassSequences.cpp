@@ -50,6 +50,24 @@ bool checkCase(llvm::StringRef what, llvm::StringRef value,
          << ")";
   return false;
 }
+
+/// False, with the message, where `key` is an option with a fixed set of
+/// values and `value` is none of them.
+bool checkEnumValue(llvm::StringRef key, llvm::StringRef value, llvm::raw_ostream &errors) {
+  if (key == "precision")
+    return checkCase<colo::Precision>(key, value, colo::symbolizePrecision, colo::stringifyPrecision,
+                                colo::getMaxEnumValForPrecision(), errors);
+  if (key == "loss")
+    return checkCase<colo::Loss>(key, value, colo::symbolizeLoss, colo::stringifyLoss, colo::getMaxEnumValForLoss(),
+                           errors);
+  if (key == "optimizer")
+    return checkCase<colo::Optimizer>(key, value, colo::symbolizeOptimizer, colo::stringifyOptimizer,
+                                colo::getMaxEnumValForOptimizer(), errors);
+  if (key == "schedule")
+    return checkCase<colo::LrSchedule>(key, value, colo::symbolizeLrSchedule, colo::stringifyLrSchedule,
+                                 colo::getMaxEnumValForLrSchedule(), errors);
+  return true;
+}
 } // namespace
 
 mlir::FailureOr<colo::TrainStepOptions>
@@ -61,20 +79,7 @@ colo::parseTrainStepOptions(llvm::StringRef text, llvm::raw_ostream &errors) {
   bool lossScaleGiven = false;
   for (llvm::StringRef word : words) {
     auto [key, value] = word.split('=');
-    bool known =
-        key == "precision"
-            ? checkCase<Precision>(key, value, symbolizePrecision, stringifyPrecision,
-                                   getMaxEnumValForPrecision(), errors)
-        : key == "loss" ? checkCase<Loss>(key, value, symbolizeLoss, stringifyLoss,
-                                          getMaxEnumValForLoss(), errors)
-        : key == "optimizer"
-            ? checkCase<Optimizer>(key, value, symbolizeOptimizer, stringifyOptimizer,
-                                   getMaxEnumValForOptimizer(), errors)
-        : key == "schedule"
-            ? checkCase<LrSchedule>(key, value, symbolizeLrSchedule, stringifyLrSchedule,
-                                    getMaxEnumValForLrSchedule(), errors)
-            : true;
-    if (!known)
+    if (!checkEnumValue(key, value, errors))
       return mlir::failure();
     if (key == "precision") {
       options.precision = *symbolizePrecision(value);

@@ -16,6 +16,9 @@ using namespace mlir;
 using namespace colo;
 
 namespace {
+/// The most ops one kernel collects (see visit).
+constexpr size_t kMaxKernelOps = 256;
+
 /// A readable name for a buffer: the op's location name, if any.
 std::string locName(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
@@ -202,6 +205,12 @@ LogicalResult StepBuilder::visit(Operation *op) {
   if (isLibraryOp(op))
     return visitLibrary(op);
   group.insert(op);
+  // A group as long as the model (the optimizer's slices of every gradient
+  // from the flat buckets, with nothing between them to end the group) would
+  // make one kernel whose bufferization and LLVM optimization grow faster
+  // than its size; capped, kernels.so grows linearly with the model.
+  if (group.size() >= kMaxKernelOps)
+    return flush();
   return success();
 }
 

@@ -324,7 +324,6 @@ LogicalResult TsImporter::importBlock(torch::jit::Block &block, const std::strin
     std::vector<TVal> outs;
     std::string kind = n->kind().toQualString();
     loc = NameLoc::get(StringAttr::get(&ctx, scope + "/" + kind));
-    current = n;
     auto call = [&](torch::jit::Graph &g, const std::string &calleeScope,
                     size_t firstArg) -> LogicalResult {
       std::vector<TVal> args;
@@ -388,7 +387,7 @@ LogicalResult TsImporter::importBlock(torch::jit::Block &block, const std::strin
           carried[k] = env.at(body->outputs()[k + 1]);
       }
       outs = std::move(carried);
-    } else if (failed(translate(n, scope, ins, outs))) {
+    } else if (failed(translate(n, ins, outs))) {
       if (nodeError.rfind("in ", 0) != 0 && !nodeError.empty())
         nodeError = "in " + (scope.empty() ? std::string("<root>") : scope) + ": " +
                     kind + ": " + nodeError;
@@ -400,8 +399,8 @@ LogicalResult TsImporter::importBlock(torch::jit::Block &block, const std::strin
   return success();
 }
 
-LogicalResult TsImporter::translate(torch::jit::Node *n, const std::string &scope,
-                                    std::vector<TVal *> &ins, std::vector<TVal> &outs) {
+LogicalResult TsImporter::translate(torch::jit::Node *n, std::vector<TVal *> &ins,
+                                    std::vector<TVal> &outs) {
   std::string kind = n->kind().toQualString();
   auto it = handlers().find(kind);
   if (it == handlers().end())

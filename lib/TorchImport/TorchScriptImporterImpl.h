@@ -62,8 +62,8 @@ private:
                                   std::vector<TVal> args, std::vector<TVal> &results);
   mlir::LogicalResult importBlock(torch::jit::Block &block, const std::string &scope,
                                   Env &env);
-  mlir::LogicalResult translate(torch::jit::Node *n, const std::string &scope,
-                                std::vector<TVal *> &ins, std::vector<TVal> &outs);
+  mlir::LogicalResult translate(torch::jit::Node *n, std::vector<TVal *> &ins,
+                                std::vector<TVal> &outs);
 
   // Op translations, one per aten or prim op family (TorchScriptOps.cpp),
   // found by the node's kind.
@@ -107,7 +107,6 @@ private:
   torch::jit::Module root;
   std::set<std::string> parameterNames;
   llvm::StringMap<mlir::Value> globals;
-  torch::jit::Node *current = nullptr;
 };
 
 } // namespace colo::torch_import

@@ -83,7 +83,9 @@ struct ColoDecomposeLoss : colo::impl::ColoDecomposeLossBase<ColoDecomposeLoss> 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeCrossEntropy, DecomposeCrossEntropyBackward>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };
