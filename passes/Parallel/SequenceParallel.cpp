@@ -258,11 +258,8 @@ private:
 
 struct ColoSequenceParallel : SplittingPass<colo::impl::ColoSequenceParallelBase<ColoSequenceParallel>> {
   using SplittingPass::SplittingPass;
-
-  PlanTarget target() override {
-    return {"tp", tp, "split", false, ColoDialect::SequenceParallelAttrHelper::getNameStr(),
-            "sequence-parallel"};
-  }
+  using Done = ColoDialect::SequenceParallelAttrHelper;
+  PlanTarget target() override { return {"tp", tp, "split", false, Done::getNameStr(), "sequence-parallel"}; }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     IntegerAttr sharded = ColoDialect::TensorParallelAttrHelper(&getContext()).getAttr(f);

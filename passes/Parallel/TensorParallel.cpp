@@ -487,11 +487,8 @@ private:
 
 struct ColoTensorParallel : SplittingPass<colo::impl::ColoTensorParallelBase<ColoTensorParallel>> {
   using SplittingPass::SplittingPass;
-
-  PlanTarget target() override {
-    return {"tp", tp, "shard", true, ColoDialect::TensorParallelAttrHelper::getNameStr(),
-            "tensor-parallel"};
-  }
+  using Done = ColoDialect::TensorParallelAttrHelper;
+  PlanTarget target() override { return {"tp", tp, "shard", true, Done::getNameStr(), "tensor-parallel"}; }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     DenseMap<StringAttr, int64_t> symbolUses;

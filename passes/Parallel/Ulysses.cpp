@@ -395,11 +395,8 @@ private:
 
 struct ColoUlysses : SplittingPass<colo::impl::ColoUlyssesBase<ColoUlysses>> {
   using SplittingPass::SplittingPass;
-
-  PlanTarget target() override {
-    return {"sp", sp, "split", true, ColoDialect::UlyssesAttrHelper::getNameStr(),
-            "split over sp"};
-  }
+  using Done = ColoDialect::UlyssesAttrHelper;
+  PlanTarget target() override { return {"sp", sp, "split", true, Done::getNameStr(), "split over sp"}; }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "sp", sp, f);

@@ -276,11 +276,8 @@ private:
 
 struct ColoVocabParallel : SplittingPass<colo::impl::ColoVocabParallelBase<ColoVocabParallel>> {
   using SplittingPass::SplittingPass;
-
-  PlanTarget target() override {
-    return {"tp", tp, "split", true, ColoDialect::VocabParallelAttrHelper::getNameStr(),
-            "vocab-parallel"};
-  }
+  using Done = ColoDialect::VocabParallelAttrHelper;
+  PlanTarget target() override { return {"tp", tp, "split", true, Done::getNameStr(), "vocab-parallel"}; }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     if (f.getNumResults() == 0) {
