@@ -186,7 +186,10 @@ FailureOr<HostTensor> Importer::hostTensorOf(const onnx::TensorProto &t) {
                 std::to_string(n) + " elements)");
   std::string bytes;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string file = (llvm::Twine(dir) + "/" + externalField(t, "location")).str();
+    FailureOr<std::string> located = externalDataFile(t);
+    if (failed(located))
+      return failure();
+    const std::string &file = *located;
     std::ifstream in(file, std::ios::binary);
     if (!in)
       return fail("external data file '" + file + "' of '" + t.name() +
@@ -255,16 +258,44 @@ FailureOr<HostTensor> Importer::hostTensorOf(const onnx::TensorProto &t) {
   return h;
 }
 
+FailureOr<std::string> Importer::externalDataFile(const onnx::TensorProto &t) {
+  std::string location = externalField(t, "location");
+  auto leaves = [&](llvm::StringRef how) {
+    return fail("external data location '" + location + "' of '" + t.name() +
+                "' leaves the model's directory (" + how.str() + ")");
+  };
+  if (location.empty())
+    return fail("external data of '" + t.name() + "' has no location");
+  namespace path = llvm::sys::path;
+  if (path::is_absolute(location) || path::has_root_name(location))
+    return leaves("an absolute path");
+  for (llvm::StringRef part : llvm::make_range(path::begin(location), path::end(location)))
+    if (part == "..")
+      return leaves("through '..'");
+  llvm::SmallString<256> file(dir);
+  path::append(file, location);
+  llvm::sys::fs::make_absolute(file);
+  // A file that does not exist is reported by the caller; one that does
+  // must resolve (through any symbolic links) to a file below the model's
+  // directory, resolved the same way.
+  llvm::SmallString<256> real, realDir;
+  if (!llvm::sys::fs::real_path(file, real) && !llvm::sys::fs::real_path(dir.empty() ? "." : dir, realDir) &&
+      !llvm::StringRef(real).starts_with((llvm::Twine(realDir) + path::get_separator()).str()))
+    return leaves("through a symbolic link to '" + real.str().str() + "'");
+  return std::string(file);
+}
+
 FailureOr<Attribute> Importer::globalInitialValue(const onnx::TensorProto &t,
                                                   RankedTensorType type) {
   int64_t bytes = type.getNumElements() * elementBytes(t.data_type());
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    llvm::SmallString<256> file(dir);
-    llvm::sys::path::append(file, externalField(t, "location"));
-    llvm::sys::fs::make_absolute(file);
+    FailureOr<std::string> located = externalDataFile(t);
+    if (failed(located))
+      return failure();
+    const std::string &file = *located;
     uint64_t size = 0;
     if (llvm::sys::fs::file_size(file, size))
-      return fail("external data file '" + file.str().str() + "' of '" + t.name() +
+      return fail("external data file '" + file + "' of '" + t.name() +
                   "' is missing");
     std::string off = externalField(t, "offset"), len = externalField(t, "length");
     int64_t offset = off.empty() ? 0 : std::strtoll(off.c_str(), nullptr, 10);
@@ -273,7 +304,7 @@ FailureOr<Attribute> Importer::globalInitialValue(const onnx::TensorProto &t,
       return fail("external data of '" + t.name() + "' is " + std::to_string(length) +
                   " bytes, its shape needs " + std::to_string(bytes));
     if (offset < 0 || static_cast<uint64_t>(offset + length) > size)
-      return fail("external data file '" + file.str().str() + "' is too short for '" +
+      return fail("external data file '" + file + "' is too short for '" +
                   t.name() + "': needs " + std::to_string(offset + length) +
                   " bytes, has " + std::to_string(size));
     return Attribute(ExternalDataAttr::get(&ctx, file, offset, length));

@@ -59,6 +59,10 @@ private:
                                    llvm::SmallVectorImpl<Val *> &ins);
   mlir::FailureOr<Val> initializerValue(const onnx::TensorProto &t);
   mlir::FailureOr<HostTensor> hostTensorOf(const onnx::TensorProto &t);
+  /// The absolute path of `t`'s external data file, checked to stay inside
+  /// the model's directory (as onnx's checker does): a relative location
+  /// without `..` that no symbolic link leads out of.
+  mlir::FailureOr<std::string> externalDataFile(const onnx::TensorProto &t);
   mlir::FailureOr<mlir::Attribute> globalInitialValue(const onnx::TensorProto &t,
                                                       mlir::RankedTensorType type);
   mlir::Location nodeLocation(const onnx::NodeProto &node, size_t index);

@@ -105,12 +105,25 @@ def write_corpus(d):
                 [_raw_tensor("w", [4, 3], b"\0" * 20)]),
          ["w", "bytes"])
 
-    ext = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], vals=[])
-    ext.data_location = TensorProto.EXTERNAL
-    for k, v in (("location", "does_not_exist.bin"), ("offset", "0"), ("length", "48")):
-        ext.external_data.add(key=k, value=v)
-    save("missing_external_data.onnx",
-         _model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
-                [_vi("x", [2, 4])], [_vi("y", [2, 3])], [ext]),
-         ["does_not_exist.bin", "missing"])
+    def external(name, location, expect):
+        ext = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], vals=[])
+        ext.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", location), ("offset", "0"), ("length", "48")):
+            ext.external_data.add(key=k, value=v)
+        save(name, _model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                          [_vi("x", [2, 4])], [_vi("y", [2, 3])], [ext]), expect)
+
+    external("missing_external_data.onnx", "does_not_exist.bin",
+             ["does_not_exist.bin", "missing"])
+    # External data may not leave the model's directory (onnx's checker's
+    # rule): a real file of the right size lies just outside it, so only the
+    # location can be refused.
+    outside = os.path.join(os.path.dirname(d), "outside.bin")
+    with open(outside, "wb") as f:
+        f.write(b"\0" * 48)
+    os.symlink(outside, os.path.join(d, "link.bin"))
+    leaves = "leaves the model's directory"
+    external("absolute_external_data.onnx", outside, [outside, leaves, "absolute"])
+    external("dotdot_external_data.onnx", "../outside.bin", ["../outside.bin", leaves, "'..'"])
+    external("symlink_external_data.onnx", "link.bin", ["link.bin", leaves, "symbolic link"])
     return cases

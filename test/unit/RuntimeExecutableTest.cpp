@@ -615,6 +615,14 @@ TEST(RuntimeValidation, KernelsAndState) {
        "not exported"});
   expectInvalid([](ExeDir &e, Toy &) { e.b.program().set_kernels_library("missing.so"); },
                 {"the program calls kernels but", "missing.so' does not exist"});
+  // dlopen would run another library's constructors: the program may name
+  // only a file of its own directory, refused by its name before any file
+  // is opened.
+  for (const char *name : {"/usr/lib/x86_64-linux-gnu/libm.so.6", "../kernels.so", "sub/k.so",
+                           "..", "."})
+    expectInvalid([&](ExeDir &e, Toy &) { e.b.program().set_kernels_library(name); },
+                  {"names the kernels library '" + std::string(name) +
+                   "', which is not a plain file name inside the executable directory"});
   // state.safetensors: a missing tensor, a wrong shape, a wrong dtype, no file.
   expectInvalid(
       [](ExeDir &e, Toy &) { e.b.state("velocity", F32, {2}); },
