@@ -34,11 +34,13 @@ colo::importTorchScriptFile(llvm::StringRef path, MLIRContext &context,
     return fail("cannot create a temporary file");
   llvm::FileRemover removeOut(out), removeErr(err);
 
-  std::vector<llvm::StringRef> args{helper, path, "-o", out};
-  for (const std::string &s : inputShapes) {
-    args.push_back("--input-shape");
-    args.push_back(s);
-  }
+  // Options first, then `--`: a path that begins with '-' stays a path.
+  std::vector<std::string> shapeArgs;
+  for (const std::string &s : inputShapes)
+    shapeArgs.push_back("--input-shape=" + s);
+  std::vector<llvm::StringRef> args{helper, "-o", out};
+  args.insert(args.end(), shapeArgs.begin(), shapeArgs.end());
+  args.insert(args.end(), {"--", path});
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
                                                 llvm::StringRef(err)};
   std::string execError;

@@ -484,3 +484,19 @@ def test_the_rank_count_must_match_the_plan(baseline):
         run_colo("compile", path, "-o", exe, "--train", TRAIN["adamw"], "--plan", "dp=2")
     proc = run_colo("run", exe, "--np", 3, "--data", "synthetic", check=False)
     assert proc.returncode == 1 and "compiled for 2 ranks, not 3" in proc.stderr, proc.stderr
+
+
+def test_an_executable_that_begins_with_a_dash_reaches_every_rank(baseline):
+    """`colo run --np` passes the directory after `--`, so a rank's
+    `colo run` does not read '-exe' as an option."""
+    tmp, path = baseline("gpt2")[:2]
+    exe = tmp / "dp=2-adamw"
+    if not (exe / "program.pb").exists():
+        run_colo("compile", path, "-o", exe, "--train", TRAIN["adamw"], "--plan", "dp=2")
+    link = tmp / "-exe"
+    if not link.exists():
+        link.symlink_to(exe)
+    proc = subprocess.run([str(BIN / "colo"), "run", "--np", "2", "--steps", "1", "--data",
+                           "synthetic", "--", "-exe"], cwd=tmp, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr

@@ -111,6 +111,17 @@ def test_unsupported_op_names_op_and_scope(tmp_path):
                          "aten::cumsum", "block", "unsupported op")
 
 
+def test_a_path_that_begins_with_a_dash_stays_a_path(traced, tmp_path):
+    """`--` ends colo's options, and colo passes the path on to its
+    TorchScript helper the same way: the helper does not read it as one."""
+    path, _, shapes = traced("mlp")
+    (tmp_path / "-m.pt").write_bytes(path.read_bytes())
+    proc = subprocess.run([str(BIN / "colo"), "import", *shapes, "--summary", "--json", "--",
+                           "-m.pt"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == summary(path, *shapes)
+
+
 def test_truncated_and_foreign_archives(traced, tmp_path):
     path, _, shapes = traced("mlp")
     data = path.read_bytes()

@@ -28,8 +28,11 @@ int colo::tool::launchRanks(StringRef dir, int64_t ranks, ArrayRef<std::string> 
     args.push_back("--allow-run-as-root");
   ::setenv("COLO_PROGRESS", sys::Process::StandardOutIsDisplayed() ? "1" : "0", 1);
   args.insert(args.end(), {"-x", "COLO_PROGRESS"});
-  args.insert(args.end(), {self, "run", dir.str()});
+  // The options (all --name=value) first, then `--`: a directory that
+  // begins with '-' stays the executable directory for each rank.
+  args.insert(args.end(), {self, "run"});
   args.insert(args.end(), runArgs.begin(), runArgs.end());
+  args.insert(args.end(), {"--", dir.str()});
   outs() << "launching " << ranks << " ranks with mpirun\n";
   outs().flush();
   std::vector<StringRef> argv(args.begin(), args.end());
