@@ -601,8 +601,9 @@ void Executable::loadKernels() {
   // of its own directory, never a path to another library.
   if (name.find('/') != std::string::npos || name == "." || name == ".." ||
       name.find('\0') != std::string::npos)
-    throw Error("'" + dir_ + "' is not a valid executable: its program names the kernels library '" +
-                name + "', which is not a plain file name inside the executable directory");
+    throw Error("'" + dir_ + "' is not a valid executable: its program names the kernels "
+                "library '" + name +
+                "', which is not a plain file name inside the executable directory");
   std::string path = joinPath(dir_, name);
   if (!isRegularFile(path))
     throw Error("'" + dir_ +

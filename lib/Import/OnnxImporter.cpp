@@ -279,8 +279,9 @@ FailureOr<std::string> Importer::externalDataFile(const onnx::TensorProto &t) {
   // must resolve (through any symbolic links) to a file below the model's
   // directory, resolved the same way.
   llvm::SmallString<256> real, realDir;
-  if (!llvm::sys::fs::real_path(file, real) && !llvm::sys::fs::real_path(dir.empty() ? "." : dir, realDir) &&
-      !llvm::StringRef(real).starts_with((llvm::Twine(realDir) + path::get_separator()).str()))
+  std::string inside = dir.empty() ? "." : dir;
+  if (!llvm::sys::fs::real_path(file, real) && !llvm::sys::fs::real_path(inside, realDir) &&
+      !llvm::StringRef(real).starts_with((realDir + path::get_separator()).str()))
     return leaves("through a symbolic link to '" + real.str().str() + "'");
   return std::string(file);
 }
