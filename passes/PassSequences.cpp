@@ -54,18 +54,19 @@ bool checkCase(llvm::StringRef what, llvm::StringRef value,
 /// False, with the message, where `key` is an option with a fixed set of
 /// values and `value` is none of them.
 bool checkEnumValue(llvm::StringRef key, llvm::StringRef value, llvm::raw_ostream &errors) {
+  using namespace colo;
   if (key == "precision")
-    return checkCase<colo::Precision>(key, value, colo::symbolizePrecision, colo::stringifyPrecision,
-                                colo::getMaxEnumValForPrecision(), errors);
+    return checkCase<Precision>(key, value, symbolizePrecision, stringifyPrecision,
+                                getMaxEnumValForPrecision(), errors);
   if (key == "loss")
-    return checkCase<colo::Loss>(key, value, colo::symbolizeLoss, colo::stringifyLoss, colo::getMaxEnumValForLoss(),
+    return checkCase<Loss>(key, value, symbolizeLoss, stringifyLoss, getMaxEnumValForLoss(),
                            errors);
   if (key == "optimizer")
-    return checkCase<colo::Optimizer>(key, value, colo::symbolizeOptimizer, colo::stringifyOptimizer,
-                                colo::getMaxEnumValForOptimizer(), errors);
+    return checkCase<Optimizer>(key, value, symbolizeOptimizer, stringifyOptimizer,
+                                getMaxEnumValForOptimizer(), errors);
   if (key == "schedule")
-    return checkCase<colo::LrSchedule>(key, value, colo::symbolizeLrSchedule, colo::stringifyLrSchedule,
-                                 colo::getMaxEnumValForLrSchedule(), errors);
+    return checkCase<LrSchedule>(key, value, symbolizeLrSchedule, stringifyLrSchedule,
+                                 getMaxEnumValForLrSchedule(), errors);
   return true;
 }
 } // namespace

@@ -213,7 +213,6 @@ private:
 
 struct ColoSplitBatchPass : SplittingPass<colo::impl::ColoSplitBatchBase<ColoSplitBatchPass>> {
   using SplittingPass::SplittingPass;
-
   PlanTarget target() override { return {"parts", parts}; }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
