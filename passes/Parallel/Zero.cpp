@@ -134,13 +134,21 @@ void shardUpdate(Sharded &s, MeshAxis dp, SymbolTable &symbols, bool paramSharde
   }
   for (GlobalLoadOp load : s.states) {
     auto global = symbols.lookup<GlobalOp>(load.getGlobal());
+    load.getResult().setType(shardType);
+    if (!global.getShardAttr()) {
+      // The whole state, of which each rank holds its flat block: what a
+      // checkpoint needs to put it together again under another plan.
+      global.setShardAttr(ShardAttr::flattened(global.getContext(), "dp", dp.size));
+      continue;
+    }
+    // Under tensor parallelism the state was the tp block's; it is now this
+    // rank's part of that block, a block of a block that a shard cannot
+    // describe: the global becomes the rank's own (checkpoints keep it for
+    // the same plan only).
     auto zero = cast<DenseElementsAttr>(*global.getInitialValue());
     global.setType(shardType);
     global.setInitialValueAttr(zero.resizeSplat(shardType));
-    // Under tensor parallelism the state was the tp block's; it is now this
-    // rank's part of that block, held like any ZeRO state.
     global.removeShardAttr();
-    load.getResult().setType(shardType);
   }
   for (Value result : s.update->getResults())
     result.setType(shardType);

@@ -6,13 +6,14 @@
 // bucket, reduce-scattered right after the last gradient is computed. Each
 // gradient is viewed as [2, n'/2] and the two joined along the columns, so
 // rank r receives block r of both; the rank's blocks of the parameters are
-// taken locally, the state globals shrink to the blocks, and the updated
-// blocks are gathered back with one all-gather.
+// taken locally, the state globals keep only the blocks (a flat shard of
+// the whole state), and the updated blocks are gathered back with one
+// all-gather.
 // CHECK-DAG: shard.grid @mesh(shape = 2) {colo.axes = ["dp"]}
-// CHECK-DAG: colo.global @"w#exp_avg" : tensor<6xf32> = dense<0.000000e+00> : tensor<6xf32> {colo.optimizer_state}
-// CHECK-DAG: colo.global @"w#exp_avg_sq" : tensor<6xf32> = dense<0.000000e+00> : tensor<6xf32> {colo.optimizer_state}
-// CHECK-DAG: colo.global @"b#exp_avg" : tensor<2xf32> = dense<0.000000e+00> : tensor<2xf32> {colo.optimizer_state}
-// CHECK-DAG: colo.global @"b#exp_avg_sq" : tensor<2xf32> = dense<0.000000e+00> : tensor<2xf32> {colo.optimizer_state}
+// CHECK-DAG: colo.global @"w#exp_avg" : tensor<4x3xf32> = dense<0.000000e+00> : tensor<4x3xf32> {colo.optimizer_state, shard = #colo.shard<flat = true, split_axes = {{\[\["dp"\]\]}}, parts = [2]>}
+// CHECK-DAG: colo.global @"w#exp_avg_sq" : tensor<4x3xf32> = dense<0.000000e+00> : tensor<4x3xf32> {colo.optimizer_state, shard = #colo.shard<flat = true, split_axes = {{\[\["dp"\]\]}}, parts = [2]>}
+// CHECK-DAG: colo.global @"b#exp_avg" : tensor<3xf32> = dense<0.000000e+00> : tensor<3xf32> {colo.optimizer_state, shard = #colo.shard<flat = true, split_axes = {{\[\["dp"\]\]}}, parts = [2]>}
+// CHECK-DAG: colo.global @"b#exp_avg_sq" : tensor<3xf32> = dense<0.000000e+00> : tensor<3xf32> {colo.optimizer_state, shard = #colo.shard<flat = true, split_axes = {{\[\["dp"\]\]}}, parts = [2]>}
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: attributes {colo.data_parallel = 2 : i64, colo.zero = 1 : i64}
 // CHECK: %[[LOSS:.*]] = colo.reduce_mean
@@ -109,7 +110,7 @@ func.func @train_step(%x: tensor<4x3xf32>, %lr: tensor<f32>, %step: tensor<i64>)
 
 // SGD with momentum: the momentum buffer is sharded. A 5-element parameter
 // is padded to 6 on 2 ranks.
-// CHECK-DAG: colo.global @"v#momentum_buffer" : tensor<3xf32> = dense<0.000000e+00> : tensor<3xf32> {colo.optimizer_state}
+// CHECK-DAG: colo.global @"v#momentum_buffer" : tensor<5xf32> = dense<0.000000e+00> : tensor<5xf32> {colo.optimizer_state, shard = #colo.shard<flat = true, split_axes = {{\[\["dp"\]\]}}, parts = [2]>}
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[DV:.*]] = colo.exp %{{.*}} : tensor<5xf32>
 // CHECK-NEXT: %[[Z:.*]] = colo.constant dense<0.000000e+00> : tensor<1xf32>
@@ -177,7 +178,7 @@ func.func @train_step(%x: tensor<7xf32>, %lr: tensor<f32>, %step: tensor<i64>) -
 // (no all-gather after the update).
 // Z3-LABEL: colo.global trainable @proj : tensor<3x4xf32> = {{.*}} {shard = #colo.shard<flat = true, split_axes = {{\[}}["dp"]], parts = [2]>}
 // Z3-NEXT: colo.global trainable @bias : tensor<3xf32> = {{.*}} {shard = #colo.shard<flat = true, split_axes = {{\[}}["dp"]], parts = [2]>}
-// Z3: colo.global @"proj#exp_avg" : tensor<6xf32>
+// Z3-NEXT: colo.global @"proj#exp_avg" : tensor<3x4xf32> = {{.*}} {colo.optimizer_state, shard = #colo.shard<flat = true, split_axes = {{\[}}["dp"]], parts = [2]>}
 // Z3: func.func @train_step
 // Z3-SAME: colo.zero = 3 : i64
 // Z3-NEXT: %[[P:.*]] = colo.global_load @proj : tensor<6xf32>
