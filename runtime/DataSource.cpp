@@ -22,6 +22,12 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+/// The position after `steps` steps of `perStep` items each in a cycle of
+/// `total` items, without overflow.
+int64_t advanced(int64_t steps, int64_t perStep, int64_t total) {
+  return int64_t((__int128(steps) * perStep) % total);
+}
+
 bool isAttentionMask(const Buffer &b) { return b.name() == "attention_mask"; }
 
 void fillOnes(void *dst, DType dtype, int64_t n) {
@@ -99,6 +105,8 @@ public:
     }
     cursor = (cursor + rows * parts) % samples;
   }
+
+  void seek(int64_t steps) override { cursor = advanced(steps, rows * parts, samples); }
 
   std::string description() const override {
     int64_t perStep = rows * parts, perEpoch = (samples + perStep - 1) / perStep;
@@ -234,6 +242,8 @@ public:
     }
     cursor = (cursor + perRank * parts) % tokens;
   }
+
+  void seek(int64_t steps) override { cursor = advanced(steps, perRank * parts, tokens); }
 
   std::string description() const override {
     return path + ": " + std::to_string(tokens) + " " + typeName + " tokens, " +
@@ -401,6 +411,8 @@ public:
     }
     ++step;
   }
+
+  void seek(int64_t steps) override { step = steps; }
 
   std::string description() const override {
     return "synthetic data (seed " + std::to_string(seed) + ")";

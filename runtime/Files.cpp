@@ -3,7 +3,6 @@
 #include "colo/Runtime/Files.h"
 #include "colo/Runtime/Error.h"
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,11 +14,39 @@
 
 namespace colo::runtime {
 
+namespace {
+/// Writes straight to `path` (a device or a pipe: there is nothing to
+/// replace atomically, and renaming over it would replace the device).
+void writeInPlace(const std::string &path, const std::function<void(std::ostream &)> &write) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out)
+    throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  write(out);
+  out.flush();
+  if (!out)
+    throw Error("cannot write '" + path + "': write failed");
+}
+} // namespace
+
 void writeFileAtomically(const std::string &path,
                          const std::function<void(std::ostream &)> &write) {
-  static std::atomic<int> counter{0};
-  std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode))
+      throw Error("cannot write '" + path + "': it is a directory");
+    return writeInPlace(path, write);
+  }
+  // mkstemp makes a new file of a name no one else has (O_EXCL), in the
+  // target's directory so that the rename stays on one file system.
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  // mkstemp's 0600, widened to what a plain create would give.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  ::close(fd);
   try {
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -31,7 +58,7 @@ void writeFileAtomically(const std::string &path,
         throw Error("cannot write '" + path + "': write failed (disk full?)");
     }
     // Make the bytes durable before the rename makes them visible.
-    int fd = ::open(tmp.c_str(), O_RDONLY);
+    fd = ::open(tmp.c_str(), O_RDONLY);
     if (fd >= 0) {
       ::fsync(fd);
       ::close(fd);
@@ -42,6 +69,17 @@ void writeFileAtomically(const std::string &path,
     std::remove(tmp.c_str());
     throw;
   }
+}
+
+void syncDirectory(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    int error = errno;
+    if (fd >= 0)
+      ::close(fd);
+    throw Error("cannot sync directory '" + path + "': " + std::strerror(error));
+  }
+  ::close(fd);
 }
 
 std::string readFile(const std::string &path) {

@@ -35,6 +35,9 @@ void forEachRun(const Shard &shard, int64_t index, int64_t parts, F copy) {
            (o * (dim / parts) + g * block) * inner, block * inner);
 }
 
+
+} // namespace
+
 std::string splitProblem(const Shard &shard, int64_t parts) {
   Shape full = fullShape(shard);
   auto str = [](int64_t v) { return std::to_string(v); };
@@ -81,8 +84,6 @@ std::string splitProblem(const Shard &shard, int64_t parts) {
     return "no block holds elements [" + str(covered) + ", " + str(total) + ")";
   return "";
 }
-} // namespace
-
 std::string shardProblem(const Buffer &buffer, const Mesh &mesh) {
   const Shard &shard = buffer.shard();
   int64_t parts = 1;

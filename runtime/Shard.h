@@ -21,6 +21,10 @@ namespace colo::runtime {
 /// buffer shape other than the block's), or "" if it does.
 std::string shardProblem(const Buffer &buffer, const Mesh &mesh);
 
+/// Why blocks 0..parts-1 of `shard`'s whole tensor do not hold every element
+/// exactly once (a dimension that does not divide, a bad dim), or "".
+std::string splitProblem(const Shard &shard, int64_t parts);
+
 /// The shape a rank holds of `shard`'s whole tensor split into `parts`.
 Shape shardShape(const Shard &shard, int64_t parts);
 

@@ -31,12 +31,14 @@ std::string TrainLoopResult::message() const {
 
 TrainLoopResult runTrainLoop(Session &session, DataSource *data, int64_t steps,
                              Communicator *comm,
-                             const std::function<void(int64_t, double)> &onStep) {
+                             const std::function<void(int64_t, double)> &onStep,
+                             const std::function<void(int64_t)> &afterGoodStep) {
   using clock = std::chrono::steady_clock;
   TrainLoopResult result;
+  result.stepsRun = session.stepsRun();
   bool hasLoss = session.executable().program().loss_size() > 0;
   clock::time_point start = clock::now();
-  for (int64_t k = 1; k <= steps; ++k) {
+  for (int64_t k = result.stepsRun + 1, last = result.stepsRun + steps; k <= last; ++k) {
     clock::time_point t0 = clock::now();
     if (data)
       data->next(session);
@@ -58,6 +60,8 @@ TrainLoopResult runTrainLoop(Session &session, DataSource *data, int64_t steps,
     }
     result.losses.push_back(loss);
     result.stepsRun = k;
+    if (afterGoodStep)
+      afterGoodStep(result.stepsRun);
   }
   result.seconds = std::chrono::duration<double>(clock::now() - start).count();
   return result;

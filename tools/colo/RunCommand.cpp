@@ -5,6 +5,7 @@
 // tools/colo/CMakeLists.txt) and turns each into one "colo: error:" line.
 #include "Commands.h"
 
+#include "colo/Runtime/Checkpoint.h"
 #include "colo/Runtime/Communicator.h"
 #include "colo/Runtime/DataSource.h"
 #include "colo/Runtime/Error.h"
@@ -77,6 +78,30 @@ cl::opt<std::string> runSaveState(
     "save-state",
     cl::desc("Also write the whole state (optimizer moments, step counter) here"),
     cl::value_desc("state.safetensors"), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<std::string> runCheckpointDir(
+    "checkpoint-dir",
+    cl::desc("Write sharded checkpoints (each rank its own part) into this directory: "
+             "every --checkpoint-every steps and at the end"),
+    cl::value_desc("DIR"), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<int64_t> runCheckpointEvery(
+    "checkpoint-every",
+    cl::desc("Steps between checkpoints (default 0: only at the end of the run)"),
+    cl::init(0), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<int> runCheckpointKeep(
+    "checkpoint-keep",
+    cl::desc("Checkpoints to keep, the newest (default 2; 0 keeps all)"), cl::init(2),
+    cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<std::string> runResume(
+    "resume",
+    cl::desc("Continue from the newest checkpoint in DIR (or from checkpoint DIR itself), "
+             "under this plan or another: --steps counts from the start of the run"),
+    cl::value_desc("DIR"), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::list<std::string> runResumeIgnore(
+    "resume-ignore",
+    cl::desc("Names (shell patterns) that --resume may leave out: a state buffer the "
+             "checkpoint lacks keeps its initial value, a checkpoint tensor the program "
+             "lacks is dropped"),
+    cl::value_desc("PATTERN"), cl::CommaSeparated, cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string>
     runProfile("profile",
                cl::desc("Time every step; write a Chrome trace (chrome://tracing) here"),
@@ -251,6 +276,11 @@ std::vector<std::string> runArguments() {
   add(runWeights, runWeights);
   add(runSaveState, runSaveState);
   add(runProfile, runProfile);
+  add(runCheckpointDir, runCheckpointDir);
+  add(runCheckpointEvery, std::to_string(runCheckpointEvery));
+  add(runCheckpointKeep, std::to_string(runCheckpointKeep));
+  add(runResume, runResume);
+  add(runResumeIgnore, llvm::join(runResumeIgnore, ","));
   if (runNoSnapshot)
     args.push_back("--no-snapshot");
   if (runNoOverlap)
@@ -275,6 +305,17 @@ int run(const std::string &dir) {
     return reportError("--np must not be negative");
   if (!(runCommTimeout > 0))
     return reportError("--comm-timeout must be positive");
+  if (runCheckpointEvery < 0 || runCheckpointKeep < 0)
+    return reportError("--checkpoint-every and --checkpoint-keep must not be negative");
+  if (runCheckpointEvery > 0 && runCheckpointDir.empty())
+    return reportError("--checkpoint-every needs --checkpoint-dir DIR");
+  if (!runResume.empty() && !runWeights.empty())
+    return reportError("--resume and --weights both give the starting weights: use one");
+  if (!runCheckpointDir.empty() && runResume.empty())
+    if (std::string latest = rt::Checkpoint::latest(runCheckpointDir); !latest.empty())
+      return reportError("'" + runCheckpointDir + "' already holds checkpoints (the newest " +
+                         latest + "): add --resume " + runCheckpointDir +
+                         " to continue from it, or choose another --checkpoint-dir");
   std::optional<int64_t> deviceMemory;
   if (!runDeviceMemory.empty() && !(deviceMemory = parseBytes(runDeviceMemory)))
     return reportError("--device-memory '" + runDeviceMemory +
@@ -347,6 +388,44 @@ int run(const std::string &dir) {
     out << "data: " << data->description() << "\n";
   }
 
+  // What a checkpoint records of the run, and what resuming compares.
+  rt::CheckpointRun record;
+  record.fields = {{"data", runData.getValue()}, {"seed", std::to_string(runSeed)},
+                   {"executable", exe->directory()}};
+  if (!runResume.empty()) {
+    std::unique_ptr<rt::Checkpoint> checkpoint = rt::Checkpoint::open(runResume);
+    rt::ResumeReport report =
+        rt::resumeFrom(session, comm.get(), *checkpoint, runResumeIgnore);
+    if (data)
+      data->seek(report.step);
+    int64_t counts[] = {report.copied, report.resharded};
+    if (comm)
+      comm->allReduce(counts, 2, rt::I64, rt::ReduceOp::Sum, comm->world());
+    out << "resumed from " << checkpoint->path() << " at step " << report.step
+        << " (written by " << checkpoint->planDescription() << "; " << tensors(counts[0])
+        << " as written, " << counts[1] << " resharded)\n";
+    for (const char *field : {"data", "seed"}) {
+      auto it = checkpoint->run().fields.find(field);
+      if (rank == 0 && it != checkpoint->run().fields.end() && it->second != record.fields[field])
+        WithColor::warning(errs(), "colo")
+            << "the checkpoint's run had --" << field << " '" << it->second
+            << "', this one has '" << record.fields[field] << "'\n";
+    }
+    if (rank == 0 && !report.ignored.empty())
+      note() << report.ignored.size() << " state buffers keep their initial values "
+             << "(--resume-ignore; the first is '" << report.ignored[0] << "')\n";
+    if (report.step >= runSteps)
+      note() << "the checkpoint is at step " << report.step << " and --steps is "
+             << runSteps << ": no step to run\n";
+  }
+  int64_t stepsLeft = std::max<int64_t>(0, runSteps - session.stepsRun());
+  int64_t lastCheckpoint = runResume.empty() ? -1 : session.stepsRun();
+  auto checkpoint = [&](int64_t k) {
+    record.step = k;
+    rt::writeCheckpoint(session, comm.get(), runCheckpointDir, record, runCheckpointKeep);
+    lastCheckpoint = k;
+  };
+
   session.setSnapshots(!runNoSnapshot && session.snapshotBytes() <= rt::kSnapshotLimit);
   session.setProfiling(!runProfile.empty());
   session.setOverlap(!runNoOverlap);
@@ -358,8 +437,10 @@ int run(const std::string &dir) {
   const colo::runtime::Program &program = exe->program();
   Progress progress(runSteps, rank == 0);
   auto runStart = std::chrono::steady_clock::now();
-  rt::TrainLoopResult result =
-      rt::runTrainLoop(session, data.get(), runSteps, comm.get(), [&](int64_t k, double ms) {
+  int64_t firstStep = session.stepsRun();
+  rt::TrainLoopResult result = rt::runTrainLoop(
+      session, data.get(), stepsLeft, comm.get(),
+      [&](int64_t k, double ms) {
         progress.clear();
         out << "step " << k << "/" << runSteps;
         for (int i = 0; i < program.loss_size(); ++i) {
@@ -372,7 +453,11 @@ int run(const std::string &dir) {
         double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
         if (k < runSteps)
-          progress.draw(k, elapsed / double(k));
+          progress.draw(k, elapsed / double(k - firstStep));
+      },
+      [&](int64_t k) {
+        if (runCheckpointEvery > 0 && k % runCheckpointEvery == 0)
+          checkpoint(k);
       });
   progress.clear();
   // A step whose loss or update is not finite stops the run, keeping the
@@ -391,16 +476,22 @@ int run(const std::string &dir) {
   }
   double seconds = result.seconds;
   int64_t stepBytes = result.bytesSent;
-  if (runSteps > 0)
-    out << formatv("{0} steps in {1:F2} s (", runSteps.getValue(), seconds)
-           << milliseconds(seconds * 1e3 / double(runSteps)) << " per step)\n";
+  if (stepsLeft > 0)
+    out << formatv("{0} steps in {1:F2} s (", stepsLeft, seconds)
+        << milliseconds(seconds * 1e3 / double(stepsLeft)) << " per step)\n";
+  if (!runCheckpointDir.empty()) {
+    if (lastCheckpoint != session.stepsRun())
+      checkpoint(session.stepsRun());
+    out << "checkpoint of step " << lastCheckpoint << ": "
+        << rt::Checkpoint::latest(runCheckpointDir) << "\n";
+  }
 
-  if (comm && runSteps > 0) {
+  if (comm && stepsLeft > 0) {
     // What the program's collectives sent (not the run's own bookkeeping).
     int64_t all = stepBytes;
     comm->allReduce(&all, 1, rt::I64, rt::ReduceOp::Sum, comm->world());
     out << formatv("communication: {0} bytes sent per step by rank 0, {1} by all ranks\n",
-                   stepBytes / runSteps, all / runSteps);
+                   stepBytes / stepsLeft, all / stepsLeft);
   }
   session.saveWeights(output);
   // What this run held in host memory, per rank: the program's buffers and

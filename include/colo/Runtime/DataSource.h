@@ -55,6 +55,9 @@ public:
   /// Writes the next batch into every INPUT of `inputs`. Throws Error on bad
   /// data (a token out of range).
   virtual void next(InputSink &inputs) = 0;
+  /// Positions the source as if `steps` batches had been taken since it was
+  /// opened (resuming a run from a checkpoint): the next batch is that step's.
+  virtual void seek(int64_t steps) = 0;
   /// One line for people: "data.npz: 60000 samples, 469 steps per epoch".
   virtual std::string description() const = 0;
 };

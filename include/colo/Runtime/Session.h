@@ -99,8 +99,9 @@ public:
 
   /// Runs one training step. Throws Error if an INPUT was never set.
   void step();
-  /// Steps run so far.
+  /// Steps run so far (counting those of the checkpoint it resumed from).
   int64_t stepsRun() const { return steps_; }
+  void setStepsRun(int64_t steps) { steps_ = steps; }
 
   /// Reads scalar buffer `id` (any dtype) as a double.
   double scalar(int32_t id) const;

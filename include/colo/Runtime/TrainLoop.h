@@ -30,7 +30,7 @@ enum class TrainStop { Done, LossNotFinite, ParameterNotFinite };
 
 struct TrainLoopResult {
   TrainStop stop = TrainStop::Done;
-  int64_t stepsRun = 0;      ///< the steps that completed and passed the checks
+  int64_t stepsRun = 0;      ///< the last step that completed and passed the checks
   double badLoss = 0;        ///< the loss that stopped it (LossNotFinite)
   std::string badParameter;  ///< the parameter that stopped it (ParameterNotFinite)
   std::vector<double> losses;
@@ -40,15 +40,18 @@ struct TrainLoopResult {
   std::string message() const;
 };
 
-/// Runs `steps` steps of `session`, feeding each a batch from `data` (when
-/// the program has inputs). After each step, `onStep(k, milliseconds)` (before
-/// the checks, so that a failing step is reported too). Stops at the first
-/// step whose loss is not finite or, when the session keeps snapshots, whose
-/// update made a parameter not finite. `comm` (optional) counts the bytes
-/// sent.
+/// Runs `steps` more steps of `session`, feeding each a batch from `data`
+/// (when the program has inputs). Steps are numbered on from
+/// Session::stepsRun() (a run resumed from a checkpoint goes on counting).
+/// After each step, `onStep(k, milliseconds)` (before the checks, so that a
+/// failing step is reported too), and after each that passes them,
+/// `afterGoodStep(k)` (checkpoints). Stops at the first step whose loss is
+/// not finite or, when the session keeps snapshots, whose update made a
+/// parameter not finite. `comm` (optional) counts the bytes sent.
 TrainLoopResult runTrainLoop(Session &session, DataSource *data, int64_t steps,
                              Communicator *comm,
-                             const std::function<void(int64_t, double)> &onStep = {});
+                             const std::function<void(int64_t, double)> &onStep = {},
+                             const std::function<void(int64_t)> &afterGoodStep = {});
 
 /// What keepLastGoodWeights did.
 enum class GoodWeights { NoSnapshot, NotFinite, Restored };
