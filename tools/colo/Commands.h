@@ -6,6 +6,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <optional>
+
 namespace colo::tool {
 
 /// Prints "colo: error: <msg>"; returns the exit code 1.
@@ -29,6 +31,7 @@ llvm::cl::SubCommand &planCommand();
 llvm::cl::SubCommand &runCommand();
 llvm::cl::SubCommand &compileCommand();
 llvm::cl::SubCommand &trainCommand();
+llvm::cl::SubCommand &checkpointCommand();
 
 int runImport(mlir::MLIRContext &ctx);
 int runModel(mlir::MLIRContext &ctx);
@@ -37,6 +40,11 @@ int runPlan(mlir::MLIRContext &ctx);
 int runRun();
 int runCompile(mlir::MLIRContext &ctx);
 int runTrain(mlir::MLIRContext &ctx);
+int runCheckpoint();
+
+/// "1073741824", "512M", "1.5G", "64KiB" as bytes (binary multiples); none
+/// if it is not a positive size.
+std::optional<int64_t> parseBytes(llvm::StringRef text);
 
 /// Trains with the executable in `dir` as `colo run` does, with the run
 /// options of the command line (shared by `colo run` and `colo train`).

@@ -15,7 +15,9 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/WithColor.h"
 
@@ -140,23 +142,6 @@ raw_ostream &note() { return WithColor::note(errs(), "colo"); }
 std::string megabytes(int64_t bytes) { return formatv("{0:F1} MB", bytes / 1e6).str(); }
 
 /// "41 ms", "3.25 ms": whole milliseconds unless that would hide the time.
-/// "1073741824", "512M", "1.5G", "64KiB" as bytes (binary multiples); none
-/// if it is not a positive size.
-std::optional<int64_t> parseBytes(StringRef text) {
-  StringRef number = text.take_while([](char c) { return isDigit(c) || c == '.'; });
-  std::string u = text.drop_front(number.size()).trim().lower();
-  double value;
-  if (number.empty() || number.getAsDouble(value) || !(value > 0))
-    return std::nullopt;
-  if (!u.empty() && u.back() == 'b')
-    u.pop_back();
-  if (u.size() == 2 && u.back() == 'i')
-    u.pop_back();
-  int shift = u.empty() ? 0 : u == "k" ? 10 : u == "m" ? 20 : u == "g" ? 30 : u == "t" ? 40 : -1;
-  if (shift < 0 || value * double(int64_t(1) << shift) >= 9e18)
-    return std::nullopt;
-  return int64_t(value * double(int64_t(1) << shift));
-}
 
 std::string milliseconds(double ms) {
   return formatv(ms < 10 ? "{0:F2} ms" : "{0:F0} ms", ms).str();
@@ -295,6 +280,39 @@ std::vector<std::string> runArguments() {
 /// run is ended through it, so that no rank waits for this one.
 std::unique_ptr<rt::Communicator> comm;
 
+/// Loads the checkpoint of --resume into `session` and moves `data` past its
+/// steps, saying what it did; returns the checkpoint's path.
+std::string resumeRun(rt::Session &session, rt::DataSource *data,
+                      const rt::CheckpointRun &record, raw_ostream &out) {
+  int rank = session.rank();
+  std::unique_ptr<rt::Checkpoint> checkpoint = rt::Checkpoint::open(runResume);
+  rt::ResumeReport report = rt::resumeFrom(session, comm.get(), *checkpoint, runResumeIgnore);
+  if (data)
+    data->seek(report.step);
+  int64_t counts[] = {report.copied, report.resharded};
+  if (comm)
+    comm->allReduce(counts, 2, rt::I64, rt::ReduceOp::Sum, comm->world());
+  out << "resumed from " << checkpoint->path() << " at step " << report.step << " (written by "
+      << checkpoint->planDescription() << "; " << tensors(counts[0]) << " as written, "
+      << counts[1] << " resharded)\n";
+  if (rank != 0)
+    return checkpoint->path();
+  for (const char *field : {"data", "seed"}) {
+    auto it = checkpoint->run().fields.find(field);
+    if (it != checkpoint->run().fields.end() && it->second != record.fields.at(field))
+      WithColor::warning(errs(), "colo")
+          << "the checkpoint's run had --" << field << " '" << it->second
+          << "', this one has '" << record.fields.at(field) << "'\n";
+  }
+  if (!report.ignored.empty())
+    note() << report.ignored.size() << " state buffers keep their initial values "
+           << "(--resume-ignore; the first is '" << report.ignored[0] << "')\n";
+  if (report.step >= runSteps)
+    note() << "the checkpoint is at step " << report.step << " and --steps is " << runSteps
+           << ": no step to run\n";
+  return checkpoint->path();
+}
+
 int run(const std::string &dir) {
   auto exe = rt::Executable::load(dir);
   if (runSteps < 0)
@@ -392,34 +410,17 @@ int run(const std::string &dir) {
   rt::CheckpointRun record;
   record.fields = {{"data", runData.getValue()}, {"seed", std::to_string(runSeed)},
                    {"executable", exe->directory()}};
+  // The step the checkpoint dir already holds (-1: none of this run's).
+  int64_t lastCheckpoint = -1;
   if (!runResume.empty()) {
-    std::unique_ptr<rt::Checkpoint> checkpoint = rt::Checkpoint::open(runResume);
-    rt::ResumeReport report =
-        rt::resumeFrom(session, comm.get(), *checkpoint, runResumeIgnore);
-    if (data)
-      data->seek(report.step);
-    int64_t counts[] = {report.copied, report.resharded};
-    if (comm)
-      comm->allReduce(counts, 2, rt::I64, rt::ReduceOp::Sum, comm->world());
-    out << "resumed from " << checkpoint->path() << " at step " << report.step
-        << " (written by " << checkpoint->planDescription() << "; " << tensors(counts[0])
-        << " as written, " << counts[1] << " resharded)\n";
-    for (const char *field : {"data", "seed"}) {
-      auto it = checkpoint->run().fields.find(field);
-      if (rank == 0 && it != checkpoint->run().fields.end() && it->second != record.fields[field])
-        WithColor::warning(errs(), "colo")
-            << "the checkpoint's run had --" << field << " '" << it->second
-            << "', this one has '" << record.fields[field] << "'\n";
-    }
-    if (rank == 0 && !report.ignored.empty())
-      note() << report.ignored.size() << " state buffers keep their initial values "
-             << "(--resume-ignore; the first is '" << report.ignored[0] << "')\n";
-    if (report.step >= runSteps)
-      note() << "the checkpoint is at step " << report.step << " and --steps is "
-             << runSteps << ": no step to run\n";
+    std::string from = resumeRun(session, data.get(), record, out);
+    bool sameDir = false;
+    if (!runCheckpointDir.empty() &&
+        !sys::fs::equivalent(sys::path::parent_path(from), runCheckpointDir, sameDir) &&
+        sameDir)
+      lastCheckpoint = session.stepsRun();
   }
   int64_t stepsLeft = std::max<int64_t>(0, runSteps - session.stepsRun());
-  int64_t lastCheckpoint = runResume.empty() ? -1 : session.stepsRun();
   auto checkpoint = [&](int64_t k) {
     record.step = k;
     rt::writeCheckpoint(session, comm.get(), runCheckpointDir, record, runCheckpointKeep);
@@ -531,6 +532,24 @@ int run(const std::string &dir) {
   return 0;
 }
 } // namespace
+
+/// "1073741824", "512M", "1.5G", "64KiB" as bytes (binary multiples); none
+/// if it is not a positive size.
+std::optional<int64_t> colo::tool::parseBytes(StringRef text) {
+  StringRef number = text.take_while([](char c) { return isDigit(c) || c == '.'; });
+  std::string u = text.drop_front(number.size()).trim().lower();
+  double value;
+  if (number.empty() || number.getAsDouble(value) || !(value > 0))
+    return std::nullopt;
+  if (!u.empty() && u.back() == 'b')
+    u.pop_back();
+  if (u.size() == 2 && u.back() == 'i')
+    u.pop_back();
+  int shift = u.empty() ? 0 : u == "k" ? 10 : u == "m" ? 20 : u == "g" ? 30 : u == "t" ? 40 : -1;
+  if (shift < 0 || value * double(int64_t(1) << shift) >= 9e18)
+    return std::nullopt;
+  return int64_t(value * double(int64_t(1) << shift));
+}
 
 cl::SubCommand &colo::tool::runCommand() { return runCmd; }
 

@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
   // Touch every subcommand so its options are registered before parsing.
   cl::SubCommand *commands[] = {&importCommand(), &modelCommand(), &clusterCommand(),
                                 &planCommand(), &compileCommand(), &runCommand(),
-                                &trainCommand()};
+                                &trainCommand(), &checkpointCommand()};
   (void)commands;
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -39,10 +39,13 @@ int main(int argc, char **argv) {
       "  colo plan M.mlir --cluster a100-80g:128x8 --global-batch 1536\n"
       "  colo compile M.onnx --train loss=lm,optimizer=adamw,lr=3e-4 -o EXE_DIR\n"
       "  colo train M.onnx --train loss=lm --data tokens.bin --token-dtype uint16\n"
-      "  colo run EXE_DIR --steps 100 --data train.npz   train on the CPU\n\n"
+      "  colo run EXE_DIR --steps 100 --data train.npz   train on the CPU\n"
+      "  colo checkpoint export CKPT_DIR -o HF_DIR     Hugging Face safetensors\n\n"
       "Run 'colo <subcommand> --help' for the options of a subcommand.\n");
   if (runCommand())
     return runRun();
+  if (checkpointCommand())
+    return runCheckpoint();
   mlir::MLIRContext ctx;
   if (trainCommand())
     return runTrain(ctx);
