@@ -462,6 +462,17 @@ const void *Checkpoint::pieceData(const Tensor &tensor, const Piece &piece) cons
   return file->data(*e);
 }
 
+void Checkpoint::release(const Tensor &tensor, const Piece &piece) const {
+  if (auto it = files_.find(piece.file); it != files_.end())
+    if (const SafetensorsFile::Entry *e = it->second->find(tensor.name))
+      it->second->release(*e);
+}
+
+void Checkpoint::release(const Tensor &tensor) const {
+  for (const Piece &p : tensor.pieces)
+    release(tensor, p);
+}
+
 void Checkpoint::readWhole(const Tensor &tensor, void *out) const {
   int64_t size = dtypeSize(tensor.dtype);
   for (const Piece &p : tensor.pieces)
@@ -486,8 +497,10 @@ void Checkpoint::readWhole(const Tensor &tensor, void *out) const {
       continue;
     }
     Shard shard = shardOf(tensor, first);
-    for (const Piece *p : blocks)
+    for (const Piece *p : blocks) {
       copyBlockIn(shard, p->index, p->parts, size, pieceData(tensor, *p), out);
+      release(tensor, *p); // the whole tensor is in `out` already: one copy of it
+    }
     return;
   }
   if (missing.empty())

@@ -45,4 +45,13 @@ MappedRegion::~MappedRegion() {
     ::munmap(base_, mappedLength_);
 }
 
+void MappedRegion::release(int64_t begin, int64_t end) const {
+  // Whole pages inside the range only: a neighbour may still be in use.
+  int64_t page = ::sysconf(_SC_PAGESIZE);
+  int64_t offset = static_cast<const char *>(data_) - static_cast<const char *>(base_);
+  int64_t first = (offset + begin + page - 1) / page * page, last = (offset + end) / page * page;
+  if (base_ && last > first)
+    ::madvise(static_cast<char *>(base_) + first, size_t(last - first), MADV_DONTNEED);
+}
+
 } // namespace colo::runtime

@@ -135,6 +135,10 @@ const void *SafetensorsFile::data(const Entry &entry) const {
   return static_cast<const char *>(region_->data()) + dataStart_ + entry.begin;
 }
 
+void SafetensorsFile::release(const Entry &entry) const {
+  region_->release(dataStart_ + entry.begin, dataStart_ + entry.end);
+}
+
 void writeSafetensors(const std::string &path, const std::vector<TensorView> &tensors,
                       const std::map<std::string, std::string> &metadata) {
   writeSafetensors(path, tensors, metadata, [&](size_t i, std::ostream &out) {

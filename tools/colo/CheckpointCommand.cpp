@@ -118,14 +118,17 @@ int exportCheckpoint(const rt::Checkpoint &c) {
         [&](size_t i, std::ostream &out) {
           const rt::Checkpoint::Tensor &t = *files[f][i];
           // A whole piece is written from its mapping; blocks are put together.
-          for (const rt::Checkpoint::Piece &p : t.pieces)
-            if (p.layout == rt::Checkpoint::Piece::Whole) {
-              out.write(static_cast<const char *>(c.pieceData(t, p)), bytesOf(t));
-              return;
-            }
-          staging.resize(size_t(bytesOf(t)));
-          c.readWhole(t, staging.data());
-          out.write(staging.data(), bytesOf(t));
+          auto whole = llvm::find_if(t.pieces, [](const rt::Checkpoint::Piece &p) {
+            return p.layout == rt::Checkpoint::Piece::Whole;
+          });
+          if (whole != t.pieces.end()) {
+            out.write(static_cast<const char *>(c.pieceData(t, *whole)), bytesOf(t));
+          } else {
+            staging.resize(size_t(bytesOf(t)));
+            c.readWhole(t, staging.data());
+            out.write(staging.data(), bytesOf(t));
+          }
+          c.release(t);
         });
   }
   if (files.size() > 1) {

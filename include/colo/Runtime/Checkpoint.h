@@ -89,11 +89,16 @@ public:
   /// The bytes of `piece` of `tensor` (mapped, not copied).
   const void *pieceData(const Tensor &tensor, const Piece &piece) const;
   /// Writes the whole of `tensor` (numElements(shape) * dtypeSize bytes) to
-  /// `out`. Throws Error if its pieces are rank-local or do not cover it.
+  /// `out`, dropping each block's mapped pages once copied. Throws Error if
+  /// its pieces are rank-local or do not cover it.
   void readWhole(const Tensor &tensor, void *out) const;
+  /// Drops the mapped pages of the pieces of `tensor` from memory, once
+  /// read (an export goes through every tensor once).
+  void release(const Tensor &tensor) const;
 
 private:
   Checkpoint() = default;
+  void release(const Tensor &tensor, const Piece &piece) const;
   std::string path_;
   CheckpointRun run_;
   int64_t world_ = 1;

@@ -21,6 +21,10 @@ public:
   const std::string &error() const { return error_; }
   const void *data() const { return data_; }
   int64_t size() const { return length_; }
+  /// Drops the pages of bytes [begin, end) of the region from this process's
+  /// memory (they are read again from the file if touched): a reader that
+  /// goes through a large file once keeps only what it uses now.
+  void release(int64_t begin, int64_t end) const;
 
 private:
   void *base_ = nullptr;

@@ -45,6 +45,8 @@ public:
   const Entry *find(const std::string &name) const;
   /// The bytes of an entry (end - begin of them).
   const void *data(const Entry &entry) const;
+  /// Drops the mapped pages of an entry from memory (MappedRegion::release).
+  void release(const Entry &entry) const;
   const std::map<std::string, std::string> &metadata() const { return metadata_; }
 
 private:
