@@ -7,6 +7,8 @@
 #include "Initializer.h"
 #include "Shard.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <dlfcn.h>
 #include <malloc.h>
@@ -48,6 +50,8 @@ std::shared_ptr<const Executable> Executable::load(const std::string &dir, int r
     throw Error("'" + dir + "' is not an executable: it has no program.pb");
   std::string bytes = readFile(path);
   Program program;
+  // A corrupt file gets colo's one line, not protobuf's log lines as well.
+  google::protobuf::SetLogHandler(nullptr);
   if (!program.ParseFromString(bytes))
     throw Error(path + ": not a valid colo.runtime.Program (protobuf parse failed)");
   return create(std::move(program), dir, rank);

@@ -232,7 +232,7 @@ std::map<std::string, NpyArray> readNpz(const std::string &path) {
   // zip64: a locator right before the record points at the zip64 record.
   if (eocd >= 20 && le32(p + eocd - 20) == 0x07064b50) {
     uint64_t z64 = le64(p + eocd - 20 + 8);
-    if (z64 + 56 > size || le32(p + z64) != 0x06064b50)
+    if (z64 > size || size - z64 < 56 || le32(p + z64) != 0x06064b50)
       throw fail("bad zip64 end-of-central-directory record");
     count = le64(p + z64 + 32);
     cdSize = le64(p + z64 + 40);
@@ -279,7 +279,7 @@ std::map<std::string, NpyArray> readNpz(const std::string &path) {
     std::string what = path + ": array '" + name + "'";
     if (flags & 1)
       throw Error(what + ": encrypted zip entries are not supported");
-    if (localOffset + 30 > size || le32(p + localOffset) != 0x04034b50)
+    if (localOffset > size || size - localOffset < 30 || le32(p + localOffset) != 0x04034b50)
       throw fail("bad local header of '" + name + "'");
     uint64_t dataAt =
         localOffset + 30 + le16(p + localOffset + 26) + le16(p + localOffset + 28);
@@ -291,6 +291,11 @@ std::map<std::string, NpyArray> readNpz(const std::string &path) {
         throw fail("stored entry '" + name + "' has two sizes");
       raw.assign(reinterpret_cast<const char *>(p + dataAt), compSize);
     } else if (method == 8) {
+      // Deflate expands at most about 1032:1: a larger claim is a lie that
+      // would make the reader allocate what the file cannot hold.
+      if (rawSize / 1032 > compSize + 1)
+        throw fail("'" + name + "' claims " + std::to_string(rawSize) + " bytes from " +
+                   std::to_string(compSize) + " compressed, more than deflate can produce");
       raw.resize(rawSize);
       z_stream zs{};
       if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)

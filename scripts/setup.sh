@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything colo needs on Debian 12 and builds it. Idempotent: a second
 # run only rebuilds what changed.
-#   - Debian packages (LLVM/MLIR 22, protobuf, OpenBLAS, OpenMPI, GoogleTest, ...)
+#   - Debian packages (LLVM/MLIR 22, protobuf, OpenBLAS, OpenMPI, GoogleTest,
+#     clang with libFuzzer for scripts/sanitize.sh, ...)
 #   - a Python virtual environment outside the checkout with the pinned
 #     packages of requirements.txt (torch, transformers, onnx, ...)
 #   - the CMake build in ./build (ccache's cache outside the checkout)
@@ -21,6 +22,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libgtest-dev pybind11-dev
   libopenblas-dev libdnnl-dev nlohmann-json3-dev zlib1g-dev libopenmpi-dev openmpi-bin
   python3-dev python3-venv time
+  clang libclang-rt-14-dev libomp-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -332,9 +332,17 @@ TEST(RuntimeNpz, RejectsCorruptArchives) {
   expectError([&] { readNpz(p); }, {"not a valid .npz"});
   // Corrupt deflate data.
   std::string deflated = zipImage({{"x.npy", x}}, true);
+  std::string bomb = deflated;
   deflated[30 + 5 + 2] ^= 0xff;
   writeBytes(p, deflated);
   EXPECT_THROW(readNpz(p), Error);
+  // A member that claims 3.75 GiB from a few bytes is refused before any
+  // allocation (what the fuzzer found: readNpz allocated the claimed size).
+  size_t central = bomb.find(std::string("PK\x01\x02", 4));
+  for (int i = 0; i < 4; ++i)
+    bomb[central + 24 + i] = char(i == 3 ? 0xf0 : 0x00);
+  writeBytes(p, bomb);
+  expectError([&] { readNpz(p); }, {p, "x.npy", "more than deflate can produce"});
 }
 
 TEST(RuntimeNpz, ReadsWhatNumpyWrites) {

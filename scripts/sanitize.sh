@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The sanitizer checks: an ASan+UBSan build (clang) beside ./build, in which
+#   - the runtime's unit tests run, and
+#   - each libFuzzer target of fuzz/ runs for COLO_FUZZ_SECONDS (default 20)
+#     from a seed corpus of files the normal build's colo writes (a program,
+#     its state, a checkpoint and its index, a cluster file, .npy/.npz).
+# Any sanitizer report, crash, leak, or allocation past the fuzzers' 1 GiB
+# malloc limit fails the script. bench/fuzz_bench.sh runs the fuzzers longer.
+# Environment: COLO_BUILD (default ./build, must be built),
+#              COLO_SAN_BUILD (default ./build-san), COLO_FUZZ_SECONDS.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${COLO_BUILD:-$root/build}
+san=${COLO_SAN_BUILD:-$root/build-san}
+seconds=${COLO_FUZZ_SECONDS:-20}
+venv=${COLO_VENV:-$HOME/.local/share/colo/venv}
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/colo/ccache}
+
+if [ ! -f "$san/build.ninja" ]; then
+  cmake -G Ninja -S "$root" -B "$san" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCOLO_SANITIZE=address,undefined -DCOLO_FUZZ=ON \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DPython3_EXECUTABLE="$venv/bin/python" > "$san.configure.log" 2>&1 \
+    || { cat "$san.configure.log"; exit 1; }
+fi
+ninja -C "$san" colo-fuzz colo-runtime-tests
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+echo "== runtime unit tests under ASan+UBSan"
+"$san/bin/colo-runtime-tests" --gtest_brief=1
+
+echo "== seed corpus"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+colo=$build/bin/colo
+"$colo" model gpt --layers 1 --hidden 16 --heads 2 --vocab 32 --seq 8 --batch 2 \
+  --dtype f32 -o "$work/gpt.mlir" > /dev/null
+"$colo" compile "$work/gpt.mlir" --train loss=lm,optimizer=adamw --plan dp=2,zero=3 \
+  -o "$work/exe" > /dev/null
+"$colo" run "$work/exe" --steps 1 --data synthetic --checkpoint-dir "$work/ckpt" \
+  -o "$work/w.safetensors" > /dev/null
+step=$(ls -d "$work"/ckpt/step-*)
+for target in npy safetensors program checkpoint-index cluster; do
+  mkdir -p "$work/seeds-$target"
+done
+cp "$work/exe/program.pb" "$work/seeds-program/"
+cp "$work/w.safetensors" "$step"/rank-*.safetensors "$work/seeds-safetensors/"
+cp "$step/index.json" "$work/seeds-checkpoint-index/"
+"$colo" cluster show a100-80g --json > "$work/seeds-cluster/a100.json"
+"$venv/bin/python" - "$work/seeds-npy" <<'EOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+np.save(f"{d}/a.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
+np.savez(f"{d}/b.npz", input_ids=np.arange(16, dtype=np.int64).reshape(2, 8),
+         labels=np.ones((2,), np.int32))
+np.savez_compressed(f"{d}/c.npz", x=np.zeros((4, 4), np.float16))
+EOF
+
+for target in npy safetensors program checkpoint-index cluster; do
+  echo "== colo-fuzz-$target for $seconds s"
+  mkdir -p "$work/corpus-$target"
+  "$san/bin/colo-fuzz-$target" "$work/corpus-$target" "$work/seeds-$target" \
+    -max_total_time="$seconds" -malloc_limit_mb=1024 -rss_limit_mb=2048 \
+    -timeout=10 -print_final_stats=1 -artifact_prefix="$work/crash-$target-" \
+    > "$work/log-$target" 2>&1 && status=0 || status=$?
+  grep -E "^stat::number_of_executed_units|ERROR: |SUMMARY|runtime error" \
+    "$work/log-$target" | grep -v libprotobuf || true
+  if [ "$status" -ne 0 ] || ls "$work"/crash-"$target"-* > /dev/null 2>&1; then
+    tail -40 "$work/log-$target" >&2
+    mkdir -p "$root/fuzz-artifacts"
+    cp "$work"/crash-"$target"-* "$root/fuzz-artifacts/"
+    echo "colo-fuzz-$target found a failing input: fuzz-artifacts/" >&2
+    exit 1
+  fi
+done
+echo "sanitizer checks passed"
