@@ -15,16 +15,16 @@
 namespace colo::runtime {
 
 namespace {
-/// Writes straight to `path` (a device or a pipe: there is nothing to
-/// replace atomically, and renaming over it would replace the device).
-void writeInPlace(const std::string &path, const std::function<void(std::ostream &)> &write) {
-  std::ofstream out(path, std::ios::binary);
+/// Writes through `write` into `file`; errors name `path`, the target.
+void writeStream(const std::string &file, const std::string &path,
+                 const std::function<void(std::ostream &)> &write) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out)
     throw Error("cannot write '" + path + "': " + std::strerror(errno));
   write(out);
   out.flush();
   if (!out)
-    throw Error("cannot write '" + path + "': write failed");
+    throw Error("cannot write '" + path + "': write failed (disk full?)");
 }
 } // namespace
 
@@ -34,7 +34,9 @@ void writeFileAtomically(const std::string &path,
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode))
       throw Error("cannot write '" + path + "': it is a directory");
-    return writeInPlace(path, write);
+    // A device or a pipe: nothing to replace atomically, and a rename over
+    // it would replace the device.
+    return writeStream(path, path, write);
   }
   // mkstemp makes a new file of a name no one else has (O_EXCL), in the
   // target's directory so that the rename stays on one file system.
@@ -48,15 +50,7 @@ void writeFileAtomically(const std::string &path,
   ::fchmod(fd, 0666 & ~mask);
   ::close(fd);
   try {
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out)
-        throw Error("cannot write '" + path + "': " + std::strerror(errno));
-      write(out);
-      out.flush();
-      if (!out)
-        throw Error("cannot write '" + path + "': write failed (disk full?)");
-    }
+    writeStream(tmp, path, write);
     // Make the bytes durable before the rename makes them visible.
     fd = ::open(tmp.c_str(), O_RDONLY);
     if (fd >= 0) {

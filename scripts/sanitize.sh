@@ -7,7 +7,9 @@
 # Any sanitizer report, crash, leak, or allocation past the fuzzers' 1 GiB
 # malloc limit fails the script. bench/fuzz_bench.sh runs the fuzzers longer.
 # Environment: COLO_BUILD (default ./build, must be built),
-#              COLO_SAN_BUILD (default ./build-san), COLO_FUZZ_SECONDS.
+#              COLO_SAN_BUILD (default ./build-san), COLO_FUZZ_SECONDS,
+#              COLO_FUZZ_ALL=1 (also the ONNX and plan targets, which take a
+#              longer build: they link the compiler).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${COLO_BUILD:-$root/build}
@@ -27,7 +29,13 @@ if [ ! -f "$san/build.ninja" ]; then
     -DPython3_EXECUTABLE="$venv/bin/python" > "$san.configure.log" 2>&1 \
     || { cat "$san.configure.log"; exit 1; }
 fi
-ninja -C "$san" colo-fuzz colo-runtime-tests
+targets=(npy safetensors program checkpoint-index cluster)
+if [ "${COLO_FUZZ_ALL:-0}" = 1 ]; then
+  targets+=(onnx plan)
+  ninja -C "$san" colo-fuzz-all colo-runtime-tests
+else
+  ninja -C "$san" colo-fuzz colo-runtime-tests
+fi
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -45,7 +53,7 @@ colo=$build/bin/colo
 "$colo" run "$work/exe" --steps 1 --data synthetic --checkpoint-dir "$work/ckpt" \
   -o "$work/w.safetensors" > /dev/null
 step=$(ls -d "$work"/ckpt/step-*)
-for target in npy safetensors program checkpoint-index cluster; do
+for target in "${targets[@]}"; do
   mkdir -p "$work/seeds-$target"
 done
 cp "$work/exe/program.pb" "$work/seeds-program/"
@@ -62,7 +70,14 @@ np.savez(f"{d}/b.npz", input_ids=np.arange(16, dtype=np.int64).reshape(2, 8),
 np.savez_compressed(f"{d}/c.npz", x=np.zeros((4, 4), np.float16))
 EOF
 
-for target in npy safetensors program checkpoint-index cluster; do
+if [ "${COLO_FUZZ_ALL:-0}" = 1 ]; then
+  cp "$root"/examples/*.onnx "$work/seeds-onnx/"
+  printf '{"mesh": {"dp": 2, "tp": 2, "pp": 2}, "zero": 1, "micro_batches": 4,
+    "schedule": "1f1b", "sequence_parallel": true}' > "$work/seeds-plan/plan.json"
+  echo "dp=2,tp=2,sp,pp=2,micro=4,schedule=interleaved,v=2" > "$work/seeds-plan/inline"
+fi
+
+for target in "${targets[@]}"; do
   echo "== colo-fuzz-$target for $seconds s"
   mkdir -p "$work/corpus-$target"
   "$san/bin/colo-fuzz-$target" "$work/corpus-$target" "$work/seeds-$target" \

@@ -21,7 +21,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
 
 using namespace colo::runtime;
 
@@ -58,6 +60,30 @@ template <typename F> void expectError(F f, std::initializer_list<std::string> p
 //===----------------------------------------------------------------------===//
 // safetensors
 //===----------------------------------------------------------------------===//
+
+TEST(RuntimeFiles, AtomicWritesLeaveNoTemporaryAndPipesStayPipes) {
+  TempDir dir;
+  std::string p = dir / "a.txt";
+  writeFileAtomically(p, [](std::ostream &out) { out << "one"; });
+  writeFileAtomically(p, [](std::ostream &out) { out << "two"; });
+  EXPECT_EQ(readFile(p), "two");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path),
+                          std::filesystem::directory_iterator()),
+            1); // the mkstemp file was renamed, none is left
+  // A pipe (like -o /dev/null, a device) is written in place, not replaced.
+  std::string pipe = dir / "pipe";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = readFile(pipe); });
+  writeFileAtomically(pipe, [](std::ostream &out) { out << "through"; });
+  reader.join();
+  EXPECT_EQ(got, "through");
+  struct stat st;
+  ASSERT_EQ(::stat(pipe.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  expectError([&] { writeFileAtomically(dir.path, [](std::ostream &) {}); },
+              {dir.path, "is a directory"});
+}
 
 TEST(RuntimeSafetensors, RoundTrip) {
   TempDir dir;
