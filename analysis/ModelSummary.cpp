@@ -162,9 +162,8 @@ ModelSummary summarize(ModuleOp module) {
 
   std::vector<std::string> covered;
   for (auto &[prefix, blocks] : groups) {
-    if (llvm::any_of(covered, [&](const std::string &c) {
-          return StringRef(prefix).starts_with(c + ".");
-        }))
+    StringRef name = prefix; // a lambda may not capture a binding before C++20
+    if (llvm::any_of(covered, [&](const std::string &c) { return name.starts_with(c + "."); }))
       continue;
     auto sig = [](const std::vector<Operation *> &ops) {
       std::vector<std::string> v;

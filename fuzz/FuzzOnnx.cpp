@@ -8,7 +8,6 @@
 #include "colo/Import/OnnxImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
@@ -17,7 +16,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string path = colo::fuzz::writeInput("input.onnx", data, size);
   mlir::MLIRContext context;
-  context.loadDialect<colo::ColoDialect, mlir::func::FuncDialect, mlir::shard::ShardDialect>();
+  context.loadDialect<colo::ColoDialect, mlir::func::FuncDialect>();
   bool diagnosed = false;
   mlir::ScopedDiagnosticHandler quiet(&context, [&](mlir::Diagnostic &) {
     diagnosed = true;

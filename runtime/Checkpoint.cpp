@@ -351,8 +351,20 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &path) {
   } catch (const json::exception &e) {
     r.fail(std::string("not valid JSON (") + e.what() + ")");
   }
-  if (!index.is_object() || index.value("format", "") != kFormat)
+  if (!index.is_object() || !index.contains("format") || index["format"] != kFormat)
     r.fail(std::string("not a colo checkpoint index (no \"format\": \"") + kFormat + "\")");
+  try {
+    c->readIndex(&index, r.file);
+  } catch (const json::exception &e) { // a field of the wrong type
+    r.fail(std::string("malformed index: ") + e.what());
+  }
+  return c;
+}
+
+void Checkpoint::readIndex(const void *parsed, const std::string &file) {
+  const json &index = *static_cast<const json *>(parsed);
+  IndexReader r{file};
+  Checkpoint *c = this;
   if (r.integer(index, "version", "the index") != kVersion)
     r.fail("version " + index["version"].dump() + ", but this colo reads version " +
            std::to_string(kVersion));
@@ -360,6 +372,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &path) {
   c->world_ = r.integer(index, "world_size", "the index", 1);
   const json &mesh = r.field(index, "mesh", "the index");
   c->meshShape_ = r.shape(mesh, "shape", "the mesh");
+  if (int64_t ranks = numElements(c->meshShape_); ranks != c->world_)
+    r.fail("world_size " + std::to_string(c->world_) + " is not the " + std::to_string(ranks) +
+           " ranks of the mesh " + shapeString(c->meshShape_));
   const json &axes = r.field(mesh, "axes", "the mesh");
   if (!axes.is_array() || axes.size() != c->meshShape_.size())
     r.fail("the mesh's axes do not match its shape");
@@ -433,7 +448,6 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &path) {
     c->byName_[name] = c->tensors_.size();
     c->tensors_.push_back(std::move(tensor));
   }
-  return c;
 }
 
 std::string Checkpoint::planDescription() const {

@@ -4,8 +4,10 @@
 #include "colo/Runtime/Error.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 
 namespace colo::runtime {
 
@@ -80,6 +82,25 @@ int64_t ringBytesSent(const std::string &collective, int64_t bytes,
   // Broadcast is a pipelined chain from the root: every member sends the
   // whole tensor once, except the last in the chain, which sends nothing.
   return bytes;
+}
+
+namespace {
+char waitingFor[256];
+} // namespace
+
+const char *currentWait() { return waitingFor; }
+
+void setCurrentWait(const std::string &what) {
+  // The first character goes in last, so that a signal handler reading in
+  // between sees "" rather than a mix of two messages.
+  size_t n = std::min(what.size(), sizeof waitingFor - 1);
+  waitingFor[0] = '\0';
+  if (n == 0)
+    return;
+  std::memcpy(waitingFor + 1, what.data() + 1, n - 1);
+  waitingFor[n] = '\0';
+  std::atomic_signal_fence(std::memory_order_release);
+  waitingFor[0] = what[0];
 }
 
 bool launchedWithRanks() {

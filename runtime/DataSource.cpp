@@ -310,6 +310,10 @@ std::unique_ptr<DataSource> openTokens(const std::string &path, const Executable
   }
   if (perStep < 0)
     perStep = 0;
+  int64_t step = perStep * exe.batchParts(), tokens = bytes / itemSize;
+  if (tokens < step + 1)
+    throw Error(path + ": " + std::to_string(tokens) + " tokens, fewer than one step takes (" +
+                std::to_string(step) + ", and one more for shifted labels)");
   return std::make_unique<TokenSource>(path, std::move(region), itemSize,
                                        options.tokenDType, std::move(feeds), perStep,
                                        exe.batchParts(), options.part);

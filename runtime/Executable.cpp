@@ -47,8 +47,11 @@ std::shared_ptr<const Executable> Executable::load(const std::string &dir, int r
   }
   std::string path = joinPath(dir, "program.pb");
   if (!isRegularFile(path))
-    throw Error("'" + dir + "' is not an executable: it has no program.pb");
+    throw Error("'" + dir + "' is not an executable: " +
+                (isDirectory(path) ? "its program.pb is a directory" : "it has no program.pb"));
   std::string bytes = readFile(path);
+  if (bytes.empty())
+    throw Error(path + ": the file is empty (not a colo.runtime.Program)");
   Program program;
   // A corrupt file gets colo's one line, not protobuf's log lines as well.
   google::protobuf::SetLogHandler(nullptr);
@@ -241,8 +244,8 @@ void Executable::validateBuffers() {
     if (b.kind() == Buffer::TEMP) {
       int64_t bytes = byteSize(id);
       if (b.offset() < 0 || b.offset() > arena || bytes > arena - b.offset())
-        fail(what + ": bytes [" + std::to_string(b.offset()) + ", " +
-             std::to_string(b.offset() + bytes) + ") are outside the arena of " +
+        fail(what + ": its " + std::to_string(bytes) + " bytes at offset " +
+             std::to_string(b.offset()) + " are outside the arena of " +
              std::to_string(arena) + " bytes");
       if (b.offset() % dtypeSize(b.dtype()))
         fail(what + ": arena offset " + std::to_string(b.offset()) +

@@ -535,23 +535,32 @@ private:
         left -= count;
       if (left == 0 || polls < kSpinPolls)
         continue;
+      if (polls == kSpinPolls)
+        setCurrentWait("waiting for " + awaited(pending) + " in " + what);
       if (Clock::now() > deadline)
         timedOut(pending, what);
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    setCurrentWait("");
     pending = {};
   }
 
-  [[noreturn]] void timedOut(Pending &pending, const std::string &what) {
-    // Name the peer we wait to hear from; a send only if no receive is left.
+  /// The peer a wait hears from last: "rank 3", or "the other ranks" (a
+  /// receive before a send: a send only if no receive is left).
+  static std::string awaited(const Pending &pending) {
     int peer = -1;
     for (size_t i = 0; i < pending.requests.size(); ++i)
       if (pending.requests[i] != MPI_REQUEST_NULL && (peer < 0 || pending.receives[i]))
         peer = pending.peers[i];
+    return peer < 0 ? "the other ranks" : "rank " + std::to_string(peer);
+  }
+
+  [[noreturn]] void timedOut(Pending &pending, const std::string &what) {
+    std::string whom = awaited(pending);
+    setCurrentWait("");
     abandon(pending);
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", timeout_);
-    std::string whom = peer < 0 ? "the other ranks" : "rank " + std::to_string(peer);
     throw Error("communication timed out after " + std::string(seconds) + " s waiting for " +
                 whom + " in " + what + " (a rank died or hangs)");
   }

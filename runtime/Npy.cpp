@@ -168,6 +168,8 @@ NpyArray parseNpy(const std::string &bytes, const std::string &what) {
   if (headerStart + headerLen > bytes.size())
     throw Error(what + ": truncated .npy header");
   std::string header = bytes.substr(headerStart, headerLen);
+  if (header.find('\0') != std::string::npos) // numpy refuses it too
+    throw Error(what + ": bad .npy header: it holds a NUL byte");
   std::string descr;
   bool fortran = false;
   NpyArray array;
@@ -252,14 +254,16 @@ std::map<std::string, NpyArray> readNpz(const std::string &path) {
     uint16_t nameLen = le16(p + at + 28), extraLen = le16(p + at + 30),
              commentLen = le16(p + at + 32);
     uint64_t localOffset = le32(p + at + 42);
-    if (at + 46 + nameLen + extraLen + commentLen > size)
-      throw fail("bad central directory entry");
+    if (at + 46 + nameLen + extraLen + commentLen > cdOffset + cdSize)
+      throw fail("a central directory entry runs past the central directory");
     std::string name(reinterpret_cast<const char *>(p + at + 46), nameLen);
     // zip64 extra field: the 64-bit values of the fields that are 0xffffffff.
     const unsigned char *x = p + at + 46 + nameLen, *xEnd = x + extraLen;
     while (x + 4 <= xEnd) {
       uint16_t id = le16(x), len = le16(x + 2);
-      const unsigned char *v = x + 4, *vEnd = std::min(v + len, xEnd);
+      if (len > xEnd - x - 4)
+        throw fail("an extra field of '" + name + "' runs past its central directory entry");
+      const unsigned char *v = x + 4, *vEnd = v + len;
       if (id == 0x0001) {
         if (rawSize == 0xffffffff && v + 8 <= vEnd) {
           rawSize = le64(v);

@@ -116,11 +116,18 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path) 
             [](const Entry &a, const Entry &b) {
               return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
             });
+  // The tensors tile the data section, as the reference implementation
+  // requires: no overlap, no hole.
+  int64_t covered = 0;
   for (size_t i = 0; i < file->entries_.size(); ++i) {
     const Entry &e = file->entries_[i];
     if (i > 0 && e.begin < file->entries_[i - 1].end)
       throw fail("tensors '" + file->entries_[i - 1].name + "' and '" + e.name +
                  "' overlap");
+    if (e.begin != covered)
+      throw fail("bytes [" + std::to_string(covered) + ", " + std::to_string(e.begin) +
+                 ") of the data belong to no tensor");
+    covered = e.end;
     file->index_[e.name] = i;
   }
   return file;

@@ -37,7 +37,10 @@ else
   ninja -C "$san" colo-fuzz colo-runtime-tests
 fi
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# allow_user_poisoning=0: the prebuilt LLVM/MLIR libraries are not
+# instrumented, and the poisoning of their inline allocators in our code would
+# be reported as use-after-poison.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allow_user_poisoning=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== runtime unit tests under ASan+UBSan"
 "$san/bin/colo-runtime-tests" --gtest_brief=1

@@ -163,6 +163,8 @@ std::optional<std::string> resolveReshape(llvm::ArrayRef<int64_t> in,
     }
     if (d < 0)
       return "invalid target dimension " + std::to_string(d);
+    if (d != 0 && known > std::numeric_limits<int64_t>::max() / d)
+      return "target dimension " + std::to_string(d) + " makes the element count overflow";
     known *= d;
     out.push_back(d);
   }

@@ -76,6 +76,19 @@ std::string externalField(const onnx::TensorProto &t, llvm::StringRef key) {
       return kv.value();
   return {};
 }
+
+/// External data field `key` ("offset", "length") of `t` as a byte count:
+/// `fallback` when absent, -1 when it is not a non-negative decimal integer
+/// below 2^62 (so that offset + length cannot overflow).
+int64_t externalBytes(const onnx::TensorProto &t, llvm::StringRef key, int64_t fallback) {
+  std::string text = externalField(t, key);
+  int64_t value;
+  if (text.empty())
+    return fallback;
+  if (llvm::StringRef(text).getAsInteger(10, value) || value < 0 || value >= (int64_t(1) << 62))
+    return -1;
+  return value;
+}
 } // namespace
 
 LogicalResult Importer::load() {
@@ -124,7 +137,9 @@ LogicalResult Importer::classifyInitializers() {
   };
   llvm::StringMap<Info> info;
   for (const auto &t : model.graph().initializer())
-    info[t.name()] = {Kind::Init, false, {t.name()}};
+    if (!info.try_emplace(t.name(), Info{Kind::Init, false, {t.name()}}).second)
+      return emitError(UnknownLoc::get(&ctx))
+             << path << ": initializer '" << printable(t.name()) << "' is defined twice";
   for (const auto &in : model.graph().input())
     if (!initializers.count(in.name()))
       info[in.name()] = {Kind::Runtime, false, {}};
@@ -194,10 +209,12 @@ FailureOr<HostTensor> Importer::hostTensorOf(const onnx::TensorProto &t) {
     if (!in)
       return fail("external data file '" + file + "' of '" + t.name() +
                   "' cannot be opened");
-    std::string off = externalField(t, "offset");
     uint64_t size = 0;
-    int64_t offset = off.empty() ? 0 : std::strtoll(off.c_str(), nullptr, 10);
-    if (llvm::sys::fs::file_size(file, size) || offset < 0 ||
+    int64_t offset = externalBytes(t, "offset", 0);
+    if (offset < 0)
+      return fail("external data of '" + t.name() + "' has the offset '" +
+                  externalField(t, "offset") + "' (not a byte count)");
+    if (llvm::sys::fs::file_size(file, size) ||
         static_cast<uint64_t>(offset + n * elementBytes(t.data_type())) > size)
       return fail("external data file '" + file + "' is too short for '" +
                   t.name() + "'");
@@ -298,16 +315,18 @@ FailureOr<Attribute> Importer::globalInitialValue(const onnx::TensorProto &t,
     if (llvm::sys::fs::file_size(file, size))
       return fail("external data file '" + file + "' of '" + t.name() +
                   "' is missing");
-    std::string off = externalField(t, "offset"), len = externalField(t, "length");
-    int64_t offset = off.empty() ? 0 : std::strtoll(off.c_str(), nullptr, 10);
-    int64_t length = len.empty() ? bytes : std::strtoll(len.c_str(), nullptr, 10);
+    int64_t offset = externalBytes(t, "offset", 0), length = externalBytes(t, "length", bytes);
+    for (auto [key, value] : {std::pair{"offset", offset}, {"length", length}})
+      if (value < 0)
+        return fail("external data of '" + t.name() + "' has the " + key + " '" +
+                    externalField(t, key) + "' (not a byte count)");
     if (length != bytes)
       return fail("external data of '" + t.name() + "' is " + std::to_string(length) +
                   " bytes, its shape needs " + std::to_string(bytes));
-    if (offset < 0 || static_cast<uint64_t>(offset + length) > size)
-      return fail("external data file '" + file + "' is too short for '" +
-                  t.name() + "': needs " + std::to_string(offset + length) +
-                  " bytes, has " + std::to_string(size));
+    if (static_cast<uint64_t>(offset + length) > size)
+      return fail("external data file '" + file + "' is too short for '" + t.name() +
+                  "' at offset " + std::to_string(offset) + ": needs " +
+                  std::to_string(offset + length) + " bytes, has " + std::to_string(size));
     return Attribute(ExternalDataAttr::get(&ctx, file, offset, length));
   }
   if (t.has_raw_data()) {
@@ -396,7 +415,11 @@ LogicalResult Importer::importGraphInputs() {
       shape = given->dims;
     } else {
       for (const auto &d : tt.shape().dim()) {
-        if (!d.has_dim_value() || d.dim_value() < 0)
+        if (d.has_dim_value() && d.dim_value() < 0)
+          return emitError(UnknownLoc::get(&ctx))
+                 << path << ": graph input '" << in->name() << "' has dimension "
+                 << d.dim_value() << " (dimensions are >= 0)";
+        if (!d.has_dim_value())
           return emitError(UnknownLoc::get(&ctx))
                  << path << ": graph input '" << in->name() << "' has a dynamic dimension"
                  << (d.has_dim_param() ? " '" + d.dim_param() + "'" : std::string())
@@ -404,6 +427,14 @@ LogicalResult Importer::importGraphInputs() {
                     "--input-shape 2x16) or export with fixed input sizes";
         shape.push_back(d.dim_value());
       }
+    }
+    int64_t elements = 1;
+    for (int64_t d : shape) { // 2^48 elements: far past any real input
+      if (d != 0 && elements > (int64_t(1) << 48) / d)
+        return emitError(UnknownLoc::get(&ctx))
+               << path << ": graph input '" << in->name()
+               << "' has more than 2^48 elements (an overflowing shape?)";
+      elements *= d;
     }
     types.push_back(RankedTensorType::get(shape, et));
   }
@@ -525,11 +556,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
   if (failed(lookupInputs(node, ins)))
     return failure();
   int required = requiredInputs(op, opset);
-  if (static_cast<int>(ins.size()) < required ||
-      llvm::any_of(llvm::ArrayRef<Val *>(ins).take_front(required),
-                    [](Val *v) { return !v; }))
+  if (static_cast<int>(ins.size()) < required)
     return fail("expected at least " + std::to_string(required) + " inputs, got " +
                 std::to_string(ins.size()));
+  for (int i = 0; i < required; ++i)
+    if (!ins[size_t(i)])
+      return fail("required input " + std::to_string(i) + " is missing (an empty name)");
   SmallVector<Val> outs;
   NodeAttrs a = attrs(node);
 
@@ -597,9 +629,15 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
         return failure();
     }
   }
-  for (auto [i, name] : llvm::enumerate(node.output()))
-    if (!name.empty() && i < outs.size())
-      values[name] = std::move(outs[i]);
+  for (auto [i, name] : llvm::enumerate(node.output())) {
+    if (name.empty() || i >= outs.size())
+      continue;
+    // ONNX graphs are in SSA form: a second definition would silently win.
+    if (values.count(name) || initializers.count(name))
+      return fail("output '" + name + "' is defined twice (already an input, an "
+                  "initializer or another node's output)");
+    values[name] = std::move(outs[i]);
+  }
   return success();
 }
 
@@ -618,7 +656,10 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run() {
   if (failed(classifyInitializers()) || failed(importGraphInputs()))
     return failure();
 
-  for (auto [index, node] : llvm::enumerate(model.graph().node())) {
+  for (auto it : llvm::enumerate(model.graph().node())) {
+    // Named, not bound: a lambda may not capture a binding before C++20.
+    size_t index = it.index();
+    const onnx::NodeProto &node = it.value();
     loc = nodeLocation(node, index);
     if (std::optional<std::string> problem =
             capture([&] { return importNode(node, index); })) {

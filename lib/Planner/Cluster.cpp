@@ -201,7 +201,7 @@ bool isPreset(StringRef name) { return llvm::is_contained(presetNames, name); }
 // JSON
 //===----------------------------------------------------------------------===//
 
-enum class FieldKind { Positive, NonNegative, Efficiency };
+enum class FieldKind { Positive, NonNegative, Efficiency, Flag };
 
 struct Field {
   const char *key;
@@ -231,7 +231,7 @@ const Field deviceFields[] = {
     {"workspace_gb", &ClusterSpec::workspace, GB, FieldKind::NonNegative,
      false},
     {"collective_staging", &ClusterSpec::collectiveStaging, 1,
-     FieldKind::NonNegative, false},
+     FieldKind::Flag, false},
 };
 const Field linkFields[] = {
     {"intra_node_gbs", &ClusterSpec::intraBandwidth, GB, FieldKind::Positive,
@@ -319,7 +319,10 @@ llvm::Error parseField(const llvm::json::Value &v, const Field &field,
   std::optional<double> d = v.getAsNumber();
   if (!d)
     return error(what + ": " + path + ": must be a number, got " + describe(v));
-  if (field.kind == FieldKind::Efficiency) {
+  if (field.kind == FieldKind::Flag) {
+    if (*d != 0 && *d != 1)
+      return error(what + ": " + path + ": must be 0 or 1, got " + printed(v));
+  } else if (field.kind == FieldKind::Efficiency) {
     if (!(*d > 0 && *d <= 1))
       return error(what + ": " + path + ": must be in (0, 1], got " +
                    printed(v));
@@ -413,8 +416,32 @@ ClusterSpec colo::planner::shapeLocalCpu(const ClusterSpec &measured,
   return c;
 }
 
+llvm::Error colo::planner::checkJsonNesting(StringRef json, StringRef what) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > 64)
+        return error(what + ": invalid JSON: nested more than 64 levels deep");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return llvm::Error::success();
+}
+
 Expected<ClusterSpec> colo::planner::parseCluster(StringRef json,
                                                   StringRef what) {
+  if (llvm::Error e = checkJsonNesting(json, what))
+    return std::move(e);
   Expected<llvm::json::Value> parsed = llvm::json::parse(json);
   if (!parsed)
     return error(what + ": invalid JSON: " + toString(parsed.takeError()));

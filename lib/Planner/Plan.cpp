@@ -1,7 +1,9 @@
 #include "colo/Planner/Plan.h"
+#include "colo/Planner/Cluster.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace llvm;
@@ -113,6 +115,18 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
 }
 
 static Error check(Plan &p, StringRef what) {
+  // 2^24 devices is beyond any cluster; the bound keeps every product of
+  // sizes the planner forms far from overflowing.
+  constexpr int64_t kMaxDevices = int64_t(1) << 24;
+  int64_t devices = 1;
+  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses}) {
+    if (n > kMaxDevices || devices * n > kMaxDevices)
+      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses > 2^24)");
+    devices *= n;
+  }
+  if (p.microBatch > kMaxDevices || p.microBatches > kMaxDevices || p.virtualStages > 1024)
+    return bad(what + ": micro_batch and micro_batches must be at most 2^24, "
+                      "virtual_stages at most 1024");
   if (p.pp == 1)
     p.schedule = Schedule::None;
   else if (p.schedule == Schedule::None)
@@ -158,6 +172,8 @@ Expected<Plan> parsePlan(StringRef text) {
 }
 
 Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
+  if (Error e = checkJsonNesting(text, what))
+    return std::move(e);
   Expected<json::Value> v = json::parse(text);
   if (!v)
     return bad(what + ": invalid JSON: " + toString(v.takeError()));
@@ -206,9 +222,13 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
                    "' (mesh, sequence_parallel, vocab, ulysses, zero, micro_batch, micro_batches, "
                    "schedule, virtual_stages, recompute, offload, stages)");
       std::string text;
-      if (auto s = value.getAsString()) text = s->str();
+      bool flag = k == "sequence_parallel" || k == "vocab";
+      if (auto b = value.getAsBoolean(); b && flag) text = *b ? "true" : "false";
+      else if (flag)
+        return bad(what + ": '" + k + "' must be true or false, got " +
+                   formatv("{0}", value).str());
+      else if (auto s = value.getAsString()) text = s->str();
       else if (auto i = value.getAsInteger()) text = std::to_string(*i);
-      else if (auto b = value.getAsBoolean()) text = *b ? "true" : "false";
       else
         return bad(what + ": '" + k + "' has the wrong type");
       if (Error e = setField(p, field, text, what))

@@ -229,7 +229,7 @@ private:
     Block *entry = f.addEntryBlock();
     for (auto [a, old] : llvm::zip(entry->getArguments(), body.getArguments()))
       a.setLoc(old.getLoc());
-    Rank rank{r, entry, OpBuilder::atBlockEnd(entry)};
+    Rank rank(r, entry);
     rank.at.resize(micro);
 
     for (Action a : scheduleOf(r, pp, v, micro, schedule))
@@ -251,6 +251,7 @@ private:
   }
 
   struct Rank {
+    Rank(int64_t r, Block *entry) : r(r), entry(entry), b(OpBuilder::atBlockEnd(entry)) {}
     int64_t r;
     Block *entry;
     OpBuilder b;

@@ -157,11 +157,13 @@ struct ColoPipelineStages : colo::impl::ColoPipelineStagesBase<ColoPipelineStage
       return forward.emitError("cannot cut @forward at layers: no repeated blocks "
                                "(layers) found");
     int64_t count = layers->count;
-    if (static_cast<int64_t>(layerEnds.size()) != stages ||
-        layerEnds[layerEnds.size() - 1] != count)
+    if (static_cast<int64_t>(layerEnds.size()) != stages)
       return forward.emitError() << "layer-ends must give one end per stage ("
-                                 << static_cast<int64_t>(stages)
-                                 << "), the last the number of layers (" << count << ")";
+                                 << static_cast<int64_t>(stages) << ")";
+    if (layerEnds[layerEnds.size() - 1] != count)
+      return forward.emitError() << "the last pipeline stage ends at layer "
+                                 << layerEnds[layerEnds.size() - 1] << ", but the model has "
+                                 << count << " layers (layer-ends)";
     for (int64_t s = 0; s + 1 < stages; ++s) {
       int64_t end = layerEnds[s], previous = s ? layerEnds[s - 1] : 0;
       if (end <= previous || end >= count)

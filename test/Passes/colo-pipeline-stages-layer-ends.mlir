@@ -31,7 +31,7 @@ func.func @forward(%x: tensor<4x6x8xf32>) -> tensor<4x6x8xf32> {
 
 // -----
 
-// expected-error @+1 {{layer-ends must give one end per stage (2), the last the number of layers (2)}}
+// expected-error @+1 {{the last pipeline stage ends at layer 3, but the model has 2 layers (layer-ends)}}
 func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %g0 = colo.gelu %x : tensor<4x8xf32> loc("/model/h.0/Gelu")
   %r0 = colo.add %x, %g0 : tensor<4x8xf32>, tensor<4x8xf32> loc("/model/h.0/Add")

@@ -24,12 +24,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <new>
 #include <optional>
 #include <thread>
+#include <unistd.h>
 
 using namespace llvm;
 using namespace colo::tool;
@@ -280,6 +284,30 @@ std::vector<std::string> runArguments() {
 /// run is ended through it, so that no rank waits for this one.
 std::unique_ptr<rt::Communicator> comm;
 
+/// "colo: error: rank R: ended by the launcher", made before the handler.
+char endedPrefix[96];
+
+/// SIGTERM, which mpirun sends the other ranks when one dies or fails: this
+/// rank says so in colo's one line, with what it was waiting for (the rank
+/// that is gone, in a collective), and ends. Async-signal-safe: write(2) only.
+extern "C" void endedByLauncher(int) {
+  auto put = [](const char *s) { (void)!::write(2, s, std::strlen(s)); };
+  put(endedPrefix);
+  const char *waiting = rt::currentWait();
+  put(*waiting ? " while " : " while computing (not in a collective)");
+  put(waiting);
+  put(": another rank failed or died\n");
+  ::_exit(1);
+}
+
+void reportWhenEndedByLauncher(int rank) {
+  std::snprintf(endedPrefix, sizeof endedPrefix, "colo: error: rank %d: ended by the launcher",
+                rank);
+  struct sigaction action = {};
+  action.sa_handler = endedByLauncher;
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
 /// Loads the checkpoint of --resume into `session` and moves `data` past its
 /// steps, saying what it did; returns the checkpoint's path.
 std::string resumeRun(rt::Session &session, rt::DataSource *data,
@@ -342,6 +370,7 @@ int run(const std::string &dir) {
   if (rt::launchedWithRanks()) {
     comm = rt::createMpiCommunicator();
     comm->setTimeout(runCommTimeout);
+    reportWhenEndedByLauncher(comm->rank());
   } else if (runRanks > 1 || world > 1) {
     int64_t ranks = runRanks ? runRanks.getValue() : world;
     if (ranks != world)
@@ -561,6 +590,7 @@ int colo::tool::runExecutable(StringRef dir) {
     if (comm && comm->size() > 1) {
       reportError("rank " + Twine(comm->rank()) + ": " + msg);
       errs().flush();
+      std::signal(SIGTERM, SIG_DFL); // said already: the abort's SIGTERM says no more
       comm->abort(1);
     }
     return reportError(msg);

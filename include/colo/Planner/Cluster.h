@@ -93,6 +93,11 @@ llvm::Expected<ClusterSpec> loadClusterFile(llvm::StringRef path);
 llvm::Expected<ClusterSpec> parseCluster(llvm::StringRef json,
                                          llvm::StringRef what);
 
+/// An error if `json` nests arrays and objects deeper than 64 levels: no
+/// plan or cluster file does, and llvm::json's parser recurses once per
+/// level, so a deep file would overflow the stack.
+llvm::Error checkJsonNesting(llvm::StringRef json, llvm::StringRef what);
+
 /// NAME, NAME:NODESxDEVICES (e.g. a100-80g:128x8) or a path to a JSON file.
 /// A spec containing '/' or ending in ".json" is always a path.
 llvm::Expected<ClusterSpec> resolveCluster(llvm::StringRef spec);

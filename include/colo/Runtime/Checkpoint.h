@@ -98,6 +98,8 @@ public:
 
 private:
   Checkpoint() = default;
+  /// The fields of the parsed index (a nlohmann::json) of file `file`.
+  void readIndex(const void *index, const std::string &file);
   void release(const Tensor &tensor, const Piece &piece) const;
   std::string path_;
   CheckpointRun run_;

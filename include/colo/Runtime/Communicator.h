@@ -163,6 +163,13 @@ protected:
 int64_t ringBytesSent(const std::string &collective, int64_t bytes,
                       int groupSize);
 
+/// What this process's communication is waiting for now, e.g. "waiting for
+/// rank 1 in allReduce", or "" when it waits for nothing: what a rank that
+/// the launcher ends reports (a fixed buffer, readable in a signal handler).
+const char *currentWait();
+/// Sets currentWait() (truncated to 255 characters); "" clears it.
+void setCurrentWait(const std::string &what);
+
 /// True if this process was started by mpirun/srun (OMPI_COMM_WORLD_SIZE,
 /// PMI_SIZE or PMIX_RANK set) with more than one rank.
 bool launchedWithRanks();
