@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizer checks: an ASan+UBSan build (clang) beside ./build, in which
-#   - the runtime's unit tests run, and
+#   - the runtime's unit tests run,
+#   - colo refuses each of the 450 hostile files of test/e2e/hostile_corpus.py
+#     with one line, and
 #   - each libFuzzer target of fuzz/ runs for COLO_FUZZ_SECONDS (default 20)
 #     from a seed corpus of files the normal build's colo writes (a program,
 #     its state, a checkpoint and its index, a cluster file, .npy/.npz).
@@ -32,9 +34,9 @@ fi
 targets=(npy safetensors program checkpoint-index cluster)
 if [ "${COLO_FUZZ_ALL:-0}" = 1 ]; then
   targets+=(onnx plan)
-  ninja -C "$san" colo-fuzz-all colo-runtime-tests
+  ninja -C "$san" colo-fuzz-all colo-runtime-tests colo
 else
-  ninja -C "$san" colo-fuzz colo-runtime-tests
+  ninja -C "$san" colo-fuzz colo-runtime-tests colo
 fi
 
 # allow_user_poisoning=0: the prebuilt LLVM/MLIR libraries are not
@@ -44,6 +46,10 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allow_user_poisoning=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== runtime unit tests under ASan+UBSan"
 "$san/bin/colo-runtime-tests" --gtest_brief=1
+
+echo "== the hostile files under ASan+UBSan (test/e2e/test_hostile_files.py)"
+COLO_BIN="$san/bin" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  "$root/test/e2e/test_hostile_files.py"
 
 echo "== seed corpus"
 work=$(mktemp -d)
