@@ -30,6 +30,13 @@ int64_t advanced(int64_t steps, int64_t perStep, int64_t total) {
 
 bool isAttentionMask(const Buffer &b) { return b.name() == "attention_mask"; }
 
+IntBound intBound(const Buffer &b) {
+  IntBound bound{b.int_max(), std::nullopt};
+  if (b.has_int_ignored())
+    bound.ignored = b.int_ignored();
+  return bound;
+}
+
 void fillOnes(void *dst, DType dtype, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     char *p = static_cast<char *>(dst) + i * dtypeSize(dtype);
@@ -83,7 +90,7 @@ public:
     NpyArray array;
     DType dtype;
     int64_t rowElements;
-    int64_t intMax;
+    IntBound bound;
   };
 
   ArraySource(std::string path, std::vector<Feed> feeds, int64_t samples, int64_t rows,
@@ -100,7 +107,7 @@ public:
         int64_t row = (cursor + part * rows + r) % samples;
         convertElements(f.array.data.data() + row * inBytes, f.array.kind,
                         f.array.itemSize, f.dtype, dst + r * outBytes, f.rowElements,
-                        f.what, f.intMax, row * f.rowElements);
+                        f.what, f.bound, row * f.rowElements);
       }
     }
     cursor = (cursor + rows * parts) % samples;
@@ -176,7 +183,7 @@ std::unique_ptr<DataSource> openArrays(const std::string &path,
                   " vs " + std::to_string(perStep) + " per step");
     }
     int64_t rowElements = numElements(shape) / std::max<int64_t>(perStep, 1);
-    feeds.push_back({id, what, std::move(a), b.dtype(), rowElements, b.int_max()});
+    feeds.push_back({id, what, std::move(a), b.dtype(), rowElements, intBound(b)});
   }
   if (samples < 0)
     samples = rows = 1; // the program has no inputs
@@ -196,7 +203,7 @@ public:
     DType dtype;
     int64_t count;
     int64_t shift;
-    int64_t intMax;
+    IntBound bound;
     bool ones;
   };
 
@@ -228,11 +235,12 @@ public:
             std::memcpy(&t, base + pos * 4, 4);
             v = t;
           }
-          if (v < 0 || (f.intMax > 0 && v >= f.intMax))
+          // Token files hold token ids: never an ignore_index.
+          if (v < 0 || (f.bound.max > 0 && v >= f.bound.max))
             throw Error(
                 path + ": token " + std::to_string(v) + " at position " +
                 std::to_string(pos) + " is out of range for input '" + f.name + "'" +
-                (f.intMax > 0 ? " (vocabulary " + std::to_string(f.intMax) + ")" : ""));
+                (f.bound.max > 0 ? " (vocabulary " + std::to_string(f.bound.max) + ")" : ""));
           if (f.dtype == I64)
             static_cast<int64_t *>(dst)[j] = v;
           else
@@ -290,7 +298,7 @@ std::unique_ptr<DataSource> openTokens(const std::string &path, const Executable
     const Buffer &b = exe.buffer(id);
     int64_t count = exe.numElements(id);
     if (isAttentionMask(b)) {
-      feeds.push_back({id, b.name(), b.dtype(), count, 0, 0, true});
+      feeds.push_back({id, b.name(), b.dtype(), count, 0, IntBound{}, true});
       continue;
     }
     if (b.dtype() != I64 && b.dtype() != I32)
@@ -306,7 +314,7 @@ std::unique_ptr<DataSource> openTokens(const std::string &path, const Executable
     }
     bool label = b.name() == "labels" || b.name() == "targets";
     feeds.push_back({id, b.name(), b.dtype(), count, options.shiftLabels && label ? 1 : 0,
-                     b.int_max(), false});
+                     intBound(b), false});
   }
   if (perStep < 0)
     perStep = 0;

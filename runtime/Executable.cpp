@@ -238,6 +238,8 @@ void Executable::validateBuffers() {
     elements_[id] = n;
     if (b.int_max() < 0)
       fail(what + ": int_max is negative");
+    if (b.has_int_ignored() && b.int_max() == 0)
+      fail(what + ": int_ignored without an int_max");
     if (!hasStorageOfItsOwn(b))
       continue;
     storage_[id] = id;

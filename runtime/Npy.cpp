@@ -414,8 +414,19 @@ int64_t loadInt(const char *p, char kind, int itemSize, bool &tooLarge) {
 }
 } // namespace
 
+std::string IntBound::refusal(int64_t v) const {
+  std::string range = "[0, " + std::to_string(max) + ")";
+  if (v >= max)
+    return "is not below " + std::to_string(max) + ", the input's int_max";
+  if (ignored)
+    return "is neither in " + range + " nor " + std::to_string(*ignored) +
+           ", the loss's ignore_index";
+  return "is negative: the input's values lie in " + range + " (int_max " +
+         std::to_string(max) + ")";
+}
+
 void convertElements(const void *src, char kind, int itemSize, DType dtype, void *dst,
-                     int64_t count, const std::string &what, int64_t intMax,
+                     int64_t count, const std::string &what, const IntBound &bound,
                      int64_t firstIndex) {
   if (!convertible(kind, itemSize, dtype))
     throw Error(what + ": cannot convert " + NpyArray{kind, itemSize, {}, {}}.typeName() +
@@ -472,10 +483,9 @@ void convertElements(const void *src, char kind, int itemSize, DType dtype, void
     if (tooLarge || v < lo || v > hi)
       throw Error(what + ": value at index " + std::to_string(firstIndex + i) +
                   " does not fit in " + dtypeName(dtype));
-    if (intMax > 0 && v >= intMax)
+    if (!bound.admits(v))
       throw Error(what + ": value " + std::to_string(v) + " at index " +
-                  std::to_string(firstIndex + i) + " is not below " +
-                  std::to_string(intMax) + ", the input's int_max");
+                  std::to_string(firstIndex + i) + " " + bound.refusal(v));
     char *o = out + i * outSize;
     switch (dtype) {
     case I64:

@@ -19,6 +19,7 @@
 #include "colo/Runtime/DType.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,22 @@ std::map<std::string, NpyArray> readNpz(const std::string &path);
 /// buffers (range checked when converting), bools into BOOL.
 bool convertible(char kind, int itemSize, DType dtype);
 
+/// The valid values of an integer input: [0, max) and `ignored` (labels:
+/// the loss's ignore_index, -100 as in PyTorch). max 0: any value.
+struct IntBound {
+  int64_t max = 0;
+  std::optional<int64_t> ignored;
+  bool admits(int64_t v) const { return max <= 0 || (v >= 0 && v < max) || v == ignored; }
+  /// Why `v` is not admitted: "is not below 32, the input's int_max".
+  std::string refusal(int64_t v) const;
+};
+
 /// Converts `count` elements of type (kind, itemSize) at `src` into `dst` of
-/// type `dtype`. Integers out of the destination's range, and integers >=
-/// `intMax` when intMax > 0, are errors that name `what` and the element's
-/// index (`firstIndex` + its position). Negative integers pass: labels use
-/// -100 as PyTorch's ignore_index.
+/// type `dtype`. Integers out of the destination's range or not admitted by
+/// `bound` are errors that name `what` and the element's index (`firstIndex`
+/// + its position).
 void convertElements(const void *src, char kind, int itemSize, DType dtype, void *dst,
-                     int64_t count, const std::string &what, int64_t intMax = 0,
+                     int64_t count, const std::string &what, const IntBound &bound = {},
                      int64_t firstIndex = 0);
 
 } // namespace colo::runtime

@@ -108,7 +108,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       return emitError() << "'" << name << "' is a unit attribute";
     return success();
   }
-  if (name == IntMaxAttrHelper::getNameStr())
+  if (name == IntMaxAttrHelper::getNameStr() || name == IntIgnoredAttrHelper::getNameStr())
     return emitError() << "'" << name << "' belongs on a function argument";
   return emitError() << "has an unknown attribute '" << name << "'";
 }
@@ -116,6 +116,11 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
 LogicalResult ColoDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsigned,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == IntIgnoredAttrHelper::getNameStr()) {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be an integer";
+    return success();
+  }
   if (name != IntMaxAttrHelper::getNameStr())
     return op->emitOpError() << "has an unknown argument attribute '" << name << "'";
   return verifyInteger(attr.getValue(), Range::Positive, name,

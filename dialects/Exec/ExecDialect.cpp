@@ -105,6 +105,8 @@ LogicalResult BufferOp::verify() {
     return emitOpError("shards, weight names and the step counter are state");
   if (getIntMax() && getKind() != BufferKind::input)
     return emitOpError("only inputs have a bound on their values");
+  if (getIntIgnored() && !getIntMax())
+    return emitOpError("int_ignored is an exception to an int_max");
   return success();
 }
 

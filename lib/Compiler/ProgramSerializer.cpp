@@ -95,6 +95,8 @@ private:
       b->set_offset(*offset);
     if (std::optional<int64_t> max = op.getIntMax())
       b->set_int_max(*max);
+    if (std::optional<int64_t> ignored = op.getIntIgnored())
+      b->set_int_ignored(*ignored);
     if (exec::ShardAttr shard = op.getShardAttr()) {
       rt::Shard *s = b->mutable_shard();
       for (int64_t d : shard.getFullShape())

@@ -56,8 +56,12 @@ LogicalResult StepBuilder::build() {
     FailureOr<Value> buffer = newBuffer(arg, name, exec::BufferKind::input);
     if (failed(buffer))
       return failure();
-    if (int64_t max = intRange(arg))
-      buffer->getDefiningOp()->setAttr("int_max", b.getI64IntegerAttr(max));
+    if (IntRange range = intRange(arg); range.max > 0) {
+      Operation *op = buffer->getDefiningOp();
+      op->setAttr("int_max", b.getI64IntegerAttr(range.max));
+      if (range.ignored)
+        op->setAttr("int_ignored", b.getI64IntegerAttr(*range.ignored));
+    }
   }
   for (Operation &op : func.front().without_terminator())
     if (failed(visit(&op)))
@@ -125,12 +129,12 @@ FailureOr<Value> StepBuilder::result(Operation *op, unsigned i) {
   return newBuffer(op->getResult(i), stepName(op, i), exec::BufferKind::temp);
 }
 
-/// The exclusive upper bound of an integer input's values where the model
-/// tells it (embedding ids: the vocabulary; labels: the classes), so that
-/// synthetic data is valid.
-int64_t StepBuilder::intRange(Value v) {
+/// The range of an integer input's values where the model tells it
+/// (embedding ids: the vocabulary; labels: the classes and the loss's
+/// ignore_index), so that synthetic data is valid and real data is checked.
+StepBuilder::IntRange StepBuilder::intRange(Value v) {
   if (!isa<IntegerType>(tensorType(v).getElementType()))
-    return 0;
+    return {};
   // Ids that colo-vocab-parallel rebased to the rank's block of the table.
   // Read defensively: passes that add or drop block arguments (the
   // pipeline's stage functions) may leave the function's argument
@@ -138,19 +142,25 @@ int64_t StepBuilder::intRange(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
     if (ArrayAttr attrs = func.getAllArgAttrs(); attrs && arg.getArgNumber() < attrs.size())
       if (auto dict = dyn_cast<DictionaryAttr>(attrs[arg.getArgNumber()]))
-        if (auto max = dict.getAs<IntegerAttr>(ColoDialect::IntMaxAttrHelper::getNameStr()))
-          return max.getInt();
+        if (auto max = dict.getAs<IntegerAttr>(ColoDialect::IntMaxAttrHelper::getNameStr())) {
+          IntRange range{max.getInt(), std::nullopt};
+          if (auto ignored =
+                  dict.getAs<IntegerAttr>(ColoDialect::IntIgnoredAttrHelper::getNameStr()))
+            range.ignored = ignored.getInt();
+          return range;
+        }
   for (Operation *user : v.getUsers()) {
     if (auto emb = dyn_cast<EmbeddingOp>(user))
-      return tensorType(emb.getTable()).getDimSize(0);
+      return {tensorType(emb.getTable()).getDimSize(0), std::nullopt};
     if (isa<CrossEntropyOp, CrossEntropyRowsOp, CrossEntropyRowsBackwardOp>(user) &&
         user->getOperand(1) == v)
-      return tensorType(user->getOperand(0)).getShape().back();
+      return {tensorType(user->getOperand(0)).getShape().back(),
+              cast<IntegerAttr>(user->getAttr("ignore_index")).getInt()};
     if (isa<SliceOp, ReshapeOp>(user))
-      if (int64_t r = intRange(user->getResult(0)))
+      if (IntRange r = intRange(user->getResult(0)); r.max > 0)
         return r;
   }
-  return 0;
+  return {};
 }
 
 FailureOr<Value> StepBuilder::materialize(Value v) {

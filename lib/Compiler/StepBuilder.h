@@ -38,7 +38,12 @@ private:
                                          exec::BufferKind kind);
   /// A temporary for result `i` of `op`.
   mlir::FailureOr<mlir::Value> result(mlir::Operation *op, unsigned i = 0);
-  int64_t intRange(mlir::Value v);
+  /// The valid values of an integer input: [0, max) and `ignored`.
+  struct IntRange {
+    int64_t max = 0; // 0: unknown
+    std::optional<int64_t> ignored;
+  };
+  IntRange intRange(mlir::Value v);
   /// The buffer holding `v`, emitting the kernel group that computes it if
   /// it has not run yet.
   mlir::FailureOr<mlir::Value> materialize(mlir::Value v);

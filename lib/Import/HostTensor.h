@@ -57,6 +57,7 @@ struct NodeAttrs {
   std::function<std::optional<double>(llvm::StringRef)> getFloat;
   std::function<std::optional<std::vector<int64_t>>(llvm::StringRef)> getInts;
   std::function<std::optional<HostTensor>(llvm::StringRef)> getTensor;
+  std::function<std::optional<std::string>(llvm::StringRef)> getString;
   int64_t opset = 0;
 };
 

@@ -498,31 +498,50 @@ LogicalResult Importer::lookupInputs(const onnx::NodeProto &node,
 }
 
 NodeAttrs Importer::attrs(const onnx::NodeProto &node) {
-  auto find = [&node](llvm::StringRef name) -> const onnx::AttributeProto * {
-    for (const auto &a : node.attribute())
-      if (a.name() == name)
-        return &a;
+  // The attribute `name` if the node has it. One of another type (perm as a
+  // float) is an error, not a default: the node would mean something else.
+  using Type = onnx::AttributeProto;
+  auto find = [&node, this](llvm::StringRef name,
+                            Type::AttributeType type) -> const onnx::AttributeProto * {
+    for (const auto &a : node.attribute()) {
+      if (a.name() != name)
+        continue;
+      // UNDEFINED: models older than IR version 2 did not say.
+      if (a.type() != type && a.type() != Type::UNDEFINED) {
+        if (attributeError.empty())
+          attributeError = "attribute '" + printable(a.name()) + "' is " +
+                           Type::AttributeType_Name(a.type()) + ", not " +
+                           Type::AttributeType_Name(type);
+        return nullptr;
+      }
+      return &a;
+    }
     return nullptr;
   };
   NodeAttrs a;
   a.opset = opset;
   a.getInt = [find](llvm::StringRef n) -> std::optional<int64_t> {
-    if (const auto *p = find(n))
+    if (const auto *p = find(n, Type::INT))
       return p->i();
     return std::nullopt;
   };
   a.getFloat = [find](llvm::StringRef n) -> std::optional<double> {
-    if (const auto *p = find(n))
+    if (const auto *p = find(n, Type::FLOAT))
       return p->f();
     return std::nullopt;
   };
   a.getInts = [find](llvm::StringRef n) -> std::optional<std::vector<int64_t>> {
-    if (const auto *p = find(n))
+    if (const auto *p = find(n, Type::INTS))
       return std::vector<int64_t>(p->ints().begin(), p->ints().end());
     return std::nullopt;
   };
+  a.getString = [find](llvm::StringRef n) -> std::optional<std::string> {
+    if (const auto *p = find(n, Type::STRING))
+      return p->s();
+    return std::nullopt;
+  };
   a.getTensor = [find, this](llvm::StringRef n) -> std::optional<HostTensor> {
-    if (const auto *p = find(n)) {
+    if (const auto *p = find(n, Type::TENSOR)) {
       FailureOr<HostTensor> t = hostTensorOf(p->t());
       if (succeeded(t))
         return *t;
@@ -661,8 +680,12 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run() {
     size_t index = it.index();
     const onnx::NodeProto &node = it.value();
     loc = nodeLocation(node, index);
-    if (std::optional<std::string> problem =
-            capture([&] { return importNode(node, index); })) {
+    attributeError.clear();
+    std::optional<std::string> problem = capture([&] { return importNode(node, index); });
+    // An attribute of the wrong type is the cause of whatever it led to.
+    if (!attributeError.empty())
+      problem = attributeError;
+    if (problem) {
       std::string name = node.name().empty() ? "#" + std::to_string(index) : node.name();
       return emitError(loc) << path << ": node '" << printable(name) << "' ("
                             << printable(node.op_type()) << "): " << printable(*problem);

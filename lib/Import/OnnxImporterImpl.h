@@ -74,6 +74,8 @@ private:
 #undef COLO_ONNX_HANDLER
 
   std::string path, dir;
+  /// The node's first attribute of the wrong type (NodeAttrs' getters).
+  std::string attributeError;
   std::vector<std::string> inputShapes;
   onnx::ModelProto model;
   mlir::ModuleOp module;

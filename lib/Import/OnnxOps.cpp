@@ -164,10 +164,7 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node, Inputs ins,
 
 LogicalResult Importer::importGelu(const onnx::NodeProto &node, Inputs ins,
                                    Outputs &outs) {
-  std::string approx = "none";
-  for (const auto &a : node.attribute())
-    if (a.name() == "approximate")
-      approx = a.s();
+  std::string approx = attrs(node).getString("approximate").value_or("none");
   if (approx != "none" && approx != "tanh")
     return fail("unsupported GELU approximation '" + approx + "'");
   Value x = use(*ins[0]);
@@ -302,10 +299,7 @@ static LogicalResult windowAttrs(Importer &im, const onnx::NodeProto &node,
   if (s.size() != 2 || d.size() != 2 || p.size() != 4)
     return im.fail("only 2-D windows are supported (strides " + join<int64_t>(s) +
                    ", pads " + join<int64_t>(p) + ")");
-  std::string mode = "NOTSET";
-  for (const auto &a : node.attribute())
-    if (a.name() == "auto_pad")
-      mode = a.s();
+  std::string mode = at.getString("auto_pad").value_or("NOTSET");
   if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
     for (int i = 0; i < 2; ++i) {
       auto [lo, hi] = autoPad(mode, in.getDimSize(2 + i), kernel[i], s[i], d[i]);

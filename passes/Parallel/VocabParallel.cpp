@@ -332,9 +332,12 @@ FailureOr<Value> colo::buildVocabParallelCrossEntropy(OpBuilder &b, Location loc
   // The target's shifted logit, from the rank whose block holds the label.
   // Labels no longer reach a colo.cross_entropy: keep their range for the
   // compiler's data checks.
-  if (auto arg = dyn_cast<BlockArgument>(labels); arg && arg.getOwner() == &func.front())
+  if (auto arg = dyn_cast<BlockArgument>(labels); arg && arg.getOwner() == &func.front()) {
     func.setArgAttr(arg.getArgNumber(), ColoDialect::IntMaxAttrHelper::getNameStr(),
                     b.getI64IntegerAttr(block * tp.getInt()));
+    func.setArgAttr(arg.getArgNumber(), ColoDialect::IntIgnoredAttrHelper::getNameStr(),
+                    b.getI64IntegerAttr(ignoreIndex));
+  }
   labels = asI64(b, loc, labels);
   RankedTensorType labelType = tensorType(labels);
   SmallVector<int64_t> column(labelType.getShape());

@@ -79,7 +79,7 @@
 // With loss=cross-entropy the labels are an argument of their own, which
 // keeps the vocabulary for the data checks as the ids do.
 // CE-LABEL: func.func @train_step
-// CE-SAME: (%{{.*}}: tensor<2x4xi64> {colo.int_max = 16 : i64}, %{{.*}}: tensor<2x4xi64> {colo.int_max = 16 : i64})
+// CE-SAME: (%{{.*}}: tensor<2x4xi64> {colo.int_max = 16 : i64}, %{{.*}}: tensor<2x4xi64> {colo.int_ignored = -100 : i64, colo.int_max = 16 : i64})
 // CE-COUNT-3: shard.all_reduce {{.*}} : tensor<2x4x1xf32> -> tensor<2x4x1xf32>
 
 colo.global trainable @wte : tensor<16x8xf32>

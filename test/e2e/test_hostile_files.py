@@ -27,10 +27,6 @@ TIMEOUT = float(os.environ.get("COLO_HOSTILE_TIMEOUT", 60))
 # Files colo still accepts, each an open bug: the test fails when one is
 # refused as it should be, so that it leaves this list.
 KNOWN_BUGS = {
-    "onnx2/attr_wrong_type.onnx": "an attribute of the wrong type (Transpose perm as a "
-                                  "float) is ignored instead of refused",
-    "npy/tokens_negative.npy": "negative token ids reach the embedding (int_max bounds "
-                               "them from above only; labels may be -100)",
 }
 MEMORY_MB = 8192
 

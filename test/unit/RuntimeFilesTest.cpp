@@ -418,9 +418,14 @@ TEST(RuntimeConvert, FloatsAndIntegers) {
 
   std::string i32 = raw<int32_t>({7, -100});
   int64_t i64[2];
-  convertElements(i32.data(), 'i', 4, I64, i64, 2, "labels", 10);
+  convertElements(i32.data(), 'i', 4, I64, i64, 2, "labels", {10, -100});
   EXPECT_EQ(i64[0], 7);
   EXPECT_EQ(i64[1], -100); // ignore_index passes
+  std::string negative = raw<int32_t>({7, -5});
+  expectError([&] { convertElements(negative.data(), 'i', 4, I64, i64, 2, "labels", {10, -100}); },
+              {"value -5 at index 1", "neither in [0, 10) nor -100", "ignore_index"});
+  expectError([&] { convertElements(i32.data(), 'i', 4, I64, i64, 2, "ids", {10}); },
+              {"value -100 at index 1", "negative", "int_max 10"});
 
   std::string u16 = raw<uint16_t>({65535});
   int32_t out32;
@@ -431,7 +436,7 @@ TEST(RuntimeConvert, FloatsAndIntegers) {
   expectError([&] { convertElements(big.data(), 'i', 8, I32, &out32, 1, "ids"); },
               {"ids", "index 0", "does not fit in i32"});
   std::string ids = raw<int64_t>({3, 12});
-  expectError([&] { convertElements(ids.data(), 'i', 8, I64, i64, 2, "ids", 10, 100); },
+  expectError([&] { convertElements(ids.data(), 'i', 8, I64, i64, 2, "ids", {10}, 100); },
               {"value 12 at index 101", "int_max"});
   expectError([&] { convertElements(f64.data(), 'f', 8, I64, i64, 2, "x"); },
               {"cannot convert float64 to i64"});

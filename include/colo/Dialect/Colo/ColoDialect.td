@@ -53,8 +53,10 @@ def Colo_Dialect : Dialect {
     "::mlir::StringAttr":$param_name,
     // A global that holds optimizer state.
     "::mlir::UnitAttr":$optimizer_state,
-    // An integer function argument: its values lie in [0, int_max).
+    // An integer function argument: its values lie in [0, int_max), or are
+    // int_ignored (labels: the loss's ignore_index).
     "::mlir::IntegerAttr":$int_max,
+    "::mlir::IntegerAttr":$int_ignored,
     // The module: where it came from (onnx, torchscript, synthetic), and
     // the exporter's name and opset or the synthetic family.
     "::mlir::StringAttr":$source,

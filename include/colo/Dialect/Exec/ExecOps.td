@@ -62,7 +62,8 @@ def Exec_BufferOp : Exec_Op<"buffer"> {
     after their global; `param_name` marks a model weight by its PyTorch
     name, `shard` the block of a larger tensor, `step_counter` the step
     count Adam reads); `input` buffers are filled by the data source
-    (`int_max`: the exclusive bound of integer values); `constant` buffers
+    (`int_max`: the exclusive bound of integer values; `int_ignored`: one
+    value outside it that is valid too, the loss's ignore_index); `constant` buffers
     are state that the program never writes. The type's memory space says
     where the bytes live.
 
@@ -72,6 +73,7 @@ def Exec_BufferOp : Exec_Op<"buffer"> {
   }];
   let arguments = (ins StrAttr:$name, Exec_BufferKindAttr:$kind,
                        OptionalAttr<I64Attr>:$offset, OptionalAttr<I64Attr>:$int_max,
+                       OptionalAttr<I64Attr>:$int_ignored,
                        OptionalAttr<Exec_ShardAttr>:$shard,
                        OptionalAttr<StrAttr>:$param_name, UnitAttr:$step_counter);
   let results = (outs Exec_Buffer:$result);
