@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -86,17 +87,20 @@ int64_t ringBytesSent(const std::string &collective, int64_t bytes,
 
 namespace {
 char waitingFor[256];
+volatile std::sig_atomic_t waitingForPeer = -1;
 } // namespace
 
 const char *currentWait() { return waitingFor; }
+int currentWaitPeer() { return waitingFor[0] ? int(waitingForPeer) : -1; }
 
-void setCurrentWait(const std::string &what) {
+void setCurrentWait(const std::string &what, int peer) {
   // The first character goes in last, so that a signal handler reading in
   // between sees "" rather than a mix of two messages.
   size_t n = std::min(what.size(), sizeof waitingFor - 1);
   waitingFor[0] = '\0';
   if (n == 0)
     return;
+  waitingForPeer = peer;
   std::memcpy(waitingFor + 1, what.data() + 1, n - 1);
   waitingFor[n] = '\0';
   std::atomic_signal_fence(std::memory_order_release);

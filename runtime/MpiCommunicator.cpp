@@ -44,8 +44,34 @@ constexpr int64_t kSegment = int64_t(1) << 18;
 // ranks leave the cores to the peers they wait for.
 constexpr int kSpinPolls = 200;
 
+// Failure notices travel on a communicator of their own: kNoticeTag carries
+// a failing rank's message to every other rank, kAnswerTag the reply that it
+// was read (and printed), after which the failing rank ends the run.
+constexpr int kNoticeTag = 0, kAnswerTag = 1;
+constexpr int kNoticeBytes = 1024;
+// How long a failing rank waits for the answers, and a rank that answered
+// waits for the failing one to end the run.
+constexpr double kGraceSeconds = 1.0;
+
 bool ownsMpi = false; // this file called MPI_Init, so it finalizes
 bool broken = false;  // a wait failed: MPI_Finalize would wait for the lost peer
+MPI_Request *postedNotice = nullptr; // the notice receive, cancelled before finalizing
+
+/// Cancels a receive that is still posted (a cancelled receive completes
+/// locally).
+void cancelReceive(MPI_Request &request) {
+  if (request == MPI_REQUEST_NULL)
+    return;
+  MPI_Cancel(&request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+}
+
+bool pastDeadline(Clock::time_point deadline) { return Clock::now() > deadline; }
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(std::min(seconds, 1e8)));
+}
 
 void finalizeAtExit() {
   int finalized = 0;
@@ -56,6 +82,8 @@ void finalizeAtExit() {
     std::fflush(nullptr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  if (postedNotice)
+    cancelReceive(*postedNotice);
   MPI_Finalize();
 }
 
@@ -159,6 +187,12 @@ public:
     // Collective over the world, like MPI_Init: every rank constructs one.
     check(MPI_Comm_dup(MPI_COMM_WORLD, &collectives_), "MPI_Comm_dup", "mpi");
     returnErrors(collectives_, "mpi");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &notices_), "MPI_Comm_dup", "mpi");
+    returnErrors(notices_, "mpi");
+    check(MPI_Irecv(notice_, kNoticeBytes, MPI_BYTE, MPI_ANY_SOURCE, kNoticeTag, notices_,
+                    &noticeRequest_),
+          "MPI_Irecv", "mpi");
+    postedNotice = &noticeRequest_;
   }
 
   ~MpiCommunicator() override {
@@ -170,6 +204,9 @@ public:
       if (channel.comm != MPI_COMM_SELF)
         MPI_Comm_free(&channel.comm);
     MPI_Comm_free(&collectives_);
+    cancelReceive(noticeRequest_);
+    postedNotice = nullptr;
+    MPI_Comm_free(&notices_);
   }
 
   int rank() const override { return rank_; }
@@ -446,17 +483,90 @@ public:
     }
   }
 
+  void announceFailure(const std::string &message) override {
+    if (size_ == 1 || heardFailure())
+      return;
+    // Best effort: MPI may be broken, and the run ends after this anyway, so
+    // errors are ignored and unfinished requests left to the abort.
+    std::string text = message.substr(0, kNoticeBytes);
+    std::vector<MPI_Request> answers(size_t(size_), MPI_REQUEST_NULL);
+    std::vector<char> answer(size_t(size_), 0);
+    int awaiting = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_)
+        continue;
+      MPI_Request send;
+      if (MPI_Isend(text.data(), int(text.size()), MPI_BYTE, r, kNoticeTag, notices_, &send) ==
+          MPI_SUCCESS)
+        MPI_Request_free(&send);
+      // A peer this rank timed out on will not answer.
+      if (lost_ && lost_->rank == r)
+        continue;
+      if (MPI_Irecv(&answer[size_t(r)], 1, MPI_BYTE, r, kAnswerTag, notices_,
+                    &answers[size_t(r)]) == MPI_SUCCESS)
+        ++awaiting;
+    }
+    for (auto deadline = after(std::min(kGraceSeconds, timeout_));
+         awaiting > 0 && !pastDeadline(deadline);) {
+      for (MPI_Request &request : answers) {
+        int done = 0;
+        if (request != MPI_REQUEST_NULL &&
+            MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done)
+          --awaiting;
+      }
+      // A rank that fails at the same time answers with its own notice.
+      int heard = 0;
+      MPI_Status status;
+      if (noticeRequest_ != MPI_REQUEST_NULL &&
+          MPI_Test(&noticeRequest_, &heard, &status) == MPI_SUCCESS && heard) {
+        if (status.MPI_SOURCE >= 0 && status.MPI_SOURCE < size_) {
+          MPI_Request &request = answers[size_t(status.MPI_SOURCE)];
+          if (request != MPI_REQUEST_NULL) {
+            cancelReceive(request);
+            --awaiting;
+          }
+        }
+        MPI_Irecv(notice_, kNoticeBytes, MPI_BYTE, MPI_ANY_SOURCE, kNoticeTag, notices_,
+                  &noticeRequest_);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  std::optional<LostPeer> lostPeer() const override { return lost_; }
+
   [[noreturn]] void abort(int code) override {
     std::fflush(nullptr);
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
-    if (initialized && !finalized)
-      MPI_Abort(MPI_COMM_WORLD, code);
+    if (!initialized || finalized)
+      std::_Exit(code);
+    if (heardFailure()) {
+      // The rank that failed ends the run once every rank answered it.
+      char answer = 1;
+      MPI_Request send = MPI_REQUEST_NULL;
+      MPI_Isend(&answer, 1, MPI_BYTE, lost_->rank, kAnswerTag, notices_, &send);
+      for (auto deadline = after(kGraceSeconds); !pastDeadline(deadline);) {
+        int done = 0;
+        if (send != MPI_REQUEST_NULL)
+          MPI_Test(&send, &done, MPI_STATUS_IGNORE); // drives the send
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      std::_Exit(code);
+    }
+    // A launcher that does not end the ranks may leave MPI_Abort waiting.
+    std::thread([code] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(kGraceSeconds));
+      std::_Exit(code);
+    }).detach();
+    MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);
   }
 
 private:
+  bool heardFailure() const { return lost_ && lost_->reason == LostPeer::Failed; }
+
   struct Call : CallScope {
     Call(MpiCommunicator &comm, const char *name) : CallScope(comm, broken, "MPI", name) {}
   };
@@ -519,10 +629,10 @@ private:
   void wait(Pending &pending, const std::string &what) {
     int n = int(pending.requests.size()), left = n;
     std::vector<int> completed(n);
-    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(
-                                           std::min(timeout_, 1e8)));
+    auto deadline = after(timeout_);
     for (int polls = 0; left > 0; ++polls) {
+      if (polls >= kSpinPolls || polls % 16 == 0)
+        checkNotice(pending, what);
       // Started all-reduces move on while this call waits: a peer may wait
       // for their next message before it sends what this call waits for.
       for (RingAllReduce *work : active_)
@@ -536,8 +646,9 @@ private:
       if (left == 0 || polls < kSpinPolls)
         continue;
       if (polls == kSpinPolls)
-        setCurrentWait("waiting for " + awaited(pending) + " in " + what);
-      if (Clock::now() > deadline)
+        setCurrentWait("waiting for " + awaited(pending) + " in " + what,
+                       awaitedRank(pending));
+      if (pastDeadline(deadline))
         timedOut(pending, what);
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -545,18 +656,47 @@ private:
     pending = {};
   }
 
-  /// The peer a wait hears from last: "rank 3", or "the other ranks" (a
-  /// receive before a send: a send only if no receive is left).
-  static std::string awaited(const Pending &pending) {
+  /// The world rank a wait hears from last, or -1 (a receive before a
+  /// send: a send only if no receive is left).
+  static int awaitedRank(const Pending &pending) {
     int peer = -1;
     for (size_t i = 0; i < pending.requests.size(); ++i)
       if (pending.requests[i] != MPI_REQUEST_NULL && (peer < 0 || pending.receives[i]))
         peer = pending.peers[i];
+    return peer;
+  }
+
+  /// "rank 3", or "the other ranks".
+  static std::string awaited(const Pending &pending) {
+    int peer = awaitedRank(pending);
     return peer < 0 ? "the other ranks" : "rank " + std::to_string(peer);
+  }
+
+  /// Gives up `pending` with an error naming the rank if another rank
+  /// announced its failure.
+  void checkNotice(Pending &pending, const std::string &what) {
+    if (noticeRequest_ == MPI_REQUEST_NULL) // heard already
+      return;
+    int heard = 0;
+    MPI_Status status;
+    check(MPI_Test(&noticeRequest_, &heard, &status), "MPI_Test", what);
+    if (!heard)
+      return;
+    int length = 0;
+    MPI_Get_count(&status, MPI_BYTE, &length);
+    lost_ = LostPeer{LostPeer::Failed, status.MPI_SOURCE};
+    std::string whom = awaited(pending);
+    setCurrentWait("");
+    abandon(pending);
+    throw Error("rank " + std::to_string(status.MPI_SOURCE) +
+                " failed: " + std::string(notice_, size_t(std::max(length, 0))) +
+                " (this rank was waiting for " + whom + " in " + what + ")");
   }
 
   [[noreturn]] void timedOut(Pending &pending, const std::string &what) {
     std::string whom = awaited(pending);
+    if (int peer = awaitedRank(pending); peer >= 0)
+      lost_ = LostPeer{LostPeer::TimedOut, peer};
     setCurrentWait("");
     abandon(pending);
     char seconds[32];
@@ -877,6 +1017,11 @@ private:
   int64_t tags_ = 0; // MPI's tag bound + 1
   // The parent of the groups' communicators; no message goes on it.
   MPI_Comm collectives_ = MPI_COMM_NULL;
+  // Failure notices, with a receive from any rank always posted.
+  MPI_Comm notices_ = MPI_COMM_NULL;
+  MPI_Request noticeRequest_ = MPI_REQUEST_NULL;
+  char notice_[kNoticeBytes];
+  std::optional<LostPeer> lost_;
   struct GroupComm {
     MPI_Comm comm;
     uint64_t calls = 0; // the next call's sequence number

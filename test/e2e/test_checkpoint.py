@@ -28,7 +28,7 @@ from safetensors.numpy import load_file
 import models
 import train_ref
 from conftest import BIN, run_colo
-from test_parallel import rank_pids
+from test_faults import rank_pids
 
 PLANS = ["one", "dp=2,zero=3", "tp=2", "pp=2,micro=2"]
 TRAIN = {"adamw": "loss=lm,optimizer=adamw,lr=1e-2",

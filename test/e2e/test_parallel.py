@@ -2,8 +2,8 @@
 layers) trained 5 steps under a plan on CPU ranks (mpirun) must give the
 per-step losses and final weights of the same model trained by one rank, within
 1e-5 (losses relative, weights relative to each tensor's largest magnitude);
-the bytes the ranks send must equal the plan's analytic volume; and a rank that
-dies or hangs must end the run with an error within the configured time.
+and the bytes the ranks send must equal the plan's analytic volume (ranks
+that die, hang or fail: test_faults.py).
 
 A plan sums gradients in another order than one rank (per rank, then across
 ranks). With SGD that moves weights by rounding only, and 1e-5 holds. Adam
@@ -20,11 +20,8 @@ train_ref.float32_variants); the worst tensor and PyTorch's distance for that
 same tensor are printed."""
 import copy
 import json
-import os
 import re
-import signal
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -335,7 +332,9 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
                       r"\((\d+)% overlapped\)", re.M)
     overlapped, blocking = line.search(outs[""]), line.search(outs["--no-overlap"])
     assert overlapped and blocking, outs
-    assert blocking[3] == "0" and blocking[1] == blocking[2]
+    # Blocking, each collective is in flight only inside its own step, which
+    # is all exposed (the two are read from different clock samples).
+    assert blocking[3] == "0" and float(blocking[1]) >= float(blocking[2]) - 0.01, blocking[0]
     assert re.search(r"^profile: .* wait ", outs[""], re.M)
     trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     in_flight = [e for e in trace if e.get("cat") == "communication"]
@@ -395,67 +394,6 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
                     "--plan", plan, check=False)
     assert proc.returncode == 1 and all(w in proc.stderr for w in words), proc.stderr
     assert not (tmp_path / "exe" / "program.pb").exists()
-
-
-def start_ranks(exe, tmp, *extra):
-    return subprocess.Popen(
-        [str(BIN / "colo"), "run", str(exe), "--steps", "100000", "--data", "synthetic",
-         "--threads", "1", "-o", str(tmp / "w.safetensors"), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def rank_pids(parent):
-    """The colo processes mpirun started (children of its process tree)."""
-    out = subprocess.run(["ps", "-o", "pid=,ppid=,comm=", "-e"], capture_output=True,
-                         text=True).stdout
-    rows = [line.split() for line in out.splitlines()]
-    tree, found = {parent}, []
-    for _ in range(4):
-        for pid, ppid, comm in rows:
-            if int(ppid) in tree:
-                tree.add(int(pid))
-                if comm == "colo":
-                    found.append(int(pid))
-    return sorted(set(found))
-
-
-@pytest.mark.parametrize("fault", ["kill", "stop"])
-def test_a_lost_rank_ends_the_run(fault, baseline, tmp_path):
-    """SIGKILL (the rank dies) or SIGSTOP (it hangs) one of 2 ranks mid-run: the
-    run must end non-zero within the communication timeout plus slack."""
-    tmp, path = baseline("gpt2")[:2]
-    exe = tmp / "dp=2-adamw"
-    if not (exe / "program.pb").exists():
-        run_colo("compile", path, "-o", exe, "--train", TRAIN["adamw"], "--plan", "dp=2")
-    proc = start_ranks(exe, tmp_path, "--comm-timeout", "5")
-    try:
-        ranks = []
-        deadline = time.time() + 60
-        while len(ranks) < 2 and time.time() < deadline:
-            time.sleep(0.5)
-            ranks = rank_pids(proc.pid)
-        assert len(ranks) == 2, "the ranks did not start"
-        time.sleep(1.0)  # mid-run
-        os.kill(ranks[-1], signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
-        start = time.time()
-        _, err = proc.communicate(timeout=60)
-        elapsed = time.time() - start
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    print(f"\n{fault}: the run ended with {proc.returncode} after {elapsed:.1f} s")
-    assert proc.returncode != 0
-    # The surviving rank says, in colo's own line, which rank it waited for
-    # in which collective: mpirun ends it at once when a rank dies; a rank
-    # that hangs is found by the survivor's deadline.
-    lines = [line for line in err.splitlines() if line.startswith("colo: error: rank 0:")]
-    assert len(lines) == 1, err
-    if fault == "kill":
-        assert "ended by the launcher while waiting for rank 1 in " in lines[0], err
-        assert elapsed < 5
-    else:
-        assert "timed out after 5 s waiting for rank 1 in " in lines[0], err
-        assert elapsed < 5 + 1 + 2  # the timeout, a second, mpirun's teardown
 
 
 @pytest.mark.parametrize("plan,words", [

@@ -6,8 +6,9 @@
 // Expected values are computed here from the formula each rank filled its
 // data with, never by another collective.
 //
-// COLO_COMM_FAULT=hang|die runs Fault.* instead: rank 1 hangs or kills itself
-// while the others all-reduce with a 3 s timeout.
+// COLO_COMM_FAULT=hang|die|announce runs Fault.* instead: rank 1 hangs, kills
+// itself or announces its failure while the others all-reduce with a 3 s
+// timeout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -487,9 +488,14 @@ TEST(Fault, SurvivorsTimeOut) {
   if (!mode || size() < 3)
     GTEST_SKIP() << "run by ctest's comm-fault-* under mpirun -np 3";
   world().barrier();
+  bool announce = std::string(mode) == "announce";
   if (rank() == 1) {
     if (std::string(mode) == "die")
       raise(SIGKILL);
+    if (announce) {
+      world().announceFailure("its disk is full");
+      world().abort(1);
+    }
     // Hang, but not beyond any ctest timeout should the others not abort.
     std::this_thread::sleep_for(std::chrono::seconds(100));
     _exit(0);
@@ -506,8 +512,21 @@ TEST(Fault, SurvivorsTimeOut) {
     std::printf("colo-comm-fault: rank %d detected the fault after %.2f s: %s\n",
                 rank(), seconds, e.what());
     std::fflush(stdout);
+    std::optional<LostPeer> lost = world().lostPeer();
+    ASSERT_TRUE(lost.has_value());
+    EXPECT_EQ(lost->rank, 1);
+    if (announce) {
+      // Heard at once, not at the deadline.
+      EXPECT_LE(seconds, 1.0);
+      EXPECT_EQ(lost->reason, LostPeer::Failed);
+      EXPECT_NE(std::string(e.what()).find("rank 1 failed: its disk is full (this rank was "
+                                           "waiting for "),
+                std::string::npos);
+      return;
+    }
     EXPECT_GE(seconds, 2.9);
     EXPECT_LE(seconds, 6.0);
+    EXPECT_EQ(lost->reason, LostPeer::TimedOut);
     EXPECT_NE(std::string(e.what()).find("timed out after 3 s"), std::string::npos);
   }
 }

@@ -1,6 +1,7 @@
 // colo run --np N: starts the ranks of a run through OpenMPI's mpirun, each
 // running `colo run` on the same executable directory.
 #include "Commands.h"
+#include "FailureRecord.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Process.h"
@@ -28,6 +29,10 @@ int colo::tool::launchRanks(StringRef dir, int64_t ranks, ArrayRef<std::string> 
     args.push_back("--allow-run-as-root");
   ::setenv("COLO_PROGRESS", sys::Process::StandardOutIsDisplayed() ? "1" : "0", 1);
   args.insert(args.end(), {"-x", "COLO_PROGRESS"});
+  // Where ranks that fail leave a record, to say which failed first.
+  std::string failures = createFailureDirectory();
+  if (!failures.empty())
+    args.insert(args.end(), {"-x", "COLO_FAILURE_DIR"});
   // The options (all --name=value) first, then `--`: a directory that
   // begins with '-' stays the executable directory for each rank.
   args.insert(args.end(), {self, "run"});
@@ -38,7 +43,10 @@ int colo::tool::launchRanks(StringRef dir, int64_t ranks, ArrayRef<std::string> 
   std::vector<StringRef> argv(args.begin(), args.end());
   std::string error;
   int rc = sys::ExecuteAndWait(*mpirun, argv, std::nullopt, {}, 0, 0, &error);
+  std::string first = colo::tool::firstFailure(failures, ranks);
   if (rc < 0)
     return reportError("mpirun failed: " + error);
+  if (rc != 0 && !first.empty())
+    reportError(first);
   return rc;
 }

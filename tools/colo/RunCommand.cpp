@@ -4,6 +4,7 @@
 // as exceptions, so this file is compiled with exceptions (see
 // tools/colo/CMakeLists.txt) and turns each into one "colo: error:" line.
 #include "Commands.h"
+#include "FailureRecord.h"
 
 #include "colo/Runtime/Checkpoint.h"
 #include "colo/Runtime/Communicator.h"
@@ -294,13 +295,17 @@ extern "C" void endedByLauncher(int) {
   auto put = [](const char *s) { (void)!::write(2, s, std::strlen(s)); };
   put(endedPrefix);
   const char *waiting = rt::currentWait();
-  put(*waiting ? " while " : " while computing (not in a collective)");
+  const char *during = *waiting ? " while " : " while computing (not in a collective)";
+  put(during);
   put(waiting);
   put(": another rank failed or died\n");
+  writeFailureRecord(RankEnd::Ended, rt::currentWaitPeer(), "ended by the launcher", during,
+                     waiting);
   ::_exit(1);
 }
 
 void reportWhenEndedByLauncher(int rank) {
+  prepareFailureRecord(rank);
   std::snprintf(endedPrefix, sizeof endedPrefix, "colo: error: rank %d: ended by the launcher",
                 rank);
   struct sigaction action = {};
@@ -588,9 +593,18 @@ int colo::tool::runExecutable(StringRef dir) {
   auto failed = [](const Twine &msg) {
     outs().flush();
     if (comm && comm->size() > 1) {
-      reportError("rank " + Twine(comm->rank()) + ": " + msg);
+      std::string text = msg.str();
+      // One write, so that the ranks' lines do not interleave.
+      std::string line = "colo: error: rank " + std::to_string(comm->rank()) + ": " + text + "\n";
       errs().flush();
+      (void)!::write(2, line.data(), line.size());
       std::signal(SIGTERM, SIG_DFL); // said already: the abort's SIGTERM says no more
+      std::optional<rt::LostPeer> lost = comm->lostPeer();
+      RankEnd end = !lost                                    ? RankEnd::Failed
+                    : lost->reason == rt::LostPeer::TimedOut ? RankEnd::TimedOut
+                                                             : RankEnd::Heard;
+      writeFailureRecord(end, lost ? lost->rank : -1, text.c_str());
+      comm->announceFailure(text);
       comm->abort(1);
     }
     return reportError(msg);

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ struct CommStats {
   int64_t bytesReceived = 0; ///< payload bytes this rank received
   int64_t calls = 0;         ///< collective or point-to-point calls
   double seconds = 0;        ///< wall time inside the calls
+};
+
+/// The peer a communicator gave up on, after one of its calls threw Error.
+struct LostPeer {
+  enum Reason {
+    TimedOut, ///< a wait for it passed the timeout: it died or hangs
+    Failed,   ///< it announced its own failure (announceFailure)
+  } reason;
+  int rank;
 };
 
 /// A group is the list of world ranks taking part, in group order (its
@@ -118,8 +128,18 @@ public:
   gatherBytes(const std::vector<char> &mine) = 0;
   /// All ranks of the world; throws Error after the timeout.
   virtual void barrier() = 0;
+  /// Tells the other ranks that this one ends with an error (`message`,
+  /// which it printed), so that each stops at its next wait with its own
+  /// line naming this rank instead of waiting out its timeout, whoever
+  /// started the ranks; returns once they answered or after a second. Does
+  /// nothing after an error that another rank announced.
+  virtual void announceFailure(const std::string &message) { (void)message; }
+  /// The peer behind this communicator's last error, if it was a peer.
+  virtual std::optional<LostPeer> lostPeer() const { return std::nullopt; }
   /// Ends the whole run (all ranks) with `code`; used after an Error on one
-  /// rank so that the others do not wait for it.
+  /// rank so that the others do not wait for it. After an error another
+  /// rank announced, leaves the ending to that rank (and ends this process
+  /// alone if it does not come within a second).
   [[noreturn]] virtual void abort(int code) = 0;
 
   /// Seconds any single wait may take before the call throws Error.
@@ -167,8 +187,11 @@ int64_t ringBytesSent(const std::string &collective, int64_t bytes,
 /// rank 1 in allReduce", or "" when it waits for nothing: what a rank that
 /// the launcher ends reports (a fixed buffer, readable in a signal handler).
 const char *currentWait();
-/// Sets currentWait() (truncated to 255 characters); "" clears it.
-void setCurrentWait(const std::string &what);
+/// The world rank currentWait() waits for, or -1.
+int currentWaitPeer();
+/// Sets currentWait() (truncated to 255 characters) and currentWaitPeer();
+/// "" clears them.
+void setCurrentWait(const std::string &what, int peer = -1);
 
 /// True if this process was started by mpirun/srun (OMPI_COMM_WORLD_SIZE,
 /// PMI_SIZE or PMIX_RANK set) with more than one rank.
