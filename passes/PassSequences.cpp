@@ -156,6 +156,10 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
     return mlir::failure();
   }
   pm.addPass(createColoBuildTrainStep(train.step));
+  // Before colo-pipeline, which schedules each microbatch's recomputation
+  // with its backward.
+  if (parallel.recompute != RecomputePolicy::None)
+    pm.addPass(createColoRecompute(ColoRecomputeOptions{parallel.recompute}));
   if (pipelined)
     pm.addPass(createColoPipeline(ColoPipelineOptions{
         parallel.pp, parallel.virtualStages, parallel.micro, parallel.schedule}));

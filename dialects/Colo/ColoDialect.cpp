@@ -97,6 +97,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     return success();
   }
   for (StringRef known : {ParamNameAttrHelper::getNameStr(), SourceAttrHelper::getNameStr(),
+                          RecomputedAttrHelper::getNameStr(),
                           ProducerAttrHelper::getNameStr(), FamilyAttrHelper::getNameStr()})
     if (name == known) {
       if (!isa<StringAttr>(value))

@@ -42,11 +42,19 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
                  " is not implemented (stages 1, 2 and 3 are)");
   if (plan.zero == 3 && plan.tp > 1)
     return unsupported("ZeRO stage 3 with tensor parallelism");
-  if (plan.recompute != planner::Recompute::None)
-    return unsupported("recomputation");
   if (plan.offload != planner::Offload::None)
     return unsupported("offload");
   options.dp = plan.dp;
+  switch (plan.recompute) {
+  case planner::Recompute::None:
+    break;
+  case planner::Recompute::Selective:
+    options.recompute = RecomputePolicy::Selective;
+    break;
+  case planner::Recompute::Full:
+    options.recompute = RecomputePolicy::Full;
+    break;
+  }
   // colo-tensor-parallel reports sizes tp does not divide, on the op.
   options.tp = plan.tp;
   // The parser rejects sp without tp; colo-sequence-parallel reports token

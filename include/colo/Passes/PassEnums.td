@@ -38,6 +38,11 @@ def Colo_PipelineSchedule : Colo_PassEnum<"PipelineSchedule", "pipeline schedule
     I32EnumCase<"OneFOneB", 1, "1f1b">,
     I32EnumCase<"Interleaved", 2, "interleaved">]>;
 
+def Colo_RecomputePolicy : Colo_PassEnum<"RecomputePolicy", "recompute policy", [
+    I32EnumCase<"None", 0, "none">,
+    I32EnumCase<"Selective", 1, "selective">,
+    I32EnumCase<"Full", 2, "full">]>;
+
 def Colo_Precision : Colo_PassEnum<"Precision", "precision", [
     I32EnumCase<"Fp32", 0, "fp32">,
     I32EnumCase<"Bf16", 1, "bf16">,

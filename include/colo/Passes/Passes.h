@@ -46,6 +46,7 @@ struct ParallelOptions {
   int64_t micro = 1;     ///< microbatches per step (gradient accumulation)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")
+  RecomputePolicy recompute = RecomputePolicy::None; ///< colo-recompute
 };
 
 /// The training step, typed: colo-build-train-step's options and the

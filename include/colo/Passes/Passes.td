@@ -248,6 +248,57 @@ def ColoDecomposeLoss : Pass<"colo-decompose-loss"> {
   }];
 }
 
+def ColoRecompute : Pass<"colo-recompute", "::mlir::ModuleOp"> {
+  let summary = "Recomputes forward activations right before their backward "
+                "instead of keeping them";
+  let description = [{
+    Runs on `@train_step` after `colo-build-train-step` (and before
+    `colo-pipeline`, which schedules the recomputation of each microbatch
+    with its backward). A *segment* is a set of forward ops: with `full`,
+    each repeated block of the model (its layers, found from the ops'
+    module paths) without its parameter loads and constants; with
+    `selective`, the core of each attention (Megatron-LM's selective
+    recomputation: the scores' product, scaling and masks, the softmax and
+    its dropout, up to the product with the values), whose memory grows with
+    the square of the sequence.
+
+    A segment's *boundary* values are those that forward ops outside it read
+    (a block's output: the checkpoint); they are kept. Its other values that
+    the backward reads are recomputed: the ops that compute them, from the
+    boundary values and the segment's inputs, are cloned right before the
+    first backward op that reads one, with `colo.recomputed` naming the
+    segment, and the backward reads the clones. The originals then die
+    after their last forward use. The clones compute the same bits (the
+    same ops on the same values; dropout masks come from the same keys).
+
+    ```mlir
+    %h = colo.gelu %x : tensor<4x8xf32>            // forward, read by the backward
+    ...
+    %g = colo.mul %dy, %h : tensor<4x8xf32>        // backward
+    ```
+    becomes
+    ```mlir
+    %h = colo.gelu %x : tensor<4x8xf32>
+    ...
+    %h2 = colo.gelu %x {colo.recomputed = "h.0"} : tensor<4x8xf32>
+    %g = colo.mul %dy, %h2 : tensor<4x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "colo::RecomputePolicy", "colo::RecomputePolicy::Full",
+           "What to recompute", [{::llvm::cl::values(
+             clEnumValN(colo::RecomputePolicy::None, "none", "nothing"),
+             clEnumValN(colo::RecomputePolicy::Selective, "selective",
+                        "the attention cores (scores, softmax, dropout)"),
+             clEnumValN(colo::RecomputePolicy::Full, "full",
+                        "every repeated block from its input"))}]>,
+  ];
+  let statistics = [
+    Statistic<"numSegments", "num-segments", "Segments recomputed">,
+    Statistic<"numCloned", "num-cloned", "Ops cloned to recompute">,
+  ];
+}
+
 def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
   let summary = "Turns @forward into @train_step: loss, backward, optimizer update";
   let description = [{

@@ -29,6 +29,9 @@ def Colo_Dialect : Dialect {
     "::mlir::ArrayAttr":$axes,
     // Any op: the pipeline stage it runs in (colo-pipeline-stages).
     "::mlir::IntegerAttr":$stage,
+    // An op colo-recompute cloned before the backward: the segment it
+    // recomputes (the block "h.3", or the attention "h.3.attn").
+    "::mlir::StringAttr":$recomputed,
     // An op colo-pipeline cloned per microbatch: the microbatch's index.
     "::mlir::IntegerAttr":$micro,
     // @forward / @train_step: how many stages the ops are labeled with.
