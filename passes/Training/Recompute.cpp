@@ -2,6 +2,7 @@
 // instead of kept from the forward (full: each repeated block from its
 // input; selective: the attention cores).
 #include "colo/Analysis/ModelSummary.h"
+#include "colo/Analysis/RecomputeSolver.h"
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
 
@@ -9,6 +10,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <map>
 
@@ -28,6 +30,32 @@ struct Segment {
   llvm::SetVector<Operation *> ops;
 };
 
+/// What recomputing a segment means: the values its backward reads that it
+/// computes again, the ops that do, and the first backward op that reads one.
+struct Recomputation {
+  llvm::SetVector<Value> saved;
+  llvm::DenseSet<Operation *> slice;
+  Operation *firstUse = nullptr;
+
+  /// The bytes of the saved values: kept without recomputation, held again
+  /// during the backward with it.
+  int64_t savedBytes() const {
+    int64_t bytes = 0;
+    for (Value v : saved) {
+      auto t = cast<RankedTensorType>(v.getType());
+      bytes += t.getNumElements() * int64_t(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
+    }
+    return bytes;
+  }
+  double flops() const {
+    double total = 0;
+    for (Operation *op : slice)
+      if (auto cost = dyn_cast<CostOpInterface>(op))
+        total += double(cost.getFlops());
+    return total;
+  }
+};
+
 class Recomputer {
 public:
   Recomputer(func::FuncOp step, Operation *lossOp) {
@@ -41,9 +69,9 @@ public:
     return it != order.end() && it->second < lossPosition;
   }
 
-  /// Clones what `segment` must recompute before its backward; returns the
-  /// number of ops cloned.
-  int64_t recompute(const Segment &segment, StringAttr label) {
+  /// What recomputing `segment` would clone, on the step as it was.
+  Recomputation analyze(const Segment &segment) const {
+    Recomputation r;
     // Values that forward ops outside the segment read (or the step
     // returns) stay; the others that the backward reads are recomputed.
     auto isBoundary = [&](Value v) {
@@ -51,47 +79,50 @@ public:
         return !segment.ops.contains(user) && !isBackward(user) && order.count(user);
       });
     };
-    llvm::SetVector<Value> saved;
-    Operation *firstUse = nullptr;
     for (Operation *op : segment.ops)
       for (Value v : op->getResults()) {
-        if (isBoundary(v))
+        if (!isa<RankedTensorType>(v.getType()) || isBoundary(v))
           continue;
         for (Operation *user : v.getUsers())
           if (isBackward(user)) {
-            saved.insert(v);
-            if (!firstUse || order.lookup(user) < order.lookup(firstUse))
-              firstUse = user;
+            r.saved.insert(v);
+            if (!r.firstUse || order.lookup(user) < order.lookup(r.firstUse))
+              r.firstUse = user;
           }
       }
-    if (saved.empty())
-      return 0;
-
     // The segment's ops those values need, back to its inputs and kept values.
-    llvm::DenseSet<Operation *> slice;
     SmallVector<Operation *> work;
-    for (Value v : saved)
+    for (Value v : r.saved)
       work.push_back(v.getDefiningOp());
     while (!work.empty()) {
       Operation *op = work.pop_back_val();
-      if (!slice.insert(op).second)
+      if (!r.slice.insert(op).second)
         continue;
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp();
             def && segment.ops.contains(def) && !isBoundary(operand))
           work.push_back(def);
     }
+    return r;
+  }
 
-    OpBuilder b(firstUse);
+  /// Clones what `segment` must recompute before its backward; returns the
+  /// number of ops cloned.
+  int64_t recompute(const Segment &segment) {
+    Recomputation r = analyze(segment);
+    if (r.saved.empty())
+      return 0;
+    OpBuilder b(r.firstUse);
     IRMapping map;
+    auto label = b.getStringAttr(segment.label);
     int64_t cloned = 0;
     for (Operation *op : segment.ops)
-      if (slice.contains(op)) {
+      if (r.slice.contains(op)) {
         b.clone(*op, map)->setAttr(ColoDialect::RecomputedAttrHelper::getNameStr(), label);
         ++cloned;
       }
     // Every backward reader comes at or after the first, where the clones are.
-    for (Value v : saved)
+    for (Value v : r.saved)
       v.replaceUsesWithIf(map.lookup(v),
                           [&](OpOperand &use) { return isBackward(use.getOwner()); });
     return cloned;
@@ -165,26 +196,78 @@ std::vector<Segment> attentionCores(func::FuncOp step, const Recomputer &r) {
   return cores;
 }
 
-/// Each repeated block of the model (its layers), from its input.
-FailureOr<std::vector<Segment>> blocks(ModuleOp module, func::FuncOp step,
-                                       const Recomputer &r) {
-  ModelSummary summary = summarize(module);
-  const RepeatedBlocks *layers = findLayers(summary);
-  if (!layers)
-    return step.emitError("recompute=full recomputes each repeated block (layer), and "
-                          "the model has none (no module paths like 'h.0', 'h.1')");
+/// Each repeated block of the model (its layers), from its input, in
+/// block order.
+std::vector<Segment> blocks(func::FuncOp step, const Recomputer &r,
+                            const RepeatedBlocks &layers) {
   std::map<int64_t, Segment> byBlock;
   for (Operation &op : step.front())
     if (r.isForward(&op) && recomputable(&op))
-      if (std::optional<int64_t> i = layers->blockOf(modulePath(op.getLoc()))) {
+      if (std::optional<int64_t> i = layers.blockOf(modulePath(op.getLoc()))) {
         Segment &segment = byBlock[*i];
-        segment.label = layers->path(*i);
+        segment.label = layers.path(*i);
         segment.ops.insert(&op);
       }
   std::vector<Segment> segments;
   for (auto &[i, segment] : byBlock)
     segments.push_back(std::move(segment));
   return segments;
+}
+
+std::string mib(int64_t bytes) {
+  if (bytes < (1 << 20))
+    return std::to_string(bytes) + " bytes";
+  return llvm::formatv("{0:F1} MiB", double(bytes) / (1 << 20));
+}
+
+/// The budget policy: per block, keep it, recompute its attention cores or
+/// recompute all of it, with the least recomputed FLOPs whose kept and
+/// recomputed activations fit `budget` bytes (analysis/RecomputeSolver).
+FailureOr<std::vector<Segment>> withinBudget(func::FuncOp step, const Recomputer &r,
+                                             std::vector<Segment> perBlock, int64_t budget) {
+  std::vector<Segment> cores = attentionCores(step, r);
+  std::vector<std::vector<Segment>> coresOf(perBlock.size());
+  for (Segment &core : cores)
+    for (size_t i = 0; i < perBlock.size(); ++i)
+      if (perBlock[i].ops.contains(core.ops.front()))
+        coresOf[i].push_back(std::move(core));
+  std::vector<std::vector<RecomputeChoice>> chain;
+  for (size_t i = 0; i < perBlock.size(); ++i) {
+    Recomputation all = r.analyze(perBlock[i]);
+    int64_t kept = all.savedBytes();
+    std::vector<RecomputeChoice> choices = {{kept, 0, 0}};
+    if (!coresOf[i].empty()) {
+      RecomputeChoice selective{kept, 0, 0};
+      for (const Segment &core : coresOf[i]) {
+        Recomputation c = r.analyze(core);
+        selective.kept -= c.savedBytes();
+        selective.working += c.savedBytes();
+        selective.flops += c.flops();
+      }
+      choices.push_back(selective);
+    }
+    choices.push_back({0, kept, all.flops()});
+    chain.push_back(std::move(choices));
+  }
+  std::optional<RecomputeSolution> solution = solveRecompute(chain, budget);
+  if (!solution) {
+    int64_t least = 0;
+    for (const std::vector<RecomputeChoice> &choices : chain)
+      least = std::max(least, choices.back().working);
+    return step.emitError() << "recompute=budget: the layers' activations need at least "
+                            << mib(least) << " (every layer recomputed from its input: "
+                            << "the largest one's), more than the budget of " << mib(budget);
+  }
+  std::vector<Segment> chosen;
+  for (size_t i = 0; i < perBlock.size(); ++i) {
+    int choice = solution->choices[i];
+    if (choice == int(chain[i].size()) - 1 && choice > 0)
+      chosen.push_back(std::move(perBlock[i]));
+    else if (choice == 1)
+      for (Segment &core : coresOf[i])
+        chosen.push_back(std::move(core));
+  }
+  return chosen;
 }
 
 struct ColoRecompute : colo::impl::ColoRecomputeBase<ColoRecompute> {
@@ -206,18 +289,34 @@ struct ColoRecompute : colo::impl::ColoRecomputeBase<ColoRecompute> {
       step.emitError("colo-recompute: the step returns no loss computed in it");
       return signalPassFailure();
     }
+    if (policy == RecomputePolicy::Budget && !(budgetMb > 0)) {
+      step.emitError("recompute=budget needs a positive budget-mb (the activations' bytes)");
+      return signalPassFailure();
+    }
     Recomputer r(step, lossOp);
     std::vector<Segment> segments;
     if (policy == RecomputePolicy::Selective) {
       segments = attentionCores(step, r);
     } else {
-      FailureOr<std::vector<Segment>> found = blocks(module, step, r);
-      if (failed(found))
+      ModelSummary summary = summarize(module);
+      const RepeatedBlocks *layers = findLayers(summary);
+      if (!layers) {
+        step.emitError() << "recompute=" << stringifyRecomputePolicy(policy)
+                         << " recomputes repeated blocks (layers), and the model has none "
+                         << "(no module paths like 'h.0', 'h.1')";
         return signalPassFailure();
-      segments = std::move(*found);
+      }
+      segments = blocks(step, r, *layers);
+      if (policy == RecomputePolicy::Budget) {
+        FailureOr<std::vector<Segment>> chosen =
+            withinBudget(step, r, std::move(segments), int64_t(budgetMb * double(1 << 20)));
+        if (failed(chosen))
+          return signalPassFailure();
+        segments = std::move(*chosen);
+      }
     }
     for (const Segment &segment : segments)
-      if (int64_t cloned = r.recompute(segment, StringAttr::get(&getContext(), segment.label))) {
+      if (int64_t cloned = r.recompute(segment)) {
         ++numSegments;
         numCloned += cloned;
       }

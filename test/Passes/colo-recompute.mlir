@@ -2,6 +2,10 @@
 // RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute=policy=selective | FileCheck %s --check-prefix=SELECTIVE
 // RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute=policy=none | FileCheck %s --check-prefix=NONE
 // RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute=policy=full --canonicalize --cse | FileCheck %s --check-prefix=CSE
+// RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute="policy=budget budget-mb=0.0019" | FileCheck %s --check-prefix=ROOMY
+// RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute="policy=budget budget-mb=0.0016" | FileCheck %s --check-prefix=TIGHT
+// RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute="policy=budget budget-mb=0.003" | FileCheck %s --check-prefix=NONE
+// RUN: not colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute="policy=budget budget-mb=0.0001" 2>&1 | FileCheck %s --check-prefix=TOOSMALL
 
 // Two layers h.0 and h.1, each a projection, an attention-like core
 // (scores, scaling, softmax, the product with the values) and a GELU on a
@@ -35,6 +39,18 @@
 // SELECTIVE: {colo.recomputed = "h.0.attn"}
 
 // NONE-NOT: colo.recomputed
+
+// budget: each layer keeps about 1 KiB of activations, of which its
+// attention core holds 384 bytes. Under 1992 bytes (0.0019 MiB) recomputing
+// both cores fits at the least cost; under 1677 only recomputing both layers
+// whole does (their backwards run one at a time); 3 KiB keeps everything;
+// 104 bytes is less than one layer needs even recomputed.
+// ROOMY-COUNT-3: {colo.recomputed = "h.1.attn"}
+// ROOMY-COUNT-3: {colo.recomputed = "h.0.attn"}
+// ROOMY-NOT: colo.recomputed
+// TIGHT-COUNT-6: {colo.recomputed = "h.1"}
+// TIGHT-COUNT-6: {colo.recomputed = "h.0"}
+// TOOSMALL: error: recompute=budget: the layers' activations need at least {{[0-9]+}} bytes (every layer recomputed from its input: the largest one's), more than the budget of 104 bytes
 
 // The clones survive canonicalization and CSE (their attribute tells them
 // from the originals).

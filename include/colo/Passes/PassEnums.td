@@ -41,7 +41,8 @@ def Colo_PipelineSchedule : Colo_PassEnum<"PipelineSchedule", "pipeline schedule
 def Colo_RecomputePolicy : Colo_PassEnum<"RecomputePolicy", "recompute policy", [
     I32EnumCase<"None", 0, "none">,
     I32EnumCase<"Selective", 1, "selective">,
-    I32EnumCase<"Full", 2, "full">]>;
+    I32EnumCase<"Full", 2, "full">,
+    I32EnumCase<"Budget", 3, "budget">]>;
 
 def Colo_Precision : Colo_PassEnum<"Precision", "precision", [
     I32EnumCase<"Fp32", 0, "fp32">,

@@ -260,7 +260,12 @@ def ColoRecompute : Pass<"colo-recompute", "::mlir::ModuleOp"> {
     `selective`, the core of each attention (Megatron-LM's selective
     recomputation: the scores' product, scaling and masks, the softmax and
     its dropout, up to the product with the values), whose memory grows with
-    the square of the sequence.
+    the square of the sequence. With `budget`, each block is kept, has its
+    attention cores recomputed, or is recomputed whole, whichever needs the
+    fewest recomputed FLOPs while the blocks' kept activations plus the
+    largest block's recomputed ones fit `budget-mb`
+    (analysis/RecomputeSolver.h: an exact dynamic program over the chain of
+    blocks).
 
     A segment's *boundary* values are those that forward ops outside it read
     (a block's output: the checkpoint); they are kept. Its other values that
@@ -291,7 +296,12 @@ def ColoRecompute : Pass<"colo-recompute", "::mlir::ModuleOp"> {
              clEnumValN(colo::RecomputePolicy::Selective, "selective",
                         "the attention cores (scores, softmax, dropout)"),
              clEnumValN(colo::RecomputePolicy::Full, "full",
-                        "every repeated block from its input"))}]>,
+                        "every repeated block from its input"),
+             clEnumValN(colo::RecomputePolicy::Budget, "budget",
+                        "per block, the least recomputation that fits budget-mb"))}]>,
+    Option<"budgetMb", "budget-mb", "double", "0",
+           "recompute=budget: MiB for the layers' activations (kept from the "
+           "forward to the backward, and recomputed)">,
   ];
   let statistics = [
     Statistic<"numSegments", "num-segments", "Segments recomputed">,
