@@ -16,7 +16,7 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   };
   auto unsupported = [&](const llvm::Twine &what) {
     return error(what + " is not implemented yet (data, tensor and pipeline parallelism, "
-                        "ZeRO and microbatches are)");
+                        "ZeRO, microbatches and recomputation are)");
   };
   if (!(bucketMb > 0))
     return llvm::createStringError("the gradient bucket size (--bucket-mb) must be positive");

@@ -1,7 +1,7 @@
 """Recomputation changes no bits and saves memory: GPT-2 (with dropout),
 Llama and ResNet-18 trained 5 steps under recompute=full or selective end
 with weights byte-identical to the plain run, alone and under dp=2 and pp=2
-(ResNet-18's batch norm rules out pipelines). For the transformers, 4 layers
+(ResNet-18's batch norm rules out pipelines), tp=2 and ZeRO-3. For the transformers, 4 layers
 of 8 x 32 tokens, whose activations dominate the step's temporaries, the arena
 the program plans for them shrinks too."""
 import re
@@ -21,7 +21,8 @@ CASES = [(name, parallel, policy)
          for parallel, policies in (("", ("full", "selective")), ("dp=2", ("full",)),
                                     ("pp=2,micro=2", ("full",)))
          for policy in policies] + \
-        [("resnet18", "", "full"), ("resnet18", "dp=2", "full")]
+        [("gpt2", "tp=2", "full"), ("llama", "dp=2,zero=3", "full"),
+         ("resnet18", "", "full"), ("resnet18", "dp=2", "full")]
 
 
 @pytest.fixture(scope="module")
