@@ -63,6 +63,9 @@ std::shared_ptr<const Executable> Executable::load(const std::string &dir, int r
 std::shared_ptr<const Executable> Executable::create(Program program,
                                                      const std::string &dir, int rank) {
   std::shared_ptr<Executable> exe(new Executable());
+  if (program.device_memory() < 0)
+    throw Error(joinPath(dir, "program.pb") + ": device_memory is negative (" +
+                std::to_string(program.device_memory()) + ")");
   if (program.stages_size() > 0) {
     // A pipeline: this rank runs the stage of its coordinate on the axis.
     const Mesh &mesh = program.mesh();
@@ -76,6 +79,7 @@ std::shared_ptr<const Executable> Executable::create(Program program,
     coord %= mesh.shape(axis);
     Program stage = program.stages(int(coord));
     *stage.mutable_mesh() = mesh;
+    stage.set_device_memory(program.device_memory());
     exe->pipelineStage_ = coord;
     exe->pipelineStages_ = program.stages_size();
     exe->pipelineAxis_ = axis;

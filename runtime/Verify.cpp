@@ -7,6 +7,7 @@
 #include "Shard.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -109,6 +110,52 @@ std::string verifyShards(const Program &top) {
     }
   }
   return "";
+}
+
+PlannedMemory plannedMemory(const Program &p) {
+  auto aligned = [](int64_t v) { return (std::max<int64_t>(v, 1) + 63) / 64 * 64; };
+  PlannedMemory m;
+  m.arena = aligned(p.arena_bytes());
+  for (int32_t id = 0; id < p.buffers_size(); ++id) {
+    const Buffer &b = p.buffers(id);
+    if (b.space() != Buffer::DEVICE || (b.has_alias_of() && b.alias_of() >= 0))
+      continue;
+    int64_t bytes = std::max<int64_t>(bytesOf(p, id), 0);
+    if (b.kind() != Buffer::TEMP)
+      m.stateAndInputs += aligned(bytes);
+    if (bytes > m.largestBytes) {
+      m.largestBytes = bytes;
+      m.largest = b.name();
+    }
+  }
+  m.stateAndInputs = aligned(m.stateAndInputs);
+  return m;
+}
+
+std::string verifyDeviceMemory(const Program &program, int64_t capacity) {
+  auto mb = [](int64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MB", double(bytes) / 1e6);
+    return std::string(text);
+  };
+  int worst = -1;
+  PlannedMemory most;
+  int stages = std::max(program.stages_size(), 1);
+  for (int s = 0; s < stages; ++s) {
+    PlannedMemory m = plannedMemory(program.stages_size() ? program.stages(s) : program);
+    if (m.total() > capacity && m.total() > most.total()) {
+      worst = s;
+      most = m;
+    }
+  }
+  if (worst < 0)
+    return "";
+  std::string where = program.stages_size() ? " on pipeline stage " + std::to_string(worst) : "";
+  return "the step plans " + mb(most.total()) + " of device memory per rank" + where +
+         " (arena " + mb(most.arena) + ", state and inputs " + mb(most.stateAndInputs) +
+         "; the largest buffer, '" + most.largest + "', " + mb(most.largestBytes) +
+         "), more than the " + mb(capacity) + " of --device-memory by " +
+         mb(most.total() - capacity);
 }
 
 std::string verifyCommunication(const Program &top) {

@@ -115,6 +115,13 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   if (std::string problem = runtime::verifyCommunication(program); !problem.empty())
     return module.emitError() << "the per-rank programs do not communicate correctly: "
                               << problem;
+  if (options.deviceMemory > 0) {
+    if (std::string problem = runtime::verifyDeviceMemory(program, options.deviceMemory);
+        !problem.empty())
+      return module.emitError() << problem << " (recompute=full, ZeRO or more ranks hold "
+                                << "less)";
+    program.set_device_memory(options.deviceMemory);
+  }
 
   if (std::error_code ec = llvm::sys::fs::create_directories(exeDir))
     return module.emitError() << "cannot create '" << exeDir << "': " << ec.message();

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import models
-from conftest import run_colo
+from conftest import ROOT, run_colo
 
 STEPS = 5
 TRAIN = {"gpt2": "loss=lm,optimizer=adamw,lr=1e-3",
@@ -79,3 +79,37 @@ def test_recomputation_changes_no_bits(name, parallel, policy, trained):
     assert weights == plain
     if name != "resnet18":  # its peak is in the stem, before the repeated blocks
         assert arena < plain_arena
+
+
+def test_a_device_memory_budget_is_checked_when_compiling_and_running(tmp_path):
+    """colo compile --device-memory refuses a step that plans more, and records
+    the budget, which colo run then holds each rank to."""
+    model = ROOT / "examples" / "gpt2-tiny.onnx"
+
+    def planned(policy):
+        exe = tmp_path / f"free-{policy}"
+        run_colo("compile", model, "-o", exe, "--train", "loss=lm", "--plan", f"recompute={policy}")
+        out = run_colo("run", exe, "--steps", 1, "--data", "synthetic",
+                       "-o", exe / "w.safetensors").stdout
+        return float(re.search(r"memory: ([\d.]+) MB planned per rank", out)[1]) * 1e6
+
+    plain, full = planned("none"), planned("full")
+    budget = int((plain + full) / 2)
+    proc = run_colo("compile", model, "-o", tmp_path / "plain", "--train", "loss=lm",
+                    "--device-memory", budget, check=False)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("colo: error:")]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert "of device memory per rank" in errors[0] and "the largest buffer" in errors[0]
+    assert f"more than the {budget / 1e6:.1f} MB of --device-memory" in errors[0]
+    assert not (tmp_path / "plain" / "program.pb").exists()
+
+    exe = tmp_path / "full"
+    run_colo("compile", model, "-o", exe, "--train", "loss=lm", "--plan", "recompute=full",
+             "--device-memory", budget)
+    proc = run_colo("run", exe, "--steps", 1, "--data", "synthetic", "--device-memory",
+                    int(full) // 2, "-o", exe / "w.safetensors", check=False)
+    assert proc.returncode == 1 and "was compiled to fit" in proc.stderr, proc.stderr
+    assert "step 1" not in proc.stdout
+    out = run_colo("run", exe, "--steps", 1, "--data", "synthetic",
+                   "-o", exe / "w.safetensors").stdout
+    assert f"of the {budget / 1e6:.1f} MB of --device-memory" in out, out

@@ -64,6 +64,11 @@ cl::opt<int64_t> compileKernelPieces(
              "'colo run' spreads over its threads (halved where it does not divide; "
              "1: keep every kernel whole; results are the same bits either way)"),
     cl::init(8), cl::sub(compileCmd), cl::sub(trainCommand()));
+cl::opt<std::string> compileDeviceMemory(
+    "device-memory",
+    cl::desc("The device memory each rank has: bytes, or with K, M, G (binary). A step "
+             "that plans more is an error; 'colo run' caps each rank at it"),
+    cl::value_desc("SIZE"), cl::sub(compileCmd));
 cl::opt<std::string> trainExeDir(
     "exe-dir",
     cl::desc("Where to write the executable (default: <model name>.colo in the "
@@ -113,6 +118,13 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
   options.train = *trainOptions;
   options.dumpIrDir = dumpIr.str();
   options.kernelPieces = compileKernelPieces;
+  if (!compileDeviceMemory.empty()) {
+    std::optional<int64_t> bytes = parseBytes(compileDeviceMemory);
+    if (!bytes)
+      return reportError("--device-memory '" + compileDeviceMemory +
+                         "' is not a size (bytes, or a number with K, M or G)");
+    options.deviceMemory = *bytes;
+  }
   if (failed(colo::compileTrainStep(**module, exeDir, options, timing))) {
     if (!diagnostics.reported())
       reportError("compilation of '" + model + "' failed");

@@ -371,6 +371,15 @@ int run(const std::string &dir) {
   if (!runDeviceMemory.empty() && !(deviceMemory = parseBytes(runDeviceMemory)))
     return reportError("--device-memory '" + runDeviceMemory +
                        "' is not a size (bytes, or a number with K, M or G)");
+  if (int64_t compiled = exe->program().device_memory(); compiled > 0) {
+    if (deviceMemory && *deviceMemory < compiled)
+      return reportError(formatv("'{0}' was compiled to fit {1} of device memory per rank "
+                                 "(colo compile --device-memory), and this run gives "
+                                 "{2}: give at least that, or compile for less",
+                                 dir, megabytes(compiled), megabytes(*deviceMemory)));
+    if (!deviceMemory)
+      deviceMemory = compiled;
+  }
   int64_t world = exe->worldSize();
   if (rt::launchedWithRanks()) {
     comm = rt::createMpiCommunicator();

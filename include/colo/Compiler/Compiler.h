@@ -35,6 +35,9 @@ struct CompileOptions {
   /// call (or 1/2, 1/4 ... where that does not divide), and the runtime
   /// runs the calls on its threads; 1 keeps every kernel whole.
   int64_t kernelPieces = 8;
+  /// Device memory per rank that the program must fit (0: no bound): a step
+  /// that plans more is an error; the bound is recorded for `colo run`.
+  int64_t deviceMemory = 0;
 };
 
 /// The plan passes' options for `plan`, or an error naming the part of the

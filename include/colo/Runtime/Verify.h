@@ -31,6 +31,22 @@ std::string verifyShards(const Program &program);
 /// matches and completes, else the first problem, naming the rank and step.
 std::string verifyCommunication(const Program &program);
 
+/// The device memory a rank's program plans to hold: the arena and the
+/// state and inputs, each 64-byte aligned as the session allocates them
+/// (the runtime's scratch, snapshot and staging come on top).
+struct PlannedMemory {
+  int64_t arena = 0, stateAndInputs = 0;
+  std::string largest; ///< the largest buffer, temporary or not
+  int64_t largestBytes = 0;
+  int64_t total() const { return arena + stateAndInputs; }
+};
+PlannedMemory plannedMemory(const Program &rankProgram);
+
+/// An empty string if every stage of `program` plans at most `capacity`
+/// bytes of device memory per rank, else what overflows, by how much and
+/// the largest buffer of the stage that overflows most.
+std::string verifyDeviceMemory(const Program &program, int64_t capacity);
+
 } // namespace colo::runtime
 
 #endif
