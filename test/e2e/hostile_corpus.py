@@ -767,6 +767,7 @@ def _program_cases(c):
          ["arena", "-64"])
     case("arena_too_small", _sub1(r"^arena_bytes: \d+$", "arena_bytes: 64", text),
          ["arena of 64 bytes"])
+    case("device_memory_negative", text + "device_memory: -1\n", ["device_memory", "-1"])
     case("temp_offset_outside", buf(temp, lambda s: _sub1(
         r"^  offset: \d+$", "  offset: 9223372036854775800", s)), [temp_name, "9223372036854775800", "arena"])
     c.forbid(", -")
