@@ -159,8 +159,7 @@ std::vector<Segment> attentionCores(func::FuncOp step, const Recomputer &r) {
     if (!r.isForward(softmax))
       return;
     llvm::SetVector<Operation *> ops;
-    Operation *op = softmax;
-    ops.insert(op);
+    ops.insert(softmax);
     // Back to the scores' product through the elementwise scaling and masks.
     for (Operation *def = softmax.getOperand().getDefiningOp(); def && recomputable(def);
          def = def->getOperand(0).getDefiningOp()) {
@@ -229,8 +228,10 @@ FailureOr<std::vector<Segment>> withinBudget(func::FuncOp step, const Recomputer
   std::vector<std::vector<Segment>> coresOf(perBlock.size());
   for (Segment &core : cores)
     for (size_t i = 0; i < perBlock.size(); ++i)
-      if (perBlock[i].ops.contains(core.ops.front()))
+      if (perBlock[i].ops.contains(core.ops.front())) {
         coresOf[i].push_back(std::move(core));
+        break; // the blocks are disjoint, and `core` is moved from
+      }
   std::vector<std::vector<RecomputeChoice>> chain;
   for (size_t i = 0; i < perBlock.size(); ++i) {
     Recomputation all = r.analyze(perBlock[i]);
