@@ -176,6 +176,13 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   }
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  // After the plan's passes, on what each rank updates, and after the
+  // gradients' markers are gone, so that each transfer follows the op that
+  // computes its gradient.
+  if (parallel.offloadOptimizer) {
+    pm.addPass(createColoOffload());
+    pm.addPass(mlir::createCSEPass());
+  }
   return mlir::success();
 }
 

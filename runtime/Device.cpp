@@ -5,9 +5,14 @@
 #include "colo/Runtime/Error.h"
 #include "Workers.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 namespace colo::runtime {
 
@@ -22,6 +27,93 @@ std::string megabytes(int64_t bytes) {
 class CompleteEvent final : public Device::Event {
 public:
   bool complete() const override { return true; }
+};
+
+/// The CPU's copy queue: one thread that runs the copies in order, each
+/// taking at least its bytes over the link's bandwidth.
+class CopyEngine {
+public:
+  ~CopyEngine() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable())
+      thread_.join();
+  }
+  void setBandwidth(double bytesPerSecond) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bandwidth_ = bytesPerSecond;
+  }
+  /// The copy's position in the queue: complete(position) once it has run.
+  uint64_t submit(void *dst, const void *src, int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!thread_.joinable())
+      thread_ = std::thread([this] { work(); });
+    jobs_.push_back({dst, src, bytes});
+    wake_.notify_all();
+    return ++submitted_;
+  }
+  uint64_t submitted() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return submitted_;
+  }
+  bool complete(uint64_t position) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_ >= position;
+  }
+  void waitFor(uint64_t position) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return done_ >= position; });
+  }
+
+private:
+  struct Job {
+    void *dst;
+    const void *src;
+    int64_t bytes;
+  };
+  void work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty())
+        return; // stopping
+      Job job = jobs_.front();
+      jobs_.pop_front();
+      double bandwidth = bandwidth_;
+      lock.unlock();
+      auto start = std::chrono::steady_clock::now();
+      std::memmove(job.dst, job.src, size_t(job.bytes));
+      if (bandwidth > 0)
+        std::this_thread::sleep_until(
+            start + std::chrono::duration<double>(double(job.bytes) / bandwidth));
+      lock.lock();
+      ++done_;
+      finished_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  std::deque<Job> jobs_;
+  uint64_t submitted_ = 0, done_ = 0;
+  double bandwidth_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+/// A point in the copy queue.
+class CopyEvent final : public Device::Event {
+public:
+  CopyEvent(CopyEngine &engine, uint64_t position) : engine_(engine), position_(position) {}
+  bool complete() const override { return engine_.complete(position_); }
+  void waitFor() const { engine_.waitFor(position_); }
+
+private:
+  CopyEngine &engine_;
+  uint64_t position_;
 };
 
 class CpuDevice final : public Device {
@@ -60,13 +152,44 @@ public:
     return [=] { std::memmove(dst, src, size_t(bytes)); };
   }
 
-  void launch(Queue, const PreparedOp &work) override { work(); }
-  void copyAsync(Queue, void *dst, const void *src, int64_t bytes) override {
-    std::memmove(dst, src, size_t(bytes));
+  // Compute runs on the calling thread when it is launched; copies on the
+  // copy queue run on its thread.
+  void launch(Queue queue, const PreparedOp &work) override {
+    if (queue == Queue::Copy) {
+      // Ordered after the copies before it.
+      synchronize(Queue::Copy);
+    }
+    work();
   }
-  std::shared_ptr<Event> record(Queue) override { return std::make_shared<CompleteEvent>(); }
-  void wait(Queue, const Event &) override {}
-  void synchronize(Queue) override {}
+  void copyAsync(Queue queue, void *dst, const void *src, int64_t bytes) override {
+    if (queue == Queue::Copy)
+      copies_.submit(dst, src, bytes);
+    else
+      std::memmove(dst, src, size_t(bytes));
+  }
+  std::shared_ptr<Event> record(Queue queue) override {
+    if (queue == Queue::Copy)
+      return std::make_shared<CopyEvent>(copies_, copies_.submitted());
+    return std::make_shared<CompleteEvent>();
+  }
+  // The copy queue starts each copy after everything launched before it on
+  // the compute queue, which has run by then; compute waiting for a copy
+  // waits on this thread.
+  void wait(Queue queue, const Event &event) override {
+    if (queue == Queue::Compute)
+      synchronize(event);
+  }
+  void synchronize(Queue queue) override {
+    if (queue == Queue::Copy)
+      copies_.waitFor(copies_.submitted());
+  }
+  void synchronize(const Event &event) override {
+    if (auto *copy = dynamic_cast<const CopyEvent *>(&event))
+      copy->waitFor();
+  }
+  void setLinkBandwidth(double bytesPerSecond) override {
+    copies_.setBandwidth(bytesPerSecond);
+  }
 
 protected:
   void *allocateIn(MemorySpace, int64_t bytes) override { return allocateBuffer(bytes); }
@@ -74,6 +197,7 @@ protected:
 
 private:
   GemmLibrary gemm_;
+  CopyEngine copies_;
 };
 } // namespace
 

@@ -218,6 +218,8 @@ void Executable::validateBuffers() {
   const int64_t arena = program_.arena_bytes();
   if (arena < 0)
     fail("arena_bytes is negative (" + std::to_string(arena) + ")");
+  if (program_.host_arena_bytes() < 0)
+    fail("host_arena_bytes is negative (" + std::to_string(program_.host_arena_bytes()) + ")");
 
   for (int32_t id = 0; id < count; ++id) {
     const Buffer &b = buffer(id);
@@ -232,10 +234,12 @@ void Executable::validateBuffers() {
       fail(what + ": unknown kind " + std::to_string(b.kind()));
     if (!Buffer::Space_IsValid(b.space()))
       fail(what + ": unknown memory space " + std::to_string(b.space()));
-    if (b.space() != Buffer::DEVICE && (b.kind() == Buffer::TEMP || !hasStorageOfItsOwn(b)))
-      fail(what + ": a " + (b.kind() == Buffer::TEMP ? "TEMP buffer" : "an alias") +
-           " lives in device memory (the arena, or its target's space), not " +
-           Buffer::Space_Name(b.space()));
+    if (b.space() != Buffer::DEVICE && !hasStorageOfItsOwn(b))
+      fail(what + ": an alias lives in its target's memory space (leave its space unset), "
+                  "not " + Buffer::Space_Name(b.space()));
+    if (b.space() == Buffer::PINNED_HOST && b.kind() == Buffer::TEMP)
+      fail(what + ": a TEMP buffer lives in the arena of device or host memory, not "
+                  "PINNED_HOST");
     int64_t n = colo::runtime::numElements(shape(id));
     if (n < 0 || n > (int64_t(1) << 56) / dtypeSize(b.dtype()))
       fail(what + ": bad shape " + shapeString(shape(id)));
@@ -249,10 +253,12 @@ void Executable::validateBuffers() {
     storage_[id] = id;
     if (b.kind() == Buffer::TEMP) {
       int64_t bytes = byteSize(id);
-      if (b.offset() < 0 || b.offset() > arena || bytes > arena - b.offset())
+      int64_t in = b.space() == Buffer::HOST ? program_.host_arena_bytes() : arena;
+      if (b.offset() < 0 || b.offset() > in || bytes > in - b.offset())
         fail(what + ": its " + std::to_string(bytes) + " bytes at offset " +
-             std::to_string(b.offset()) + " are outside the arena of " +
-             std::to_string(arena) + " bytes");
+             std::to_string(b.offset()) + " are outside the " +
+             (b.space() == Buffer::HOST ? "host " : "") + "arena of " + std::to_string(in) +
+             " bytes");
       if (b.offset() % dtypeSize(b.dtype()))
         fail(what + ": arena offset " + std::to_string(b.offset()) +
              " is not a multiple of the " + dtypeName(b.dtype()) + " element size");
@@ -367,13 +373,26 @@ void Executable::validateSteps() {
         fail(where + ": writes INPUT " + describeBuffer(id) + " (" + role + ")");
     };
 
+    auto space = [&](int32_t id) { return buffer(storage_[id]).space(); };
+    // Library steps and collectives run on the device; kernels run where
+    // their buffers are.
+    if (!step.has_kernel() && !step.has_copy() && !step.has_transfer())
+      forEachBuffer(step, [&](int32_t id) {
+        if (id >= 0 && id < count && space(id) != Buffer::DEVICE)
+          fail(where + ": " + describeBuffer(id) + " is in " + Buffer::Space_Name(space(id)) +
+               " memory; only kernels, copies and transfers read or write other memory than "
+               "the device's");
+      });
     switch (step.kind_case()) {
     case Step::kKernel: {
       const KernelCall &k = step.kernel();
       if (k.symbol().empty())
         fail(where + ": the kernel call has no symbol");
       for (int i = 0; i < k.args_size(); ++i)
-        operand("argument", k.args(i));
+        if (space(operand("argument", k.args(i))) != space(k.args(0)))
+          fail(where + ": arguments in " + Buffer::Space_Name(space(k.args(0))) + " and " +
+               Buffer::Space_Name(space(k.args(i))) +
+               " memory (a kernel runs on the device or on the host, with its buffers)");
       if (k.pieces() < 0)
         fail(where + ": " + std::to_string(k.pieces()) + " pieces");
       if (k.pieces() > 1 && k.piece_bytes_size() != k.args_size())
@@ -557,18 +576,32 @@ void Executable::validateSteps() {
       notConstant("output", out);
       break;
     }
+    case Step::kTransfer: {
+      int32_t src = operand("src", step.transfer().src()),
+              dst = operand("dst", step.transfer().dst());
+      if (byteSize(src) != byteSize(dst))
+        fail(where + ": src " + describeBuffer(src) + " has " +
+             std::to_string(byteSize(src)) + " bytes, dst " + describeBuffer(dst) +
+             " has " + std::to_string(byteSize(dst)));
+      if (space(src) == space(dst))
+        fail(where + ": src and dst are both in " + Buffer::Space_Name(space(src)) +
+             " memory (a transfer moves bytes between two spaces; a copy within one)");
+      notConstant("dst", dst);
+      break;
+    }
     case Step::kWait:
       break; // validateWaits
     default:
-      fail(where + ": the step has no kind (kernel, gemm, conv, pool, copy, collective or "
-                   "wait)");
+      fail(where + ": the step has no kind (kernel, gemm, conv, pool, copy, transfer, "
+                   "collective or wait)");
     }
   }
   validateWaits();
 }
 
 void Executable::validateWaits() {
-  // The overlapped collectives started and not yet waited for, by step.
+  // The overlapped collectives and the transfers started and not yet waited
+  // for, by step.
   std::map<int, std::set<int32_t>> inFlight;
   auto storage = [&](int32_t id) { return storageOf(id); };
   for (int index = 0; index < program_.steps_size(); ++index) {
@@ -578,11 +611,12 @@ void Executable::validateWaits() {
       int started = step.wait().collective_step();
       if (!inFlight.count(started)) {
         bool overlapped = started >= 0 && started < index &&
-                          program_.steps(started).has_collective() &&
-                          program_.steps(started).collective().overlap();
+                          ((program_.steps(started).has_collective() &&
+                            program_.steps(started).collective().overlap()) ||
+                           program_.steps(started).has_transfer());
         fail(where + ": waits for step " + std::to_string(started) + ", " +
              (overlapped ? "which an earlier step already waited for"
-                         : "which is not an earlier overlapped collective"));
+                         : "which is not an earlier overlapped collective or transfer"));
       }
       inFlight.erase(started);
       continue;
@@ -590,15 +624,15 @@ void Executable::validateWaits() {
     forEachBuffer(step, [&](int32_t id) {
       for (const auto &[started, buffers] : inFlight)
         if (buffers.count(storage(id)))
-          fail(where + ": uses " + describeBuffer(id) + " while the collective of " +
+          fail(where + ": uses " + describeBuffer(id) + " while " +
                describeStep(started) + " still works on it (before its wait)");
     });
-    if (step.has_collective() && step.collective().overlap())
+    if ((step.has_collective() && step.collective().overlap()) || step.has_transfer())
       forEachBuffer(step, [&](int32_t id) { inFlight[index].insert(storage(id)); });
   }
   if (!inFlight.empty())
-    fail(describeStep(inFlight.begin()->first) + ": an overlapped collective that no step "
-                                                  "waits for");
+    fail(describeStep(inFlight.begin()->first) + ": an overlapped collective or a transfer "
+                                                  "that no step waits for");
 }
 
 void Executable::loadKernels() {
@@ -710,6 +744,8 @@ const char *stepKind(const Step &step) {
     return "collective";
   case Step::kWait:
     return "wait";
+  case Step::kTransfer:
+    return "transfer";
   default:
     return "empty";
   }
@@ -746,6 +782,9 @@ void forEachBuffer(const Step &s, const std::function<void(int32_t)> &f) {
   }
   case Step::kCopy:
     f(s.copy().src()), f(s.copy().dst());
+    break;
+  case Step::kTransfer:
+    f(s.transfer().src()), f(s.transfer().dst());
     break;
   case Step::kCollective:
     // A send has no output, a receive no input.

@@ -112,12 +112,19 @@ void Session::allocate() {
                        : " (the largest, " + exe.describeBuffer(largest) + ", has " +
                              std::to_string(exe.byteSize(largest)) + " bytes)")));
   blocks_.push_back(arena);
+  char *hostArena = nullptr;
+  if (int64_t bytes = exe.program().host_arena_bytes()) {
+    hostArena = static_cast<char *>(
+        device_->allocate(MemorySpace::Host, bytes, "the arena of TEMP buffers in host memory"));
+    blocks_.push_back(hostArena);
+  }
   for (int32_t id = 0; id < count; ++id) {
     if (exe.isAlias(id))
       continue;
-    pointers_[id] = exe.buffer(id).kind() == Buffer::TEMP
-                        ? arena + exe.buffer(id).offset()
-                        : block[exe.buffer(id).space()] + offsets[id];
+    const Buffer &b = exe.buffer(id);
+    pointers_[id] = b.kind() != Buffer::TEMP ? block[b.space()] + offsets[id]
+                    : b.space() == Buffer::HOST ? hostArena + b.offset()
+                                                : arena + b.offset();
   }
   for (int32_t id = 0; id < count; ++id)
     if (exe.isAlias(id))
@@ -167,6 +174,7 @@ void Session::prepare() {
   overlapped_.assign(count, 0);
   stepSeconds_.assign(count, 0);
   stepCalls_.assign(count, 0);
+  transfers_.resize(count);
   auto f32 = [&](int32_t id) { return static_cast<float *>(pointers_[id]); };
   scratch_ = std::make_shared<Scratch>();
   for (int i = 0; i < count; ++i) {
@@ -218,13 +226,37 @@ void Session::prepare() {
       case Step::kCollective:
         prepared_[i].run = prepareCollective(step.collective(), i);
         break;
-      case Step::kWait:
-        prepared_[i].run = [this, started = step.wait().collective_step()] { finish(started); };
+      case Step::kTransfer: {
+        const void *src = pointers_[step.transfer().src()];
+        void *dst = pointers_[step.transfer().dst()];
+        int64_t bytes = exe_->byteSize(step.transfer().src());
+        prepared_[i].run = [this, i, dst, src, bytes] {
+          device_->copyAsync(Device::Queue::Copy, dst, src, bytes);
+          transfers_[i] = device_->record(Device::Queue::Copy);
+          workStart_[i] = std::chrono::steady_clock::now();
+        };
         break;
+      }
+      case Step::kWait: {
+        int started = step.wait().collective_step();
+        if (program.steps(started).has_transfer()) {
+          prepared_[i].run = [this, started] {
+            auto t0 = std::chrono::steady_clock::now();
+            device_->synchronize(*transfers_[started]);
+            transfers_[started].reset();
+            auto t1 = std::chrono::steady_clock::now();
+            copyWaitSeconds_ += std::chrono::duration<double>(t1 - t0).count();
+            copyInFlightSeconds_ += std::chrono::duration<double>(t1 - workStart_[started]).count();
+          };
+          break;
+        }
+        prepared_[i].run = [this, started] { finish(started); };
+        break;
+      }
       default:
         break; // rejected by the validator
       }
-      prepared_[i].onDevice = !step.has_collective() && !step.has_wait();
+      prepared_[i].onDevice = !step.has_collective() && !step.has_wait() && !step.has_transfer();
     } catch (const Error &e) {
       throw Error(exe_->directory() + ": " + exe_->describeStep(i) + ": " + e.what());
     }
@@ -501,6 +533,7 @@ void Session::noteExtra(int64_t communication, int64_t saving) const {
 MemoryReport Session::memory() const {
   MemoryReport m;
   m.arena = roundUp(std::max<int64_t>(exe_->program().arena_bytes(), 1));
+  m.hostArena = exe_->program().host_arena_bytes();
   m.stateAndInputs = plannedBlock_;
   for (const auto &[id, copy] : snapshot_)
     m.snapshot += int64_t(copy.size());

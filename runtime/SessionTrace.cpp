@@ -15,11 +15,22 @@ CommunicationTime Session::communicationTime() const {
   t.exposed = progressSeconds_;
   for (int i = 0; i < exe_->program().steps_size(); ++i) {
     const Step &step = exe_->program().steps(i);
-    if (step.has_collective() || step.has_wait())
+    bool copyWait = step.has_wait() && exe_->program().steps(step.wait().collective_step()).has_transfer();
+    if (step.has_collective() || (step.has_wait() && !copyWait))
       t.exposed += stepSeconds_[i];
     if (step.has_collective() && !overlapped_[i])
       t.inFlight += stepSeconds_[i];
   }
+  return t;
+}
+
+CopyTime Session::copyTime() const {
+  CopyTime t;
+  t.exposed = copyWaitSeconds_;
+  t.inFlight = copyInFlightSeconds_;
+  for (const Step &step : exe_->program().steps())
+    if (step.has_transfer())
+      t.bytesPerStep += exe_->byteSize(step.transfer().src());
   return t;
 }
 

@@ -104,7 +104,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
         return emitError() << "'" << name << "' must be a string";
       return success();
     }
-  if (name == OptimizerStateAttrHelper::getNameStr()) {
+  if (name == OptimizerStateAttrHelper::getNameStr() || name == OnHostAttrHelper::getNameStr()) {
     if (!isa<UnitAttr>(value))
       return emitError() << "'" << name << "' is a unit attribute";
     return success();

@@ -784,5 +784,21 @@ LogicalResult MseLossOp::verify() {
   return success();
 }
 
+/// `to host` / `to device` of colo.transfer.
+static ParseResult parseTransferDirection(OpAsmParser &parser, UnitAttr &toHost) {
+  StringRef where;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&where))
+    return failure();
+  if (where != "host" && where != "device")
+    return parser.emitError(loc, "expected 'host' or 'device'");
+  toHost = where == "host" ? parser.getBuilder().getUnitAttr() : nullptr;
+  return success();
+}
+
+static void printTransferDirection(OpAsmPrinter &printer, Operation *, UnitAttr toHost) {
+  printer << (toHost ? "host" : "device");
+}
+
 #define GET_OP_CLASSES
 #include "colo/Dialect/Colo/ColoOps.cpp.inc"

@@ -288,3 +288,6 @@ LogicalResult LarsUpdateOp::verify() {
                                   getTrustCoefficient().convertToDouble())) &&
       succeeded(verifyNonNegative(*this, "epsilon", getEpsilon().convertToDouble())));
 }
+
+int64_t TransferOp::getLinkBytes() { return colo::detail::resultBytes(*this); }
+int64_t TransferOp::getFlops() { return 0; }

@@ -99,8 +99,8 @@ LogicalResult BufferOp::verify() {
   bool persistent = getKind() == BufferKind::state || getKind() == BufferKind::constant;
   if (getOffset() && getKind() != BufferKind::temp)
     return emitOpError("only temp buffers have an arena offset");
-  if (getKind() == BufferKind::temp && spaceOf(getType()) != MemorySpace::device)
-    return emitOpError("temp buffers live in the arena, in device memory");
+  if (getKind() == BufferKind::temp && spaceOf(getType()) == MemorySpace::pinned_host)
+    return emitOpError("temp buffers live in an arena, in device or host memory");
   if ((getShard() || getParamName() || getStepCounter()) && !persistent)
     return emitOpError("shards, weight names and the step counter are state");
   if (getIntMax() && getKind() != BufferKind::input)
@@ -124,6 +124,16 @@ LogicalResult ViewOp::verify() {
 }
 
 LogicalResult KernelOp::verify() {
+  // A kernel runs where its buffers are: on the device, or on the host.
+  std::optional<MemorySpace> space;
+  for (Value v : getOperands())
+    if (isa<MemRefType>(v.getType())) {
+      std::optional<MemorySpace> s = spaceOf(v.getType());
+      if (space && s != space)
+        return emitOpError("reads and writes buffers of one memory space, not ")
+               << stringifyMemorySpace(*space) << " and " << stringifyMemorySpace(*s);
+      space = s;
+    }
   if (getPieces() && *getPieces() > 1 &&
       (!getPieceBytes() ||
        getPieceBytes()->size() != getInputs().size() + getOutputs().size()))
@@ -154,5 +164,13 @@ LogicalResult Pool2dOp::verify() {
 LogicalResult CopyOp::verify() {
   if (byteSize(getSrc().getType()) != byteSize(getDst().getType()))
     return emitOpError("copies between buffers of the same byte size");
+  return success();
+}
+
+LogicalResult TransferOp::verify() {
+  if (byteSize(getSrc().getType()) != byteSize(getDst().getType()))
+    return emitOpError("moves between buffers of the same byte size");
+  if (spaceOf(getSrc().getType()) == spaceOf(getDst().getType()))
+    return emitOpError("moves between two memory spaces (exec.copy copies within one)");
   return success();
 }

@@ -16,7 +16,7 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   };
   auto unsupported = [&](const llvm::Twine &what) {
     return error(what + " is not implemented yet (data, tensor and pipeline parallelism, "
-                        "ZeRO, microbatches and recomputation are)");
+                        "ZeRO, microbatches, recomputation and optimizer offload are)");
   };
   if (!(bucketMb > 0))
     return llvm::createStringError("the gradient bucket size (--bucket-mb) must be positive");
@@ -42,8 +42,7 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
                  " is not implemented (stages 1, 2 and 3 are)");
   if (plan.zero == 3 && plan.tp > 1)
     return unsupported("ZeRO stage 3 with tensor parallelism");
-  if (plan.offload != planner::Offload::None)
-    return unsupported("offload");
+  options.offloadOptimizer = plan.offload == planner::Offload::Optimizer;
   options.dp = plan.dp;
   switch (plan.recompute) {
   case planner::Recompute::None:

@@ -90,7 +90,7 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     bool staged = steps.size() > 1;
     auto program = exec::ProgramOp::create(
         b, step.getLoc(), staged ? "stage" + std::to_string(i) : "train_step", nullptr,
-        nullptr, nullptr, staged ? b.getI64IntegerAttr(i) : nullptr, nullptr);
+        nullptr, nullptr, staged ? b.getI64IntegerAttr(i) : nullptr, nullptr, nullptr);
     program.getBody().emplaceBlock();
     if (failed(buildStepProgram(step, kernels, program, staged ? "s" + std::to_string(i) + "_" : "",
                                 options.kernelPieces)))

@@ -63,6 +63,23 @@ DenseSet<Operation *> scalarsOverInputRows(ArrayRef<Operation *> ops) {
 /// count of positions), which every row may need, is computed first by a
 /// whole kernel of its own.
 LogicalResult StepBuilder::flush() {
+  if (failed(flushKernels()))
+    return failure();
+  // The transfers of what the kernels computed start after them.
+  for (size_t i = 0; i < pendingTransfers.size();) {
+    TransferOp transfer = pendingTransfers[i];
+    if (!bufferOf.contains(transfer.getInput())) {
+      ++i; // computed by a group that a nested flush set aside
+      continue;
+    }
+    pendingTransfers.erase(pendingTransfers.begin() + long(i));
+    if (failed(emitTransfer(transfer)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult StepBuilder::flushKernels() {
   if (group.empty())
     return success();
   SmallVector<Operation *> ops(group.begin(), group.end());
@@ -157,6 +174,7 @@ FailureOr<bool> StepBuilder::emitKernel(ArrayRef<Operation *> ops,
     Operation *c = kb.clone(op, map);
     c->removeDiscardableAttr(ColoDialect::StageAttrHelper(c->getContext()).getName());
     c->removeDiscardableAttr(ColoDialect::MicroAttrHelper(c->getContext()).getName());
+    c->removeDiscardableAttr(ColoDialect::OnHostAttrHelper(c->getContext()).getName());
     return c;
   };
   for (Operation *op : ops) {

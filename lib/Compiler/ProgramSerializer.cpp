@@ -62,6 +62,7 @@ public:
     if (std::optional<int32_t> axis = op.getBatchAxis())
       program.set_batch_axis(*axis);
     program.set_arena_bytes(op.getArenaBytes().value_or(0));
+    program.set_host_arena_bytes(op.getHostArenaBytes().value_or(0));
     program.set_kernels_library("kernels.so");
     return std::move(program);
   }
@@ -150,12 +151,16 @@ private:
     Operation *next = started->getNextNode();
     while (next && !exec::isStep(next))
       next = next->getNextNode();
+    int index = stepOf.lookup(op.getToken());
+    if (isa<exec::TransferOp>(started)) {
+      step(op.getName())->mutable_wait()->set_collective_step(index);
+      return success();
+    }
     if (next == op)
       return success();
     if (!isa<exec::AllReduceOp>(started))
       return op.emitError("the runtime overlaps all-reduces only; this wait must follow "
                           "its communication");
-    int index = stepOf.lookup(op.getToken());
     program.mutable_steps(index)->mutable_collective()->set_overlap(true);
     step(op.getName())->mutable_wait()->set_collective_step(index);
     return success();
@@ -239,6 +244,12 @@ private:
         .Case([&](exec::CopyOp c) {
           rt::Copy *s = step(c.getName())->mutable_copy();
           s->set_src(id(c.getSrc())), s->set_dst(id(c.getDst()));
+          return success();
+        })
+        .Case([&](exec::TransferOp t) {
+          stepOf[t.getToken()] = program.steps_size();
+          rt::Transfer *s = step(t.getName())->mutable_transfer();
+          s->set_src(id(t.getSrc())), s->set_dst(id(t.getDst()));
           return success();
         })
         .Case([&](exec::AllReduceOp c) {

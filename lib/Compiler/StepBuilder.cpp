@@ -107,11 +107,11 @@ LogicalResult StepBuilder::describeMesh() {
 }
 
 FailureOr<Value> StepBuilder::newBuffer(RankedTensorType t, StringRef name,
-                                        exec::BufferKind kind) {
+                                        exec::BufferKind kind, exec::MemorySpace space) {
   if (!runtimeDType(t.getElementType()))
     return func->emitError() << "no runtime element type for " << t.getElementType();
   return exec::BufferOp::create(b, func.getLoc(),
-                                exec::bufferType(t.getShape(), t.getElementType()),
+                                exec::bufferType(t.getShape(), t.getElementType(), space),
                                 b.getStringAttr(name),
                                 exec::BufferKindAttr::get(b.getContext(), kind), nullptr,
                                 nullptr, nullptr, nullptr, nullptr)
@@ -119,7 +119,7 @@ FailureOr<Value> StepBuilder::newBuffer(RankedTensorType t, StringRef name,
 }
 
 FailureOr<Value> StepBuilder::newBuffer(Value v, StringRef name, exec::BufferKind kind) {
-  FailureOr<Value> buffer = newBuffer(tensorType(v), name, kind);
+  FailureOr<Value> buffer = newBuffer(tensorType(v), name, kind, spaceOf(v));
   if (succeeded(buffer))
     bufferOf[v] = *buffer;
   return buffer;
@@ -179,7 +179,7 @@ FailureOr<Value> StepBuilder::materialize(Value v) {
       return failure();
     return bufferOf.at(v);
   }
-  if (def && group.contains(def)) {
+  if (def && (group.contains(def) || llvm::is_contained(pendingTransfers, def))) {
     if (failed(flush()))
       return failure();
     return materialize(v);
@@ -195,6 +195,8 @@ LogicalResult StepBuilder::visit(Operation *op) {
     // they may read.
     if (failed(flush()))
       return failure();
+    if (storedByTransfer.contains(op))
+      return success();
     FailureOr<Value> src = materialize(store.getValue());
     FailureOr<Value> dst = stateBuffer(store, store.getGlobal());
     if (failed(src) || failed(dst))
@@ -214,6 +216,12 @@ LogicalResult StepBuilder::visit(Operation *op) {
       return aliasReshape(reshape);
   if (isLibraryOp(op))
     return visitLibrary(op);
+  if (auto transfer = dyn_cast<TransferOp>(op))
+    return visitTransfer(transfer);
+  // A kernel runs on the device or on the host, with its buffers.
+  if (!group.empty() && spaceOf(group.front()->getResult(0)) != spaceOf(op->getResult(0)) &&
+      failed(flush()))
+    return failure();
   group.insert(op);
   // A group as long as the model (the optimizer's slices of every gradient
   // from the flat buckets, with nothing between them to end the group) would
@@ -230,7 +238,11 @@ FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
   auto g = symbols.lookup<GlobalOp>(global);
   if (!g)
     return user->emitError() << "unknown global '" << global << "'";
-  FailureOr<Value> state = newBuffer(localType(g), global, exec::BufferKind::state);
+  FailureOr<Value> state =
+      newBuffer(localType(g), global, exec::BufferKind::state,
+                ColoDialect::OnHostAttrHelper(g.getContext()).isAttrPresent(g)
+                    ? exec::MemorySpace::host
+                    : exec::MemorySpace::device);
   if (failed(state))
     return failure();
   auto buffer = state->getDefiningOp<exec::BufferOp>();
@@ -305,6 +317,57 @@ LogicalResult StepBuilder::aliasReshape(ReshapeOp reshape) {
                               space);
   bufferOf[reshape.getResult()] =
       exec::ViewOp::create(b, reshape.getLoc(), type, storage, stepName(reshape));
+  return success();
+}
+
+exec::MemorySpace StepBuilder::spaceOf(Value v) {
+  Operation *def = v.getDefiningOp();
+  bool host = false;
+  if (auto transfer = dyn_cast_or_null<TransferOp>(def))
+    host = transfer.getToHost();
+  else if (auto load = dyn_cast_or_null<GlobalLoadOp>(def))
+    host = ColoDialect::OnHostAttrHelper(def->getContext())
+               .isAttrPresent(symbols.lookup<GlobalOp>(load.getGlobal()));
+  else if (def)
+    host = ColoDialect::OnHostAttrHelper(def->getContext()).isAttrPresent(def);
+  return host ? exec::MemorySpace::host : exec::MemorySpace::device;
+}
+
+LogicalResult StepBuilder::visitTransfer(TransferOp transfer) {
+  Operation *def = transfer.getInput().getDefiningOp();
+  if (def && group.contains(def)) {
+    pendingTransfers.push_back(transfer);
+    return success();
+  }
+  return emitTransfer(transfer);
+}
+
+/// A transfer whose only user stores it into a global, with no access to
+/// that global between them, writes the global's state buffer directly.
+LogicalResult StepBuilder::emitTransfer(TransferOp transfer) {
+  FailureOr<Value> src = materialize(transfer.getInput());
+  if (failed(src))
+    return failure();
+  FailureOr<Value> dst;
+  auto store = transfer->hasOneUse() ? dyn_cast<GlobalStoreOp>(*transfer->user_begin())
+                                     : GlobalStoreOp();
+  if (store && llvm::none_of(accessesOf[store.getGlobal()], [&](Operation *op) {
+        return order[op] > order[transfer] && order[op] < order[store];
+      })) {
+    dst = stateBuffer(store, store.getGlobal());
+    if (succeeded(dst)) {
+      bufferOf[transfer.getResult()] = *dst;
+      storedByTransfer.insert(store);
+    }
+  } else {
+    dst = result(transfer);
+  }
+  if (failed(dst))
+    return failure();
+  std::string name = stepName(transfer);
+  auto started = exec::TransferOp::create(b, transfer.getLoc(), b.getType<exec::TokenType>(),
+                                          name, *src, *dst);
+  waitFor(started.getToken(), name);
   return success();
 }
 

@@ -33,7 +33,8 @@ private:
   mlir::LogicalResult describeMesh();
   mlir::FailureOr<int> meshAxis(mlir::Operation *user, llvm::StringRef name);
   mlir::FailureOr<mlir::Value> newBuffer(mlir::RankedTensorType t, llvm::StringRef name,
-                                         exec::BufferKind kind);
+                                         exec::BufferKind kind,
+                                         exec::MemorySpace space = exec::MemorySpace::device);
   mlir::FailureOr<mlir::Value> newBuffer(mlir::Value v, llvm::StringRef name,
                                          exec::BufferKind kind);
   /// A temporary for result `i` of `op`.
@@ -51,6 +52,13 @@ private:
   mlir::FailureOr<mlir::Value> stateBuffer(mlir::Operation *user, llvm::StringRef global);
   mlir::LogicalResult visitLoad(GlobalLoadOp load);
   mlir::LogicalResult aliasReshape(ReshapeOp reshape);
+  /// Where `v` lives: in host memory if colo-offload put it there (a host
+  /// op's result, a transfer to the host, a load of a host global).
+  exec::MemorySpace spaceOf(mlir::Value v);
+  /// A transfer between the memory spaces, on the copy queue; deferred
+  /// while its source is computed by the kernel being collected.
+  mlir::LogicalResult visitTransfer(TransferOp transfer);
+  mlir::LogicalResult emitTransfer(TransferOp transfer);
   /// "<location name or op name>[#result].<position>", e.g. "fc1.matmul.5".
   std::string stepName(mlir::Operation *op, unsigned result = 0);
 
@@ -67,7 +75,9 @@ private:
   void waitFor(mlir::Value token, llvm::StringRef name);
 
   // KernelOutlining.cpp
+  /// Emits the collected kernels, then the transfers waiting for them.
   mlir::LogicalResult flush();
+  mlir::LogicalResult flushKernels();
   mlir::FailureOr<bool> emitKernel(llvm::ArrayRef<mlir::Operation *> ops,
                                    const llvm::DenseSet<mlir::Operation *> &flushed,
                                    bool onlyInPieces);
@@ -89,6 +99,10 @@ private:
   llvm::DenseSet<mlir::Operation *> computedByGemm;
   llvm::StringMap<mlir::Value> stateOf;
   llvm::SetVector<mlir::Operation *> group;
+  /// Transfers of values the group computes, emitted after it.
+  llvm::SmallVector<TransferOp> pendingTransfers;
+  /// Global stores whose transfer wrote the state buffer directly.
+  llvm::DenseSet<mlir::Operation *> storedByTransfer;
   int kernelCount = 0;
   std::string symbolPrefix;
   llvm::SmallVector<int64_t> pieceCounts; // tried in order

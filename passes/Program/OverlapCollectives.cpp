@@ -1,6 +1,8 @@
 // colo-overlap-collectives: all-reduces whose result is needed only some
 // steps later (data-parallel gradient buckets) finish at a wait right
-// before the first step that touches their buffers.
+// before the first step that touches their buffers; so do transfers
+// between memory spaces, and at the latest when the second transfer after
+// them starts, so that few are in flight and their source buffers die soon.
 #include "colo/Passes/Passes.h"
 
 
@@ -34,15 +36,26 @@ struct OverlapCollectives : colo::impl::ColoOverlapCollectivesBase<OverlapCollec
             positions.push_back(at);
         }
     }
-    for (exec::AllReduceOp reduce : body.getOps<exec::AllReduceOp>()) {
-      if (!reduce.getToken().hasOneUse())
+    SmallVector<int> transfers;
+    for (auto transfer : body.getOps<exec::TransferOp>())
+      transfers.push_back(position.lookup(transfer));
+    for (Operation *op : steps) {
+      auto transfer = dyn_cast<exec::TransferOp>(op);
+      if (!isa<exec::AllReduceOp>(op) && !transfer)
         continue;
-      auto wait = dyn_cast<exec::WaitOp>(*reduce.getToken().getUsers().begin());
+      Value token = op->getResult(0);
+      if (!token.hasOneUse())
+        continue;
+      auto wait = dyn_cast<exec::WaitOp>(*token.getUsers().begin());
       if (!wait)
         continue;
-      int at = position.lookup(reduce);
+      int at = position.lookup(op);
       int next = steps.size(); // the first step after it that touches its buffers
-      for (Value v : {reduce.getInput(), reduce.getOutput()}) {
+      if (transfer)
+        if (const int *later = llvm::upper_bound(transfers, at);
+            later != transfers.end() && later + 1 != transfers.end())
+          next = *(later + 1);
+      for (Value v : op->getOperands()) {
         ArrayRef<int> touched = touchedAt.lookup(exec::storageOf(v));
         const int *it = llvm::upper_bound(touched, at);
         if (it != touched.end())

@@ -1,5 +1,6 @@
-// colo-plan-memory: arena offsets for the temporaries. Buffers whose
-// lifetimes overlap never share bytes; the rest reuse memory. Greedy by
+// colo-plan-memory: arena offsets for the temporaries, one arena per memory
+// space (device; host for the steps run there). Buffers whose lifetimes
+// overlap never share bytes; the rest reuse memory. Greedy by
 // size (largest first, declaration order among equals), each at the lowest
 // aligned offset that fits among the placed buffers it overlaps in time.
 #include "colo/Passes/Passes.h"
@@ -17,14 +18,15 @@ using namespace colo;
 namespace {
 constexpr int64_t kAlignment = 64;
 
+struct Lifetime {
+  int first = std::numeric_limits<int>::max(), last = -1;
+};
+
 struct PlanMemory : colo::impl::ColoPlanMemoryBase<PlanMemory> {
   void runOnOperation() override {
     exec::ProgramOp program = getOperation();
     // Lifetimes in step positions: from the first step that touches the
     // storage to the last step before its free (or the end).
-    struct Lifetime {
-      int first = std::numeric_limits<int>::max(), last = -1;
-    };
     DenseMap<Value, Lifetime> life;
     int position = 0;
     for (Operation &op : program.getBlock()) {
@@ -43,10 +45,24 @@ struct PlanMemory : colo::impl::ColoPlanMemoryBase<PlanMemory> {
       ++position;
     }
 
+    OpBuilder b(&getContext());
+    for (exec::MemorySpace space : {exec::MemorySpace::device, exec::MemorySpace::host}) {
+      int64_t arena = place(program, life, space);
+      if (space == exec::MemorySpace::device)
+        program.setArenaBytesAttr(b.getI64IntegerAttr(arena));
+      else if (arena > 0)
+        program.setHostArenaBytesAttr(b.getI64IntegerAttr(arena));
+    }
+  }
+
+  /// Places the temporaries of `space`; returns the arena's bytes.
+  int64_t place(exec::ProgramOp program, const DenseMap<Value, Lifetime> &life,
+                exec::MemorySpace space) {
     SmallVector<exec::BufferOp> temps;
     for (exec::BufferOp buffer : program.getBlock().getOps<exec::BufferOp>())
       // A buffer no step touches needs no bytes, freed or not.
       if (buffer.getKind() == exec::BufferKind::temp &&
+          cast<exec::MemorySpaceAttr>(buffer.getType().getMemorySpace()).getValue() == space &&
           life.lookup(buffer.getResult()).first != std::numeric_limits<int>::max())
         temps.push_back(buffer);
     llvm::stable_sort(temps, [](exec::BufferOp a, exec::BufferOp b) {
@@ -86,7 +102,7 @@ struct PlanMemory : colo::impl::ColoPlanMemoryBase<PlanMemory> {
       arena = std::max(arena, offset + size);
       ++numPlaced;
     }
-    program.setArenaBytesAttr(b.getI64IntegerAttr(arena));
+    return arena;
   }
 };
 } // namespace

@@ -47,6 +47,7 @@ struct ParallelOptions {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")
   RecomputePolicy recompute = RecomputePolicy::None; ///< colo-recompute
+  bool offloadOptimizer = false; ///< colo-offload: optimizer state and update on the host
 };
 
 /// The training step, typed: colo-build-train-step's options and the

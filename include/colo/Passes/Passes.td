@@ -309,6 +309,52 @@ def ColoRecompute : Pass<"colo-recompute", "::mlir::ModuleOp"> {
   ];
 }
 
+def ColoOffload : Pass<"colo-offload", "::mlir::ModuleOp"> {
+  let summary = "Keeps the optimizer's state in host memory and runs its "
+                "update on the host (ZeRO-Offload)";
+  let description = [{
+    Runs on every step function after the plan's passes (data parallelism,
+    ZeRO, pipelines), so that it moves what each rank updates. The globals
+    an optimizer update reads as its state (moments, momentum buffers) get
+    `colo.on_host`: they live in host memory. The update ops get it too, and
+    so does every op that reads a host value and whose results only host
+    ops read or host globals keep (fp16's keep-or-skip selects of the
+    moments): they run on the host. Each value such an op reads from the
+    device (the gradient, the learning rate, the step) is moved to the host
+    by a `colo.transfer ... to host` right after it is computed, so that
+    the copy overlaps the rest of the backward; each host value a device op
+    reads (the new parameter) is moved back by a `colo.transfer ... to
+    device`. The parameters stay on the device, where the forward and
+    backward read them; the update reads them through a transfer too (no
+    master copy is kept on the host, so weights loaded into the device's
+    parameters are what the update reads).
+
+    ```mlir
+    %g = ...                                             // the gradient
+    %p, %m, %v = colo.adam_update %w, %g, %m0, %v0, %lr, %step {...}
+    colo.global_store @w, %p
+    ```
+    becomes
+    ```mlir
+    %g = ...
+    %gh = colo.transfer %g to host : tensor<64xf32>
+    ...
+    %wh = colo.transfer %w to host : tensor<64xf32>
+    %p, %m, %v = colo.adam_update %wh, %gh, %m0, %v0, %lrh, %steph {colo.on_host, ...}
+    %pd = colo.transfer %p to device : tensor<64xf32>
+    colo.global_store @w, %pd
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "bool", "true",
+           "Keep the optimizer state on the host and update there">,
+  ];
+  let statistics = [
+    Statistic<"numHostOps", "num-host-ops", "Ops run on the host">,
+    Statistic<"numTransfers", "num-transfers", "Transfers between device and host">,
+  ];
+}
+
 def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
   let summary = "Turns @forward into @train_step: loss, backward, optimizer update";
   let description = [{

@@ -6,10 +6,12 @@
 // steps (generated kernels, GEMMs, convolutions, pooling) in its own way and
 // runs them on queues: work on one queue runs in order, work on two queues
 // may overlap unless an event orders it. `CpuDevice` is colo's CPU backend:
-// all three spaces are host memory, work runs when it is launched (so every
-// event is complete when recorded), GEMMs go to oneDNN or OpenBLAS, and the
-// capacity of the device space is what `colo run --device-memory` caps, so
-// that a plan's device budget can be tried on a CPU.
+// all three spaces are host memory, compute runs when it is launched, the
+// copy queue is a worker thread (its copies throttled to a link's bandwidth
+// if asked, so that a plan's overlap of copies and compute is tried, not
+// assumed), GEMMs go to oneDNN or OpenBLAS, and the capacity of the device
+// space is what `colo run --device-memory` caps, so that a plan's device
+// budget can be tried on a CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +85,12 @@ public:
   /// Returns when the work launched on `queue` so far has run (before the
   /// host reads what it wrote, e.g. a collective on the host's side).
   virtual void synchronize(Queue queue) = 0;
+  /// Returns when `event` is complete (before the host reads a transfer's
+  /// bytes, or runs a step on them).
+  virtual void synchronize(const Event &event) = 0;
+  /// Copies between memory spaces take at least bytes / `bytesPerSecond`
+  /// (0: as fast as the memory goes): a link such as PCIe, emulated.
+  virtual void setLinkBandwidth(double bytesPerSecond) = 0;
 
   /// `bytes` (at least one) of zeroed memory in `space`, 64-byte aligned, for
   /// `what` (errors name it). Throws Error if the space's capacity would be

@@ -53,11 +53,21 @@ struct CommunicationTime {
   double exposed = 0, inFlight = 0;
 };
 
+/// Copies between memory spaces (Transfer steps) over the profiled steps,
+/// seconds: the time steps waited for them (exposed), and the time each was
+/// in flight, from its start to the end of its wait; and the bytes moved per
+/// iteration.
+struct CopyTime {
+  double exposed = 0, inFlight = 0;
+  int64_t bytesPerStep = 0;
+};
+
 /// Host memory a session holds, bytes. The program plans the arena and the
 /// state and input block; the runtime adds the rest, and reports the most it
 /// held at once (peakExtra) besides the breakdown of each part's largest.
 struct MemoryReport {
   int64_t arena = 0;          ///< TEMP buffers (Program.arena_bytes)
+  int64_t hostArena = 0;      ///< TEMP buffers of the host (Program.host_arena_bytes)
   int64_t stateAndInputs = 0; ///< STATE, CONSTANT and INPUT buffers
   int64_t snapshot = 0;       ///< the copy of the parameters (setSnapshots)
   int64_t scratch = 0;        ///< operand scratch (convolutions, 16-bit GEMMs)
@@ -156,6 +166,7 @@ public:
   void setProfiling(bool on) { profiling_ = on; }
   /// Over the profiled steps.
   CommunicationTime communicationTime() const;
+  CopyTime copyTime() const;
   /// Totals per program step, in program order.
   std::vector<StepTime> stepTimes() const;
   /// Writes the profiled steps as Chrome trace JSON: one event per iteration
@@ -215,6 +226,9 @@ private:
   std::vector<char> overlapped_; // per step: its collective may overlap
   std::set<Group> groups_; // of the collectives, of more than one rank
   double inFlightSeconds_ = 0, progressSeconds_ = 0;
+  /// Per Transfer step, the copy queue's event after it, until its wait.
+  std::vector<std::shared_ptr<Device::Event>> transfers_;
+  double copyWaitSeconds_ = 0, copyInFlightSeconds_ = 0;
   std::vector<double> stepSeconds_;
   std::vector<int64_t> stepCalls_;
   std::vector<Event> events_;

@@ -56,6 +56,9 @@ def Colo_Dialect : Dialect {
     "::mlir::StringAttr":$param_name,
     // A global that holds optimizer state.
     "::mlir::UnitAttr":$optimizer_state,
+    // A global that colo-offload keeps in host memory, or an op it runs on
+    // the host (the optimizer's update).
+    "::mlir::UnitAttr":$on_host,
     // An integer function argument: its values lie in [0, int_max), or are
     // int_ignored (labels: the loss's ignore_index).
     "::mlir::IntegerAttr":$int_max,

@@ -97,6 +97,32 @@ def Colo_StopGradientOp : Colo_CostedOp<"stop_gradient",
   let hasCanonicalizer = 1;
 }
 
+def Colo_TransferOp : Colo_Op<"transfer", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
+  let summary = "A tensor copied between device and host memory";
+  let description = [{
+    The result is the operand, in the host's memory (`to host`) or the
+    device's (`to device`). `colo-offload` places these around the ops it
+    runs on the host (the optimizer's update reads the gradient from the
+    device and writes the parameter back); the step program runs them on
+    the device's copy queue, beside the compute, and waits for each right
+    before its result is needed. Its cost is the bytes it moves over the
+    link: no FLOPs.
+    ```mlir
+    %gh = colo.transfer %g to host : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, UnitAttr:$to_host);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `to` custom<TransferDirection>($to_host) attr-dict `:` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The bytes that cross the link.
+    int64_t getLinkBytes();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//

@@ -24,7 +24,9 @@ def Exec_ProgramOp : Exec_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
     `mesh_shape` and `mesh_axes` give the ranks' grid (the program is the
     same for every rank of it, or, with `stage`, for every rank of one
     pipeline stage); `batch_axis` is the mesh axis that splits the batch.
-    `arena_bytes` is set by `colo-plan-memory`.
+    `arena_bytes` and `host_arena_bytes` (the temporaries of steps that run
+    on the host, such as an offloaded optimizer's) are set by
+    `colo-plan-memory`.
 
     ```mlir
     exec.program @train_step attributes {mesh_shape = array<i64: 2>, mesh_axes = ["dp"], batch_axis = 0 : i32} {
@@ -39,7 +41,8 @@ def Exec_ProgramOp : Exec_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
                        OptionalAttr<StrArrayAttr>:$mesh_axes,
                        OptionalAttr<I32Attr>:$batch_axis,
                        OptionalAttr<I64Attr>:$stage,
-                       OptionalAttr<I64Attr>:$arena_bytes);
+                       OptionalAttr<I64Attr>:$arena_bytes,
+                       OptionalAttr<I64Attr>:$host_arena_bytes);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -58,7 +61,7 @@ def Exec_BufferOp : Exec_Op<"buffer"> {
   let summary = "A tensor's storage in a memory space";
   let description = [{
     `temp` buffers are scratch inside one step (`colo-plan-memory` gives
-    each an arena `offset`); `state` buffers persist across steps (named
+    each an `offset` in the arena of its memory space, device or host); `state` buffers persist across steps (named
     after their global; `param_name` marks a model weight by its PyTorch
     name, `shard` the block of a larger tensor, `step_counter` the step
     count Adam reads); `input` buffers are filled by the data source
@@ -298,10 +301,29 @@ def Exec_RecvOp : Exec_CommOp<"recv"> {
   }];
 }
 
-def Exec_WaitOp : Exec_Op<"wait"> {
-  let summary = "Finishes the communication of a token";
+def Exec_TransferOp : Exec_CommOp<"transfer"> {
+  let summary = "Bytes from one memory space to another, on the copy queue";
   let description = [{
-    After it the collective's output holds its result. A wait right after
+    `dst = src` byte for byte, between two memory spaces (device and host),
+    on the device's copy queue: it starts once the steps before it have run
+    and proceeds beside the steps after it, until the `exec.wait` of its
+    token. Until the wait no step reads or writes `dst`, nor writes `src`.
+
+    ```mlir
+    %t = exec.transfer "fc.weight.grad.to_host" %g -> %gh : memref<64xf32, #exec.space<device>>, memref<64xf32, #exec.space<host>>
+    exec.wait %t "fc.weight.grad.to_host.wait"
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Exec_Read:$src, Exec_Written:$dst);
+  let assemblyFormat = "$name $src `->` $dst attr-dict `:` type($src) `,` type($dst)";
+  let hasVerifier = 1;
+}
+
+def Exec_WaitOp : Exec_Op<"wait"> {
+  let summary = "Finishes the communication or transfer of a token";
+  let description = [{
+    After it the collective's output, or the transfer's destination, holds
+    its result. A wait right after
     its collective (no step between) makes the collective synchronous; one
     that `colo-overlap-collectives` moved later lets the steps between run
     while it progresses.
