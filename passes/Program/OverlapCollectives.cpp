@@ -56,7 +56,8 @@ struct OverlapCollectives : colo::impl::ColoOverlapCollectivesBase<OverlapCollec
             later != transfers.end() && later + 1 != transfers.end())
           next = *(later + 1);
       for (Value v : op->getOperands()) {
-        ArrayRef<int> touched = touchedAt.lookup(exec::storageOf(v));
+        // A reference: lookup would return a copy that dies here.
+        const SmallVector<int> &touched = touchedAt[exec::storageOf(v)];
         const int *it = llvm::upper_bound(touched, at);
         if (it != touched.end())
           next = std::min(next, *it);
