@@ -63,7 +63,7 @@ public:
       // Host ops and stores into host globals read host values.
       if (host.contains(&op) || (store && hostGlobal(cast<GlobalStoreOp>(op).getGlobal())))
         for (OpOperand &use : op.getOpOperands())
-          if (!onHost(use.get()))
+          if (!onHost(use.get()) && !use.get().getDefiningOp<ConstantOp>()) // kernels hold constants
             use.set(transfer(use.get(), /*toHost=*/true));
       // Everything else reads device values.
       if (!host.contains(&op) && !(store && hostGlobal(cast<GlobalStoreOp>(op).getGlobal())) &&

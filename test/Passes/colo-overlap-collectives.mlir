@@ -83,3 +83,41 @@ exec.program @last {
   exec.kernel @f "f" outs(%c : memref<8xf32, #exec.space<device>>)
   exec.return
 }
+
+// -----
+
+// Transfers between memory spaces finish before the first step that
+// touches their buffers, and at the latest when the second transfer after
+// them starts: "t0" before "t2" (no step touches its buffers before), "t1"
+// before the kernel that reads its destination, "t2" at the end.
+// CHECK-LABEL: exec.program @transfers
+// CHECK: %[[T0:.*]] = exec.transfer "t0"
+// CHECK-NEXT: exec.kernel @f "f0"
+// CHECK-NEXT: %[[T1:.*]] = exec.transfer "t1"
+// CHECK-NEXT: exec.kernel @f "f1"
+// CHECK-NEXT: exec.wait %[[T0]]
+// CHECK-NEXT: %[[T2:.*]] = exec.transfer "t2"
+// CHECK-NEXT: exec.wait %[[T1]]
+// CHECK-NEXT: exec.kernel @g "g"
+// CHECK-NEXT: exec.wait %[[T2]]
+// CHECK-NEXT: exec.return
+exec.program @transfers {
+  %a = exec.buffer "a" temp : memref<8xf32, #exec.space<device>>
+  %b = exec.buffer "b" temp : memref<8xf32, #exec.space<device>>
+  %c = exec.buffer "c" temp : memref<8xf32, #exec.space<device>>
+  %x = exec.buffer "x" temp : memref<8xf32, #exec.space<device>>
+  %ah = exec.buffer "ah" temp : memref<8xf32, #exec.space<host>>
+  %bh = exec.buffer "bh" temp : memref<8xf32, #exec.space<host>>
+  %ch = exec.buffer "ch" temp : memref<8xf32, #exec.space<host>>
+  %gh = exec.buffer "gh" temp : memref<8xf32, #exec.space<host>>
+  %t0 = exec.transfer "t0" %a -> %ah : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<host>>
+  exec.wait %t0 "t0.wait"
+  exec.kernel @f "f0" outs(%x : memref<8xf32, #exec.space<device>>)
+  %t1 = exec.transfer "t1" %b -> %bh : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<host>>
+  exec.wait %t1 "t1.wait"
+  exec.kernel @f "f1" outs(%x : memref<8xf32, #exec.space<device>>)
+  %t2 = exec.transfer "t2" %c -> %ch : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<host>>
+  exec.wait %t2 "t2.wait"
+  exec.kernel @g "g" ins(%bh : memref<8xf32, #exec.space<host>>) outs(%gh : memref<8xf32, #exec.space<host>>)
+  exec.return
+}

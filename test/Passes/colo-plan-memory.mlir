@@ -24,3 +24,24 @@ exec.program @arena {
   exec.free %c : memref<32xf32, #exec.space<device>>
   exec.return %d : memref<2xf64, #exec.space<device>>
 }
+
+// -----
+
+// Each memory space has its own arena: the host's temporaries (an offloaded
+// optimizer's) start at 0 in host_arena_bytes, beside the device's.
+// CHECK-LABEL: exec.program @spaces
+// CHECK-SAME: arena_bytes = 256
+// CHECK-SAME: host_arena_bytes = 320
+// CHECK: exec.buffer "d" temp {offset = 0 : i64}
+// CHECK: exec.buffer "h" temp {offset = 0 : i64}
+// CHECK: exec.buffer "h2" temp {offset = 256 : i64}
+exec.program @spaces {
+  %d = exec.buffer "d" temp : memref<64xf32, #exec.space<device>>
+  %h = exec.buffer "h" temp : memref<64xf32, #exec.space<host>>
+  %h2 = exec.buffer "h2" temp : memref<16xf32, #exec.space<host>>
+  exec.kernel @k "k" outs(%d : memref<64xf32, #exec.space<device>>)
+  %t = exec.transfer "t" %d -> %h : memref<64xf32, #exec.space<device>>, memref<64xf32, #exec.space<host>>
+  exec.wait %t "t.wait"
+  exec.kernel @g "g" ins(%h : memref<64xf32, #exec.space<host>>) outs(%h2 : memref<16xf32, #exec.space<host>>)
+  exec.return
+}

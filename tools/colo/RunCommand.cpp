@@ -125,6 +125,12 @@ cl::opt<std::string> runDeviceMemory(
              "scratch): bytes, or with K, M, G (binary: 1G = 1024^3). A program that "
              "does not fit stops with an error naming what did not fit"),
     cl::value_desc("SIZE"), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<double> runLinkBandwidth(
+    "link-bandwidth",
+    cl::desc("Throttle the copies between device and host memory (an offloaded "
+             "optimizer's gradients and parameters) to this many GB/s, like a PCIe link "
+             "(default: as fast as memory goes)"),
+    cl::value_desc("GB/s"), cl::init(0), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runNoOverlap(
     "no-overlap",
     cl::desc("Finish each all-reduce in its own step instead of while the steps up to "
@@ -212,6 +218,13 @@ void printProfile(const rt::Session &session) {
     outs() << formatv("communication: {0} exposed of {1} in flight ({2:F0}% overlapped)\n",
                       milliseconds(comm.exposed * 1e3), milliseconds(comm.inFlight * 1e3),
                       100 * std::max(0.0, 1 - comm.exposed / comm.inFlight));
+  rt::CopyTime copies = session.copyTime();
+  if (copies.inFlight > 0)
+    outs() << formatv("copies between device and host: {0} exposed of {1} in flight ({2:F0}% "
+                      "overlapped), {3} per step\n",
+                      milliseconds(copies.exposed * 1e3), milliseconds(copies.inFlight * 1e3),
+                      100 * std::max(0.0, 1 - copies.exposed / copies.inFlight),
+                      megabytes(copies.bytesPerStep));
   std::sort(times.begin(), times.end(), [](const rt::StepTime &a, const rt::StepTime &b) {
     return a.seconds > b.seconds;
   });
@@ -278,6 +291,7 @@ std::vector<std::string> runArguments() {
   add(runDeviceMemory, runDeviceMemory);
   add(runGemm, runGemm.getValue());
   add(runCommTimeout, formatv("{0}", runCommTimeout.getValue()).str());
+  add(runLinkBandwidth, formatv("{0}", runLinkBandwidth.getValue()).str());
   return args;
 }
 
@@ -356,6 +370,9 @@ int run(const std::string &dir) {
     return reportError("--np must not be negative");
   if (!(runCommTimeout > 0))
     return reportError("--comm-timeout must be positive");
+  if (!(runLinkBandwidth >= 0) || std::isinf(runLinkBandwidth))
+    return reportError(formatv("--link-bandwidth must be a number of GB/s, at least 0 (0: no "
+                               "limit), got {0}", runLinkBandwidth.getValue()).str());
   if (runCheckpointEvery < 0 || runCheckpointKeep < 0)
     return reportError("--checkpoint-every and --checkpoint-keep must not be negative");
   if (runCheckpointEvery > 0 && runCheckpointDir.empty())
@@ -406,6 +423,7 @@ int run(const std::string &dir) {
   std::unique_ptr<rt::Device> device = rt::createCpuDevice(rt::parseGemmLibrary(runGemm));
   if (deviceMemory)
     device->setCapacity(rt::MemorySpace::Device, *deviceMemory);
+  device->setLinkBandwidth(runLinkBandwidth * 1e9);
   rt::Session session(exe, comm.get(), device.get());
   // Rank 0 speaks for the run; the others only report errors.
   raw_ostream &out = rank == 0 ? outs() : nulls();
@@ -558,6 +576,14 @@ int run(const std::string &dir) {
       comm->allReduce(&peak, 1, rt::I64, rt::ReduceOp::Max, comm->world());
     out << formatv("device memory: {0} at most per rank of the {1} of --device-memory\n",
                    megabytes(peak), megabytes(*deviceMemory));
+  }
+  if (int64_t host = session.device().usage(rt::MemorySpace::Host).peak; host > 0 || comm) {
+    if (comm)
+      comm->allReduce(&host, 1, rt::I64, rt::ReduceOp::Max, comm->world());
+    if (host > 0)
+      out << formatv("host memory: {0} at most per rank (the program's buffers in host "
+                     "memory: offloaded optimizer state and its update's temporaries)\n",
+                     megabytes(host));
   }
   if (rank != 0)
     return 0;

@@ -50,3 +50,32 @@ exec.program @pieces {
   exec.kernel @k "k" outs(%x : memref<4xf32, #exec.space<device>>) {pieces = 2 : i64}
   exec.return
 }
+
+// -----
+
+exec.program @transfer_within_one_space {
+  %x = exec.buffer "x" temp : memref<4xf32, #exec.space<device>>
+  %y = exec.buffer "y" temp : memref<4xf32, #exec.space<device>>
+  // expected-error @+1 {{moves between two memory spaces (exec.copy copies within one)}}
+  %t = exec.transfer "t" %x -> %y : memref<4xf32, #exec.space<device>>, memref<4xf32, #exec.space<device>>
+  exec.wait %t "t.wait"
+  exec.return
+}
+
+// -----
+
+exec.program @kernel_in_two_spaces {
+  %x = exec.buffer "x" temp : memref<4xf32, #exec.space<device>>
+  %y = exec.buffer "y" temp : memref<4xf32, #exec.space<host>>
+  // expected-error @+1 {{reads and writes buffers of one memory space, not device and host}}
+  exec.kernel @k "k" ins(%x : memref<4xf32, #exec.space<device>>) outs(%y : memref<4xf32, #exec.space<host>>)
+  exec.return
+}
+
+// -----
+
+exec.program @pinned_temp {
+  // expected-error @+1 {{temp buffers live in an arena, in device or host memory}}
+  %x = exec.buffer "x" temp : memref<4xf32, #exec.space<pinned_host>>
+  exec.return
+}

@@ -13,6 +13,7 @@
 // CHECK: exec.reduce_scatter sum "rs.6"
 // CHECK: exec.send "send.7" {{.*}} to 1 over [0] tag 3
 // CHECK: exec.recv "recv.8" {{.*}} from 0 over [0] tag 4
+// CHECK: exec.transfer "grad.to_host.9" %{{.*}} -> %{{.*}} : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<host>>
 // CHECK: exec.free
 // CHECK: exec.return
 exec.program @all attributes {mesh_shape = array<i64: 2, 2>, mesh_axes = ["pp", "dp"], batch_axis = 1 : i32} {
@@ -35,6 +36,9 @@ exec.program @all attributes {mesh_shape = array<i64: 2, 2>, mesh_axes = ["pp", 
   exec.wait %t1 "send.7.wait"
   %t2 = exec.recv "recv.8" %h from 0 over [0] tag 4 : memref<8xf32, #exec.space<device>>
   exec.wait %t2 "recv.8.wait"
+  %hh = exec.buffer "hh" temp : memref<8xf32, #exec.space<host>>
+  %t3 = exec.transfer "grad.to_host.9" %h -> %hh : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<host>>
+  exec.wait %t3 "grad.to_host.9.wait"
   exec.free %h : memref<8xf32, #exec.space<device>>
   exec.return %y : memref<4x4xf32, #exec.space<device>>
 }
