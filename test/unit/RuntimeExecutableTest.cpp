@@ -379,12 +379,14 @@ TEST(RuntimeSession, HoldsItsBuffersOnItsDevice) {
 }
 
 /// A state buffer in host memory (an offloaded optimizer moment, say) is
-/// allocated from the host space: the device cap does not count it, and
-/// the step still trains.
+/// allocated from the host space: the device cap does not count it, and a
+/// kernel of host buffers updates it.
 TEST(RuntimeSession, KeepsHostBuffersInHostMemory) {
   ExeDir e;
   Toy t = buildToy(e);
-  e.b.program().mutable_buffers(t.w)->set_space(Buffer::HOST);
+  int32_t count = e.stateBuffer<int64_t>("host.count", I64, {}, {0});
+  e.b.program().mutable_buffers(count)->set_space(Buffer::HOST);
+  e.b.kernel("test_increment", {count}, "on the host");
   std::shared_ptr<const Executable> exe = e.load();
   std::unique_ptr<Device> cpu = createCpuDevice();
   Session s(exe, nullptr, cpu.get());
@@ -395,6 +397,7 @@ TEST(RuntimeSession, KeepsHostBuffersInHostMemory) {
   s.step();
   // w' = w - lr * d/dw (w x - y)^2 = 0 - 0.25 * 2 * (0 - 2) * 1 = 1
   EXPECT_FLOAT_EQ(readF32(s, t.w), 1.0f);
+  EXPECT_EQ(*static_cast<const int64_t *>(s.data(count)), 1);
 }
 
 // A program names its kernels library by a file name in its own directory
@@ -433,7 +436,8 @@ void expectInvalid(const std::function<void(ExeDir &, Toy &)> &edit,
 TEST(RuntimeValidation, Buffers) {
   expectInvalid(
       [](ExeDir &e, Toy &t) { e.b.program().mutable_buffers(t.loss)->set_space(Buffer::PINNED_HOST); },
-      {"program.pb", "buffer 5 'loss': a TEMP buffer lives in device memory", "PINNED_HOST"});
+      {"program.pb", "buffer 5 'loss': a TEMP buffer lives in the arena of device or host memory",
+       "PINNED_HOST"});
   expectInvalid(
       [](ExeDir &e, Toy &t) { e.b.program().mutable_buffers(t.y)->set_name("x"); },
       {"program.pb", "buffer 3 'x': the name is also buffer 2"});
@@ -564,11 +568,11 @@ void addWait(ExeDir &e, int collectiveStep) {
 
 TEST(RuntimeValidation, Waits) {
   expectInvalid([](ExeDir &e, Toy &t) { overlappedAllReduce(e, t); },
-                {"step 3 'grads' (collective): an overlapped collective that no step "
-                 "waits for"});
+                {"step 3 'grads' (collective): an overlapped collective or a transfer that no "
+                 "step waits for"});
   expectInvalid([](ExeDir &e, Toy &) { addWait(e, 1); },
                 {"step 3 'wait' (wait): waits for step 1, which is not an earlier "
-                 "overlapped collective"});
+                 "overlapped collective or transfer"});
   expectInvalid(
       [](ExeDir &e, Toy &t) {
         overlappedAllReduce(e, t);
@@ -582,7 +586,7 @@ TEST(RuntimeValidation, Waits) {
         e.b.copy(t.grad, t.loss, "early");
         addWait(e, 3);
       },
-      {"step 4 'early' (copy): uses buffer 6 'grad' while the collective of step 3 "
+      {"step 4 'early' (copy): uses buffer 6 'grad' while step 3 "
        "'grads' (collective) still works on it (before its wait)"});
 
   // Waited for, it runs: one rank's all-reduce is the gradient itself.
@@ -595,6 +599,82 @@ TEST(RuntimeValidation, Waits) {
   s.step();
   EXPECT_EQ(readF32(s, reduced), readF32(s, t.grad));
   EXPECT_NE(readF32(s, reduced), 0.0f);
+}
+
+/// A TEMP buffer of host memory, in the program's host arena.
+int32_t hostTemp(ExeDir &e, const std::string &name) {
+  Program &p = e.b.program();
+  int32_t id = e.b.temp(name, F32, {});
+  p.mutable_buffers(id)->set_space(Buffer::HOST);
+  p.mutable_buffers(id)->set_offset(p.host_arena_bytes());
+  p.set_host_arena_bytes(p.host_arena_bytes() + 64);
+  return id;
+}
+
+void addTransfer(ExeDir &e, int32_t src, int32_t dst) {
+  Step *s = e.b.program().add_steps();
+  s->set_name("transfer");
+  s->mutable_transfer()->set_src(src);
+  s->mutable_transfer()->set_dst(dst);
+}
+
+/// The toy's gradient to the host and back, each transfer waited for.
+int32_t gradientThroughTheHost(ExeDir &e, Toy &t) {
+  int32_t host = hostTemp(e, "grad.host"), back = e.b.temp("grad.back", F32, {});
+  addTransfer(e, t.grad, host);
+  addWait(e, 3);
+  addTransfer(e, host, back);
+  addWait(e, 5);
+  return back;
+}
+
+TEST(RuntimeValidation, Transfers) {
+  expectInvalid([](ExeDir &e, Toy &t) { addTransfer(e, t.grad, t.loss); },
+                {"step 3 'transfer' (transfer): src and dst are both in DEVICE memory"});
+  expectInvalid([](ExeDir &e, Toy &t) { addTransfer(e, t.grad, hostTemp(e, "h")); },
+                {"step 3 'transfer' (transfer): an overlapped collective or a transfer that "
+                 "no step waits for"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) {
+        int32_t h = hostTemp(e, "h");
+        addTransfer(e, t.grad, h);
+        e.b.kernel("test_increment", {h}, "early");
+        addWait(e, 3);
+      },
+      {"step 4 'early' (kernel): uses buffer 7 'h' while step 3 'transfer' (transfer) still "
+       "works on it"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) { e.b.kernel("test_sgd", {t.grad, t.lr, hostTemp(e, "h")}, "mixed"); },
+      {"step 3 'mixed' (kernel): arguments in DEVICE and HOST memory"});
+  expectInvalid(
+      [](ExeDir &e, Toy &) { e.b.program().mutable_buffers(hostTemp(e, "h"))->set_offset(64); },
+      {"buffer 7 'h': its 4 bytes at offset 64 are outside the host arena of 64 bytes"});
+}
+
+/// Transfers run on the device's copy queue, at the link's bandwidth if it
+/// has one, and what they move arrives by their waits.
+TEST(RuntimeSession, TransfersMoveBytesOnTheCopyQueue) {
+  ExeDir e;
+  Toy t = buildToy(e);
+  int32_t back = gradientThroughTheHost(e, t);
+  std::unique_ptr<Device> cpu = createCpuDevice();
+  Session s(e.load(), nullptr, cpu.get());
+  EXPECT_EQ(cpu->usage(MemorySpace::Host).used, 64); // the host arena
+  setToyInputs(s, 2.0f, 3.0f);
+  s.step();
+  EXPECT_NE(readF32(s, t.grad), 0.0f);
+  EXPECT_EQ(readF32(s, back), readF32(s, t.grad));
+  EXPECT_EQ(s.copyTime().bytesPerStep, 8);
+
+  // 4 bytes per 50 ms: each transfer takes at least that.
+  cpu->setLinkBandwidth(80);
+  auto start = std::chrono::steady_clock::now();
+  s.step();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(seconds, 0.1);
+  EXPECT_EQ(readF32(s, back), readF32(s, t.grad));
+  EXPECT_GE(s.copyTime().exposed, 0.09);
 }
 
 TEST(RuntimeValidation, ProgramFields) {
