@@ -787,7 +787,7 @@ def _program_cases(c):
                                                    "  kind: STATE\n  space: 9", s)),
          [WTE, "space 9"])
     case("temp_on_host", buf(temp, lambda s: s.replace("  offset:", "  space: HOST\n  offset:")),
-         [temp_name, "HOST"])
+         [temp_name, "outside the host arena of 0 bytes"])
     case("alias_out_of_range", buf(temp, lambda s: s.replace(
         "  offset:", "  alias_of: 5000\n  offset:")), [temp_name, "5000"])
 
@@ -833,6 +833,9 @@ def _program_cases(c):
          '  }\n  name: "bad.wait"\n}\n', ["'bad.wait'", "not an earlier overlapped collective"])
     case("wait_out_of_range", text + 'steps {\n  wait {\n    collective_step: 100000\n'
          '  }\n  name: "far.wait"\n}\n', ["'far.wait'", "100000"])
+    case("transfer_within_a_space", text + f'steps {{\n  transfer {{\n    src: {wte}\n'
+         f'    dst: {wte}\n  }}\n  name: "same.space"\n}}\n', ["'same.space'", "both in DEVICE"])
+    case("host_arena_negative", text + "host_arena_bytes: -64\n", ["host_arena_bytes is negative"])
     mesh = 'mesh {\n  shape: 1\n  axes: "dp"\n}\n'
     coll = (f'steps {{\n  collective {{\n    mesh_axes: 3\n    input: {wte}\n    output: {wte}\n'
             '  }\n  name: "bad.allreduce"\n}\n')
