@@ -63,6 +63,10 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     return done_ >= position;
   }
+  double busySeconds() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return busy_;
+  }
   void waitFor(uint64_t position) {
     std::unique_lock<std::mutex> lock(mutex_);
     finished_.wait(lock, [&] { return done_ >= position; });
@@ -86,10 +90,17 @@ private:
       lock.unlock();
       auto start = std::chrono::steady_clock::now();
       std::memmove(job.dst, job.src, size_t(job.bytes));
-      if (bandwidth > 0)
-        std::this_thread::sleep_until(
-            start + std::chrono::duration<double>(double(job.bytes) / bandwidth));
+      if (bandwidth > 0) {
+        // The link's own clock: a copy ends its bytes' time after the
+        // previous one ended, or after it started if the link was idle, so
+        // that oversleeping one copy does not slow the next ones down.
+        linkFree_ = std::max(linkFree_, start) +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(double(job.bytes) / bandwidth));
+        std::this_thread::sleep_until(linkFree_);
+      }
       lock.lock();
+      busy_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++done_;
       finished_.notify_all();
     }
@@ -99,7 +110,8 @@ private:
   std::condition_variable wake_, finished_;
   std::deque<Job> jobs_;
   uint64_t submitted_ = 0, done_ = 0;
-  double bandwidth_ = 0;
+  double bandwidth_ = 0, busy_ = 0;
+  std::chrono::steady_clock::time_point linkFree_;
   bool stop_ = false;
   std::thread thread_;
 };
@@ -190,6 +202,7 @@ public:
   void setLinkBandwidth(double bytesPerSecond) override {
     copies_.setBandwidth(bytesPerSecond);
   }
+  double copyQueueBusySeconds() override { return copies_.busySeconds(); }
 
 protected:
   void *allocateIn(MemorySpace, int64_t bytes) override { return allocateBuffer(bytes); }

@@ -233,7 +233,6 @@ void Session::prepare() {
         prepared_[i].run = [this, i, dst, src, bytes] {
           device_->copyAsync(Device::Queue::Copy, dst, src, bytes);
           transfers_[i] = device_->record(Device::Queue::Copy);
-          workStart_[i] = std::chrono::steady_clock::now();
         };
         break;
       }
@@ -244,9 +243,8 @@ void Session::prepare() {
             auto t0 = std::chrono::steady_clock::now();
             device_->synchronize(*transfers_[started]);
             transfers_[started].reset();
-            auto t1 = std::chrono::steady_clock::now();
-            copyWaitSeconds_ += std::chrono::duration<double>(t1 - t0).count();
-            copyInFlightSeconds_ += std::chrono::duration<double>(t1 - workStart_[started]).count();
+            copyWaitSeconds_ +=
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           };
           break;
         }

@@ -15,7 +15,8 @@ CommunicationTime Session::communicationTime() const {
   t.exposed = progressSeconds_;
   for (int i = 0; i < exe_->program().steps_size(); ++i) {
     const Step &step = exe_->program().steps(i);
-    bool copyWait = step.has_wait() && exe_->program().steps(step.wait().collective_step()).has_transfer();
+    bool copyWait =
+        step.has_wait() && exe_->program().steps(step.wait().collective_step()).has_transfer();
     if (step.has_collective() || (step.has_wait() && !copyWait))
       t.exposed += stepSeconds_[i];
     if (step.has_collective() && !overlapped_[i])
@@ -27,7 +28,7 @@ CommunicationTime Session::communicationTime() const {
 CopyTime Session::copyTime() const {
   CopyTime t;
   t.exposed = copyWaitSeconds_;
-  t.inFlight = copyInFlightSeconds_;
+  t.busy = device_->copyQueueBusySeconds();
   for (const Step &step : exe_->program().steps())
     if (step.has_transfer())
       t.bytesPerStep += exe_->byteSize(step.transfer().src());

@@ -603,12 +603,21 @@ double ownedParams(const Plan &plan, const Devices &dev, const Shared &s) {
 /// parameter it owns (fp32 master, momentum, variance, gradient, bf16 copy).
 double optimizerTime(double owned, const Shared &s) { return 32 * owned / s.bw; }
 
-/// ZeRO-Offload: gradients down (every microbatch's where the device keeps
-/// only its block of them: ZeRO-2 and 3) and parameters up over PCIe, CPU
-/// Adam at about 1e9 parameters/s per device's share of the host.
-double offloadTime(double owned, const ClusterSpec &c, const Plan &plan, const Shared &s) {
+/// Optimizer offload as colo-offload compiles it (docs/memory.md): each
+/// parameter goes to the host at the start of the step and each gradient as
+/// the backward computes it (every microbatch's where the device keeps only
+/// its block of them: ZeRO-2 and 3), on the copy queue beside the forward
+/// and backward (`overlapped` seconds); after them the host updates each
+/// parameter and sends it back, the copies overlapping the next updates.
+/// The host updates at about 1e9 parameters/s per device's share (CPU
+/// Adam), or at the device's own rate where that is slower (local-cpu: the
+/// host is the device).
+double offloadTime(double owned, const ClusterSpec &c, const Plan &plan, const Shared &s,
+                   double overlapped) {
   double gradsDown = plan.zero >= 2 ? s.mcount : 1;
-  return s.weightBytes * (gradsDown + 1) * owned / c.pcieBandwidth + owned / 1e9;
+  double link = s.weightBytes * owned / c.pcieBandwidth;
+  double update = std::max(owned / 1e9, optimizerTime(owned, s));
+  return std::max(0.0, (1 + gradsDown) * link - overlapped) + std::max(update, link);
 }
 
 /// Bytes one member of a ring collective over `n` sends: (n-1)/n of the
@@ -808,7 +817,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   t.dataParallel = dataParallelTime(m, c, plan, dev, s, tMicro);
   double owned = ownedParams(plan, dev, s);
   if (plan.offload == Offload::Optimizer)
-    t.offload = offloadTime(owned, c, plan, s);
+    t.offload = offloadTime(owned, c, plan, s, t.compute + t.recompute);
   else
     t.optimizer = optimizerTime(owned, s);
   p.stepTime = t.total();

@@ -1,8 +1,9 @@
 // colo-overlap-collectives: all-reduces whose result is needed only some
 // steps later (data-parallel gradient buckets) finish at a wait right
 // before the first step that touches their buffers; so do transfers
-// between memory spaces, and at the latest when the second transfer after
-// them starts, so that few are in flight and their source buffers die soon.
+// between memory spaces, and those from a temporary of the device at the
+// latest when the second transfer after them starts, so that few of those
+// are in flight and the device's buffers die soon.
 #include "colo/Passes/Passes.h"
 
 
@@ -51,7 +52,11 @@ struct OverlapCollectives : colo::impl::ColoOverlapCollectivesBase<OverlapCollec
         continue;
       int at = position.lookup(op);
       int next = steps.size(); // the first step after it that touches its buffers
-      if (transfer)
+      auto src = transfer ? exec::storageOf(transfer.getSrc()).getDefiningOp<exec::BufferOp>()
+                          : exec::BufferOp();
+      if (src && src.getKind() == exec::BufferKind::temp &&
+          cast<exec::MemorySpaceAttr>(src.getType().getMemorySpace()).getValue() ==
+              exec::MemorySpace::device)
         if (const int *later = llvm::upper_bound(transfers, at);
             later != transfers.end() && later + 1 != transfers.end())
           next = *(later + 1);

@@ -45,6 +45,7 @@ public:
       }
     if (host.empty())
       return;
+    hoistParameterLoads();
     // What the updates' results flow through before a host global keeps
     // them (fp16's keep-or-skip selects) runs on the host too.
     for (bool changed = true; changed;) {
@@ -77,6 +78,27 @@ public:
   }
 
 private:
+  /// The parameters the updates read do not change before the updates: each
+  /// update's load of its parameter moves to the start of the step, and so
+  /// does the parameter's transfer to the host, which then overlaps the
+  /// forward and backward instead of waiting after them.
+  void hoistParameterLoads() {
+    Block &body = func.front();
+    Operation *first = &body.front();
+    for (Operation *update : host) {
+      auto load = update->getOperand(0).getDefiningOp<GlobalLoadOp>();
+      if (!load || !load->hasOneUse())
+        continue;
+      bool storedBefore = false;
+      for (Operation *op = &body.front(); op != load.getOperation() && !storedBefore;
+           op = op->getNextNode())
+        if (auto store = dyn_cast<GlobalStoreOp>(op))
+          storedBefore = store.getGlobal() == load.getGlobal();
+      if (!storedBefore)
+        load->moveBefore(first);
+    }
+  }
+
   bool hostGlobal(StringRef name) {
     GlobalOp g = symbols.lookup<GlobalOp>(name);
     return g && ColoDialect::OnHostAttrHelper(g.getContext()).isAttrPresent(g);

@@ -219,11 +219,11 @@ void printProfile(const rt::Session &session) {
                       milliseconds(comm.exposed * 1e3), milliseconds(comm.inFlight * 1e3),
                       100 * std::max(0.0, 1 - comm.exposed / comm.inFlight));
   rt::CopyTime copies = session.copyTime();
-  if (copies.inFlight > 0)
-    outs() << formatv("copies between device and host: {0} exposed of {1} in flight ({2:F0}% "
+  if (copies.busy > 0)
+    outs() << formatv("copies between device and host: {0} exposed of {1} copying ({2:F0}% "
                       "overlapped), {3} per step\n",
-                      milliseconds(copies.exposed * 1e3), milliseconds(copies.inFlight * 1e3),
-                      100 * std::max(0.0, 1 - copies.exposed / copies.inFlight),
+                      milliseconds(copies.exposed * 1e3), milliseconds(copies.busy * 1e3),
+                      100 * std::max(0.0, 1 - copies.exposed / copies.busy),
                       megabytes(copies.bytesPerStep));
   std::sort(times.begin(), times.end(), [](const rt::StepTime &a, const rt::StepTime &b) {
     return a.seconds > b.seconds;

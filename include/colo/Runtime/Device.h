@@ -91,6 +91,8 @@ public:
   /// Copies between memory spaces take at least bytes / `bytesPerSecond`
   /// (0: as fast as the memory goes): a link such as PCIe, emulated.
   virtual void setLinkBandwidth(double bytesPerSecond) = 0;
+  /// Seconds the copy queue has spent copying since the device was created.
+  virtual double copyQueueBusySeconds() = 0;
 
   /// `bytes` (at least one) of zeroed memory in `space`, 64-byte aligned, for
   /// `what` (errors name it). Throws Error if the space's capacity would be

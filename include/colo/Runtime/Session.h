@@ -53,12 +53,11 @@ struct CommunicationTime {
   double exposed = 0, inFlight = 0;
 };
 
-/// Copies between memory spaces (Transfer steps) over the profiled steps,
-/// seconds: the time steps waited for them (exposed), and the time each was
-/// in flight, from its start to the end of its wait; and the bytes moved per
-/// iteration.
+/// Copies between memory spaces (Transfer steps), seconds over the steps
+/// run: the time the steps waited for them (exposed) and the time the copy
+/// queue spent copying (busy); and the bytes moved per iteration.
 struct CopyTime {
-  double exposed = 0, inFlight = 0;
+  double exposed = 0, busy = 0;
   int64_t bytesPerStep = 0;
 };
 
@@ -228,7 +227,7 @@ private:
   double inFlightSeconds_ = 0, progressSeconds_ = 0;
   /// Per Transfer step, the copy queue's event after it, until its wait.
   std::vector<std::shared_ptr<Device::Event>> transfers_;
-  double copyWaitSeconds_ = 0, copyInFlightSeconds_ = 0;
+  double copyWaitSeconds_ = 0;
   std::vector<double> stepSeconds_;
   std::vector<int64_t> stepCalls_;
   std::vector<Event> events_;
