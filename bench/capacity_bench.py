@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Capacity: the largest GPT that trains in a capped device, without and with
+colo's memory techniques.
+
+    python bench/capacity_bench.py [--device-memory 1G] [--layers 8] [--seq 128] [--batch 4]
+
+The device pool is capped at --device-memory (colo compile --device-memory
+checks the step's planned memory against it, colo run holds each rank to
+it) while host memory is otherwise free. For each configuration, plain
+(nothing recomputed or offloaded) and with `recompute=full,offload=optimizer`,
+a binary search over the hidden size (multiples of 64; `colo model gpt`,
+float32, AdamW) finds the largest synthetic GPT that compiles within the cap
+and completes --steps training steps under it. Printed: each largest model's
+parameters, their ratio, and each one's step time under the cap relative to
+the same executable run uncapped.
+
+Colossal-AI's Gemini reports 18B parameters on a 24 GB RTX 3090 where PyTorch
+stops at 1.0B (18x), ZeRO-Offload about 10x; both move the parameters
+themselves to the host, which colo does not do yet (parameter chunks), so
+the ratio here is what optimizer offload and recomputation give alone."""
+import argparse
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+COLO = pathlib.Path(os.environ.get("COLO_BIN", ROOT / "build" / "bin")) / "colo"
+CONFIGS = {"plain": "recompute=none", "recompute+offload": "recompute=full,offload=optimizer"}
+
+
+def colo(*args, check=True):
+    return subprocess.run([str(COLO), *map(str, args)], check=check, capture_output=True,
+                          text=True)
+
+
+def parameters(a, hidden):
+    vocab = a.vocab
+    return a.layers * 12 * hidden * hidden + (vocab + a.seq) * hidden
+
+
+class Model:
+    """One size, compiled for one configuration under the cap."""
+
+    def __init__(self, a, tmp, config, hidden):
+        self.hidden = hidden
+        self.dir = tmp / f"{config}-{hidden}"
+        mlir = self.dir.with_suffix(".mlir")
+        colo("model", "gpt", "--layers", a.layers, "--hidden", hidden, "--heads", hidden // 64,
+             "--seq", a.seq, "--batch", a.batch, "--vocab", a.vocab, "--dtype", "f32", "-o", mlir)
+        self.compiled = colo("compile", mlir, "-o", self.dir, "--train", "loss=lm,optimizer=adamw",
+                             "--plan", CONFIGS[config], "--device-memory", a.device_memory,
+                             check=False).returncode == 0
+
+    def step_ms(self, a, capped):
+        args = ["run", self.dir, "--steps", a.steps, "--data", "synthetic", "--no-snapshot",
+                "-o", self.dir / "w.safetensors"]
+        if not capped:
+            args += ["--device-memory", "1024G"]  # above what it was compiled for: no cap in effect
+        proc = colo(*args, check=False)
+        if proc.returncode:
+            return None
+        times = [float(t) for t in re.findall(r"^step \d+/\d+ .*\((\d+(?:\.\d+)?) ms\)",
+                                              proc.stdout, re.M)]
+        return statistics.median(times[1:] or times)
+
+
+def largest(a, tmp, config):
+    """The largest hidden size that compiles and trains under the cap."""
+    lo, hi, best = 1, a.max_hidden // 64, None  # in units of 64
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        m = Model(a, tmp, config, 64 * mid)
+        ok = m.compiled and m.step_ms(a, capped=True) is not None
+        print(f"  {config}: hidden {64 * mid}: "
+              f"{parameters(a, 64 * mid) / 1e6:.1f}M parameters "
+              f"{'fits' if ok else 'does not fit'}", flush=True)
+        if ok:
+            best, lo = m, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device-memory", default="1G")
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--max-hidden", type=int, default=4096)
+    p.add_argument("--steps", type=int, default=3)
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as t:
+        tmp = pathlib.Path(t)
+        found = {c: largest(a, tmp, c) for c in CONFIGS}
+        print(f"\ndevice memory {a.device_memory}, GPT with {a.layers} layers, "
+              f"{a.batch} x {a.seq} tokens, float32 AdamW")
+        print(f"{'configuration':<20} {'hidden':>6} {'parameters':>11} "
+              f"{'capped ms':>10} {'uncapped ms':>12} {'ratio':>6}")
+        for config, m in found.items():
+            if m is None:
+                print(f"{config:<20} nothing fits")
+                continue
+            capped, free = m.step_ms(a, True), m.step_ms(a, False)
+            print(f"{config:<20} {m.hidden:>6} {parameters(a, m.hidden) / 1e6:>10.1f}M "
+                  f"{capped:>10.0f} {free:>12.0f} {capped / free:>6.2f}")
+        if all(found.values()):
+            ratio = parameters(a, found["recompute+offload"].hidden) / \
+                parameters(a, found["plain"].hidden)
+            print(f"\nlargest model with recompute+offload / plain: {ratio:.2f}x "
+                  f"(Gemini: 18x, ZeRO-Offload: about 10x, both with the parameters offloaded too)")
+
+
+if __name__ == "__main__":
+    main()
