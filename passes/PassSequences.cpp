@@ -159,7 +159,8 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   // Before colo-pipeline, which schedules each microbatch's recomputation
   // with its backward.
   if (parallel.recompute != RecomputePolicy::None)
-    pm.addPass(createColoRecompute(ColoRecomputeOptions{parallel.recompute}));
+    pm.addPass(createColoRecompute(
+        ColoRecomputeOptions{parallel.recompute, parallel.recomputeBudgetMb}));
   if (pipelined)
     pm.addPass(createColoPipeline(ColoPipelineOptions{
         parallel.pp, parallel.virtualStages, parallel.micro, parallel.schedule}));

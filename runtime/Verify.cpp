@@ -1,9 +1,11 @@
 // Checks every rank's program before anything runs: the sharded state's
-// blocks, and the communication replayed to find mismatched messages and
-// deadlocks.
+// blocks, the communication replayed to find mismatched messages and
+// deadlocks, and the device memory each rank plans.
 #include "colo/Runtime/Verify.h"
 
 #include "colo/Runtime/DType.h"
+#include "colo/Runtime/Device.h"
+#include "colo/Runtime/Error.h"
 #include "Shard.h"
 
 #include <algorithm>
@@ -112,6 +114,34 @@ std::string verifyShards(const Program &top) {
   return "";
 }
 
+namespace {
+/// The scratch a CPU session reserves for `p`'s GEMMs and convolutions:
+/// their preparation reserves it and touches no data (the pointers are
+/// captured for a run that never comes).
+int64_t cpuScratchBytes(const Program &p) {
+  alignas(64) static char nowhere[64];
+  auto scratch = std::make_shared<Scratch>();
+  std::unique_ptr<Device> cpu = createCpuDevice();
+  auto f32 = reinterpret_cast<float *>(nowhere);
+  for (const Step &step : p.steps())
+    try {
+      if (step.has_gemm()) {
+        const Gemm &g = step.gemm();
+        GemmEpilogue epilogue{g.has_bias() ? f32 : nullptr, g.has_residual() ? f32 : nullptr};
+        cpu->prepareGemm(g, p.buffers(g.c()).dtype(), nowhere, nowhere, nowhere, epilogue,
+                         scratch);
+      } else if (step.has_conv()) {
+        const Conv2d &c = step.conv();
+        cpu->prepareConv(c, f32, f32, c.has_bias() && c.bias() >= 0 ? f32 : nullptr, f32,
+                         scratch);
+      }
+    } catch (const Error &) {
+      // The session reports what it cannot prepare.
+    }
+  return scratch->size();
+}
+} // namespace
+
 PlannedMemory plannedMemory(const Program &p) {
   auto aligned = [](int64_t v) { return (std::max<int64_t>(v, 1) + 63) / 64 * 64; };
   PlannedMemory m;
@@ -129,6 +159,7 @@ PlannedMemory plannedMemory(const Program &p) {
     }
   }
   m.stateAndInputs = aligned(m.stateAndInputs);
+  m.scratch = cpuScratchBytes(p);
   return m;
 }
 
@@ -153,7 +184,7 @@ std::string verifyDeviceMemory(const Program &program, int64_t capacity) {
   std::string where = program.stages_size() ? " on pipeline stage " + std::to_string(worst) : "";
   return "the step plans " + mb(most.total()) + " of device memory per rank" + where +
          " (arena " + mb(most.arena) + ", state and inputs " + mb(most.stateAndInputs) +
-         "; the largest buffer, '" + most.largest + "', " + mb(most.largestBytes) +
+         ", scratch " + mb(most.scratch) + "; the largest buffer, '" + most.largest + "', " + mb(most.largestBytes) +
          "), more than the " + mb(capacity) + " of --device-memory by " +
          mb(most.total() - capacity);
 }

@@ -53,6 +53,9 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   case planner::Recompute::Full:
     options.recompute = RecomputePolicy::Full;
     break;
+  case planner::Recompute::Budget:
+    options.recompute = RecomputePolicy::Budget;
+    break;
   }
   // colo-tensor-parallel reports sizes tp does not divide, on the op.
   options.tp = plan.tp;
@@ -97,6 +100,7 @@ LogicalResult colo::buildCompilePipeline(OpPassManager &pm, const CompileOptions
     errors << llvm::toString(parallel.takeError());
     return failure();
   }
+  parallel->recomputeBudgetMb = options.recomputeBudgetMb;
   std::string trainErrors;
   llvm::raw_string_ostream es(trainErrors);
   if (failed(buildTrainStepPipeline(pm, options.train, *parallel, es))) {

@@ -43,22 +43,14 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   return compileTrainStep(module, exeDir, options, untimed);
 }
 
-LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
-                                     const CompileOptions &options, TimingScope &timing) {
-  auto dump = [&](StringRef name, Operation *op) -> LogicalResult {
-    if (options.dumpIrDir.empty())
-      return success();
-    if (std::error_code ec = llvm::sys::fs::create_directories(options.dumpIrDir))
-      return module.emitError() << "cannot create '" << options.dumpIrDir
-                                << "': " << ec.message();
-    SmallString<256> path(options.dumpIrDir);
-    llvm::sys::path::append(path, name);
-    return writeText(module, path, op);
-  };
+namespace {
+using DumpFn = llvm::function_ref<LogicalResult(StringRef, Operation *)>;
 
-  if (options.kernelPieces < 1)
-    return module.emitError() << "kernel pieces (--kernel-pieces) must be at least 1, got "
-                              << options.kernelPieces;
+/// The train step's passes on `module`, its step programs (one, or one per
+/// pipeline stage sharing `kernels`) and their passes, serialized and
+/// checked: what compileTrainStep writes, before the kernels are compiled.
+LogicalResult buildProgram(ModuleOp module, const CompileOptions &options, TimingScope &timing,
+                           DumpFn dump, KernelLibrary &kernels, runtime::Program &out) {
   PassManager pm(module.getContext());
   std::string errors;
   llvm::raw_string_ostream es(errors);
@@ -70,7 +62,6 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
       failed(dump("1-train-step.mlir", module)))
     return failure();
 
-  // One program, or one per pipeline stage (MPMD) sharing a kernels library.
   SmallVector<func::FuncOp> steps;
   ColoDialect::PipelineStageAttrHelper stageOf(module.getContext());
   for (auto f : module.getOps<func::FuncOp>())
@@ -82,7 +73,6 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   if (steps.empty())
     steps.push_back(module.lookupSymbol<func::FuncOp>("train_step"));
   TimingScope phase = timing.nest("step programs");
-  KernelLibrary kernels(module.getContext());
   module.getContext()->getOrLoadDialect<exec::ExecDialect>();
   OwningOpRef<ModuleOp> programs = ModuleOp::create(module.getLoc());
   OpBuilder b = OpBuilder::atBlockEnd(programs->getBody());
@@ -107,19 +97,104 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   FailureOr<runtime::Program> serialized = serializeExecutable(*programs);
   if (failed(serialized))
     return failure();
-  runtime::Program program = std::move(*serialized);
+  out = std::move(*serialized);
   phase = timing.nest("verify shards and communication");
-  if (std::string problem = runtime::verifyShards(program); !problem.empty())
+  if (std::string problem = runtime::verifyShards(out); !problem.empty())
     return module.emitError() << "the per-rank programs do not shard the state correctly: "
                               << problem;
-  if (std::string problem = runtime::verifyCommunication(program); !problem.empty())
+  if (std::string problem = runtime::verifyCommunication(out); !problem.empty())
     return module.emitError() << "the per-rank programs do not communicate correctly: "
                               << problem;
+  return success();
+}
+
+/// The device memory the largest rank's program plans.
+int64_t largestPlanned(const runtime::Program &program) {
+  int64_t most = runtime::plannedMemory(program).total();
+  for (const runtime::Program &stage : program.stages())
+    most = std::max(most, runtime::plannedMemory(stage).total());
+  return most;
+}
+
+/// recompute=budget: the largest budget for the layers' activations whose
+/// program fits options.deviceMemory (the least recomputation), by
+/// bisection over trial compilations without kernels; if none fits, the
+/// smallest the pass accepts, so that the real compilation says by how much
+/// it overflows.
+double chooseRecomputeBudget(ModuleOp module, const CompileOptions &options) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  // The planned bytes with `mb`, or nothing where colo-recompute finds the
+  // budget too small for any choice.
+  auto plannedWith = [&](double mb) -> std::optional<int64_t> {
+    OwningOpRef<ModuleOp> trial = module.clone();
+    CompileOptions o = options;
+    o.recomputeBudgetMb = mb;
+    ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
+    KernelLibrary kernels(module.getContext());
+    runtime::Program program;
+    TimingScope untimed;
+    if (failed(buildProgram(*trial, o, untimed,
+                            [](StringRef, Operation *) { return success(); }, kernels,
+                            program)))
+      return std::nullopt;
+    return largestPlanned(program);
+  };
+  double hi = double(options.deviceMemory) / kMiB, lo = 0;
+  if (std::optional<int64_t> all = plannedWith(hi); all && *all <= options.deviceMemory)
+    return hi;
+  std::optional<double> best, accepted;
+  for (int i = 0; i < 10; ++i) {
+    double mid = (lo + hi) / 2;
+    std::optional<int64_t> planned = plannedWith(mid);
+    if (planned)
+      accepted = mid;
+    if (planned && *planned <= options.deviceMemory) {
+      best = mid;
+      lo = mid;
+    } else if (planned) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return best ? *best : accepted.value_or(hi);
+}
+} // namespace
+
+LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
+                                     const CompileOptions &given, TimingScope &timing) {
+  auto dump = [&](StringRef name, Operation *op) -> LogicalResult {
+    if (given.dumpIrDir.empty())
+      return success();
+    if (std::error_code ec = llvm::sys::fs::create_directories(given.dumpIrDir))
+      return module.emitError() << "cannot create '" << given.dumpIrDir
+                                << "': " << ec.message();
+    SmallString<256> path(given.dumpIrDir);
+    llvm::sys::path::append(path, name);
+    return writeText(module, path, op);
+  };
+
+  if (given.kernelPieces < 1)
+    return module.emitError() << "kernel pieces (--kernel-pieces) must be at least 1, got "
+                              << given.kernelPieces;
+  CompileOptions options = given;
+  if (options.plan.recompute == planner::Recompute::Budget) {
+    if (options.deviceMemory <= 0)
+      return module.emitError("recompute=budget recomputes as little as fits the device: give "
+                              "the device's memory with colo compile --device-memory");
+    if (options.recomputeBudgetMb <= 0)
+      options.recomputeBudgetMb = chooseRecomputeBudget(module, options);
+  }
+  KernelLibrary kernels(module.getContext());
+  runtime::Program program;
+  if (failed(buildProgram(module, options, timing, dump, kernels, program)))
+    return failure();
+  TimingScope phase = timing.nest("device memory");
   if (options.deviceMemory > 0) {
     if (std::string problem = runtime::verifyDeviceMemory(program, options.deviceMemory);
         !problem.empty())
-      return module.emitError() << problem << " (recompute=full, ZeRO or more ranks hold "
-                                << "less)";
+      return module.emitError() << problem << " (recompute=full or budget, offload=optimizer, "
+                                << "ZeRO or more ranks hold less)";
     program.set_device_memory(options.deviceMemory);
   }
 

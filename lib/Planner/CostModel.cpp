@@ -790,6 +790,20 @@ void setThroughput(Prediction &p, const ModelProfile &m, const ClusterSpec &c,
 
 llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
                                    const Plan &plan) {
+  // The least recomputation that fits: colo compile --device-memory chooses
+  // per layer, which can fit between two of these.
+  if (plan.recompute == Recompute::Budget) {
+    llvm::Expected<Prediction> p = llvm::createStringError("no recompute policy");
+    for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      Plan tried = plan;
+      tried.recompute = r;
+      llvm::consumeError(p.takeError());
+      p = predict(m, c, tried);
+      if (!p || p->fits)
+        break;
+    }
+    return p;
+  }
   if (llvm::Error e = validatePlan(m, c, plan))
     return std::move(e);
   Shared s = sharedQuantities(m, c, plan);

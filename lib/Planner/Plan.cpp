@@ -25,6 +25,7 @@ StringRef recomputeName(Recompute r) {
   case Recompute::None: return "none";
   case Recompute::Selective: return "selective";
   case Recompute::Full: return "full";
+  case Recompute::Budget: return "budget";
   }
   return "none";
 }
@@ -98,9 +99,10 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     if (value == "none") p.recompute = Recompute::None;
     else if (value == "selective") p.recompute = Recompute::Selective;
     else if (value == "full") p.recompute = Recompute::Full;
+    else if (value == "budget") p.recompute = Recompute::Budget;
     else
       return bad(what + ": unknown recompute policy '" + value +
-                 "' (none, selective, full)");
+                 "' (none, selective, full, budget)");
     return Error::success();
   }
   if (key == "offload") {

@@ -145,3 +145,45 @@ def test_a_device_memory_budget_is_checked_when_compiling_and_running(tmp_path):
     out = run_colo("run", exe, "--steps", 1, "--data", "synthetic",
                    "-o", exe / "w.safetensors").stdout
     assert f"of the {budget / 1e6:.1f} MB of --device-memory" in out, out
+
+
+def test_recompute_budget_recomputes_as_little_as_fits_the_device(tmp_path):
+    """recompute=budget with --device-memory: given what selective
+    recomputation plans (between the plain step's memory and full
+    recomputation's), it recomputes some of the layers' values, not all,
+    fits, and trains the plain run's bits; below full's it is refused, and
+    without a budget it says what it needs."""
+    model = ROOT / "examples" / "gpt2-tiny.onnx"
+
+    def compiled(plan, *extra, check=True):
+        exe = tmp_path / f"{plan}-{len(list(tmp_path.iterdir()))}"
+        proc = run_colo("compile", model, "-o", exe, "--train", "loss=lm", "--plan", plan,
+                        "--dump-ir", exe / "ir", *extra, check=check)
+        return exe, proc
+
+    def peak(exe):
+        """The device memory the run held at most (the arena, the state and
+        inputs, the operand scratch)."""
+        out = run_colo("run", exe, "--steps", 2, "--data", "synthetic", "--device-memory", "4G",
+                       "-o", exe / "w.safetensors").stdout
+        return float(re.search(r"device memory: ([\d.]+) MB at most", out)[1]) * 1e6
+
+    def clones(exe):
+        return (exe / "ir" / "1-train-step.mlir").read_text().count("colo.recomputed")
+
+    plain, _ = compiled("recompute=none")
+    full, _ = compiled("recompute=full")
+    selective, _ = compiled("recompute=selective")
+    budget = int(peak(selective) + 1e5)  # colo run prints 0.1 MB
+    assert peak(full) < budget < peak(plain)
+    exe, _ = compiled("recompute=budget", "--device-memory", budget)
+    assert 0 < clones(exe) < clones(full)
+    assert peak(exe) <= budget
+    assert (exe / "w.safetensors").read_bytes() == (plain / "w.safetensors").read_bytes()
+
+    _, proc = compiled("recompute=budget", "--device-memory", int(peak(full) * 0.9),
+                       check=False)
+    assert proc.returncode == 1 and "of device memory per rank" in proc.stderr, proc.stderr
+    _, proc = compiled("recompute=budget", check=False)
+    assert proc.returncode == 1 and "give the device's memory with colo compile " \
+        "--device-memory" in proc.stderr, proc.stderr

@@ -38,6 +38,10 @@ struct CompileOptions {
   /// Device memory per rank that the program must fit (0: no bound): a step
   /// that plans more is an error; the bound is recorded for `colo run`.
   int64_t deviceMemory = 0;
+  /// recompute=budget: MiB for the layers' activations (colo-recompute's
+  /// budget-mb). compileTrainStep chooses it from deviceMemory: the largest
+  /// that fits, so that the least is recomputed.
+  double recomputeBudgetMb = 0;
 };
 
 /// The plan passes' options for `plan`, or an error naming the part of the

@@ -47,6 +47,7 @@ struct ParallelOptions {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")
   RecomputePolicy recompute = RecomputePolicy::None; ///< colo-recompute
+  double recomputeBudgetMb = 0; ///< colo-recompute's budget-mb (policy budget)
   bool offloadOptimizer = false; ///< colo-offload: optimizer state and update on the host
 };
 

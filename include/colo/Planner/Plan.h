@@ -11,7 +11,9 @@
 namespace colo::planner {
 
 enum class Schedule { None, GPipe, OneFOneB, Interleaved };
-enum class Recompute { None, Selective, Full };
+/// Budget: as little as fits the device (colo compile --device-memory picks
+/// per layer; the planner the least of none, selective and full that fits).
+enum class Recompute { None, Selective, Full, Budget };
 enum class Offload { None, Optimizer };
 
 /// A parallel training plan: the mesh, how state is partitioned, how the batch

@@ -31,14 +31,17 @@ std::string verifyShards(const Program &program);
 /// matches and completes, else the first problem, naming the rank and step.
 std::string verifyCommunication(const Program &program);
 
-/// The device memory a rank's program plans to hold: the arena and the
-/// state and inputs, each 64-byte aligned as the session allocates them
-/// (the runtime's scratch, snapshot and staging come on top).
+/// The device memory a rank's program plans to hold: the arena, the state
+/// and inputs, each 64-byte aligned as the session allocates them, and the
+/// operand scratch that the CPU device reserves for its GEMMs and
+/// convolutions (oneDNN's scratchpads, blocked layouts, widened 16-bit
+/// operands), found by preparing them as a session on this machine would
+/// (communication staging comes on top; snapshots are host memory).
 struct PlannedMemory {
-  int64_t arena = 0, stateAndInputs = 0;
+  int64_t arena = 0, stateAndInputs = 0, scratch = 0;
   std::string largest; ///< the largest buffer, temporary or not
   int64_t largestBytes = 0;
-  int64_t total() const { return arena + stateAndInputs; }
+  int64_t total() const { return arena + stateAndInputs + scratch; }
 };
 PlannedMemory plannedMemory(const Program &rankProgram);
 
