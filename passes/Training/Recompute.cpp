@@ -298,6 +298,10 @@ struct ColoRecompute : colo::impl::ColoRecomputeBase<ColoRecompute> {
     std::vector<Segment> segments;
     if (policy == RecomputePolicy::Selective) {
       segments = attentionCores(step, r);
+      if (segments.empty())
+        step.emitWarning("recompute=selective recomputes attention cores, and the model has "
+                         "none (no softmax between two matrix products): nothing is "
+                         "recomputed (recompute=full recomputes whole layers)");
     } else {
       ModelSummary summary = summarize(module);
       const RepeatedBlocks *layers = findLayers(summary);

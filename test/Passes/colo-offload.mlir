@@ -1,17 +1,22 @@
-// RUN: colo-opt %s --colo-build-train-step="optimizer=adamw lr=0.01" --canonicalize --cse --colo-offload | FileCheck %s
-// RUN: colo-opt %s --colo-build-train-step="optimizer=sgd momentum=0.9 loss-scale=dynamic" --canonicalize --cse --colo-offload | FileCheck %s --check-prefix=SCALE
-// RUN: colo-opt %s --colo-build-train-step="optimizer=adamw lr=0.01" --canonicalize --cse --colo-offload=optimizer=false | FileCheck %s --check-prefix=OFF
+// RUN: colo-opt %S/Inputs/linear.mlir --colo-build-train-step="optimizer=adamw lr=0.01" --canonicalize --cse --colo-offload | FileCheck %s
+// RUN: colo-opt %S/Inputs/linear.mlir --colo-build-train-step="optimizer=sgd momentum=0.9 loss-scale=dynamic" --canonicalize --cse --colo-offload | FileCheck %s --check-prefix=SCALE
+// RUN: colo-opt %S/Inputs/linear.mlir --colo-build-train-step="optimizer=adamw lr=0.01" --canonicalize --cse --colo-offload=optimizer=false | FileCheck %s --check-prefix=OFF
 
 // A linear classifier with AdamW: its moments live on the host, the updates
-// run there; each gradient goes to the host right after the backward
-// computes it, each parameter to the host before its update and back after.
-// The step counter and its increment stay on the device; constants (the
-// learning rate) are in the kernels and move nowhere.
+// run there. Each parameter goes to the host at the start of the step (its
+// update's load moves there: nothing changes it before the update), each
+// gradient right after the backward computes it, and each new parameter
+// back to the device. The step counter and its increment stay on the
+// device; constants (the learning rate) are in the kernels and move nowhere.
 // CHECK-DAG: colo.global @colo.step : tensor<i64> = dense<0> : tensor<i64> {colo.optimizer_state}
 // CHECK-DAG: colo.global @"fc.weight#exp_avg" : tensor<4x3xf32> = {{.*}} {colo.on_host, colo.optimizer_state}
 // CHECK-DAG: colo.global @"fc.weight#exp_avg_sq" : tensor<4x3xf32> = {{.*}} {colo.on_host, colo.optimizer_state}
 // CHECK-DAG: colo.global @"fc.bias#exp_avg_sq" : tensor<3xf32> = {{.*}} {colo.on_host, colo.optimizer_state}
 // CHECK-LABEL: func.func @train_step
+// CHECK-NEXT: %[[W:.*]] = colo.global_load @fc.weight
+// CHECK-NEXT: %[[HW:.*]] = colo.transfer %[[W]] to host : tensor<4x3xf32>
+// CHECK-NEXT: %[[B:.*]] = colo.global_load @fc.bias
+// CHECK-NEXT: %[[HB:.*]] = colo.transfer %[[B]] to host : tensor<3xf32>
 // CHECK: %[[LR:.*]] = colo.constant dense<0.00999999977> : tensor<f32>
 // CHECK-NOT: colo.transfer %[[LR]]
 // CHECK: %[[STEP:.*]] = colo.add %{{.*}}, %{{.*}} : tensor<i64>, tensor<i64>
@@ -20,14 +25,12 @@
 // CHECK-NEXT: %[[HDB:.*]] = colo.transfer %[[DB]] to host : tensor<3xf32>
 // CHECK: %[[DW:.*]] = colo.matmul
 // CHECK-NEXT: %[[HDW:.*]] = colo.transfer %[[DW]] to host : tensor<4x3xf32>
-// CHECK: %[[W:.*]] = colo.global_load @fc.weight
-// CHECK-NEXT: %[[HW:.*]] = colo.transfer %[[W]] to host : tensor<4x3xf32>
 // CHECK: %[[NEW:.*]], %[[M:.*]], %[[V:.*]] = colo.adam_update %[[HW]], %[[HDW]], %{{.*}}, %{{.*}}, %[[LR]], %[[HSTEP]] {{{.*}}colo.on_host
 // CHECK-NEXT: %[[DNEW:.*]] = colo.transfer %[[NEW]] to device : tensor<4x3xf32>
 // CHECK-NEXT: colo.global_store @fc.weight, %[[DNEW]]
 // CHECK-NEXT: colo.global_store @"fc.weight#exp_avg", %[[M]]
 // CHECK-NEXT: colo.global_store @"fc.weight#exp_avg_sq", %[[V]]
-// CHECK: colo.adam_update %{{.*}}, %[[HDB]], {{.*}}colo.on_host
+// CHECK: colo.adam_update %[[HB]], %[[HDB]], {{.*}}colo.on_host
 
 // Dynamic loss scaling keeps or skips each update with a select: the
 // momentum buffer's select runs on the host (its result stays there), the
@@ -52,12 +55,3 @@
 
 // OFF-NOT: colo.on_host
 // OFF-NOT: colo.transfer
-colo.global trainable @fc.weight : tensor<4x3xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0 : f64>
-colo.global trainable @fc.bias : tensor<3xf32> = #colo.init<distribution = "zeros", a = 0.0 : f64, b = 0.0 : f64>
-func.func @forward(%x: tensor<8x4xf32>) -> tensor<8x3xf32> {
-  %w = colo.global_load @fc.weight : tensor<4x3xf32>
-  %y = colo.matmul %x, %w : tensor<8x4xf32>, tensor<4x3xf32>
-  %b = colo.global_load @fc.bias : tensor<3xf32>
-  %z = colo.add %y, %b : tensor<8x3xf32>, tensor<3xf32>
-  return %z : tensor<8x3xf32>
-}

@@ -6,6 +6,7 @@
 // RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute="policy=budget budget-mb=0.0016" | FileCheck %s --check-prefix=TIGHT
 // RUN: colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute="policy=budget budget-mb=0.003" | FileCheck %s --check-prefix=NONE
 // RUN: not colo-opt %s --colo-build-train-step="loss=lm optimizer=sgd" --colo-recompute="policy=budget budget-mb=0.0001" 2>&1 | FileCheck %s --check-prefix=TOOSMALL
+// RUN: colo-opt %S/Inputs/linear.mlir --colo-build-train-step --colo-recompute=policy=selective 2>&1 | FileCheck %s --check-prefix=NOATTENTION
 
 // Two layers h.0 and h.1, each a projection, an attention-like core
 // (scores, scaling, softmax, the product with the values) and a GELU on a
@@ -86,3 +87,8 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
   %logits = colo.matmul %r1, %tt : tensor<2x4x8xf32>, tensor<8x16xf32> loc("/head/MatMul")
   return %logits : tensor<2x4x16xf32>
 }
+
+// A model without attention: selective recomputation has nothing to do, and
+// says so.
+// NOATTENTION: warning: recompute=selective recomputes attention cores, and the model has none
+// NOATTENTION-NOT: colo.recomputed
