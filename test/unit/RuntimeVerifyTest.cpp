@@ -1,6 +1,7 @@
 // The compile-time checks of all ranks' programs (Verify.h): sharded state and
 // the replay of their communication.
 #include "colo/Runtime/Verify.h"
+#include "ProgramBuilder.h"
 
 #include <gtest/gtest.h>
 
@@ -160,3 +161,21 @@ TEST(RuntimeVerify, AShardOverThePipelineAxisIsRejected) {
       << problem;
 }
 } // namespace
+
+/// The device memory a rank plans counts the operand scratch that the CPU
+/// device reserves for its products: a GEMM that adds to its output
+/// (beta 1) computes the product into a float buffer of C's size first.
+TEST(RuntimeVerify, PlannedDeviceMemoryCountsTheProductsScratch) {
+  ProgramBuilder b;
+  int32_t a = b.temp("a", F32, {64, 64}), w = b.state("w", F32, {64, 64}),
+          c = b.temp("c", F32, {64, 64});
+  b.gemm(a, w, c, 64, 64, 64, "accumulate").set_beta(1.0);
+  PlannedMemory m = plannedMemory(b.program());
+  EXPECT_EQ(m.stateAndInputs, 64 * 64 * 4);
+  EXPECT_GE(m.scratch, 64 * 64 * 4);
+  EXPECT_EQ(m.total(), m.arena + m.stateAndInputs + m.scratch);
+  EXPECT_EQ(verifyDeviceMemory(b.program(), m.total()), "");
+  std::string problem = verifyDeviceMemory(b.program(), m.total() - 1);
+  EXPECT_NE(problem.find("scratch"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("more than the"), std::string::npos) << problem;
+}
