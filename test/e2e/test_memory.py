@@ -187,3 +187,24 @@ def test_recompute_budget_recomputes_as_little_as_fits_the_device(tmp_path):
     _, proc = compiled("recompute=budget", check=False)
     assert proc.returncode == 1 and "give the device's memory with colo compile " \
         "--device-memory" in proc.stderr, proc.stderr
+
+
+def test_checkpoints_resume_across_offload(tmp_path):
+    """The optimizer's state keeps its names on the host: a checkpoint of an
+    offloaded run resumes in a plain one, and the other way round, with the
+    bits of an uninterrupted plain run."""
+    model = ROOT / "examples" / "gpt2-tiny.onnx"
+    exes = {}
+    for offload in ("none", "optimizer"):
+        exes[offload] = tmp_path / offload
+        run_colo("compile", model, "-o", exes[offload], "--train", "loss=lm",
+                 "--plan", f"offload={offload}")
+    run = ("--data", "synthetic", "--threads", 1)
+    run_colo("run", exes["none"], "--steps", 3, *run, "-o", tmp_path / "straight.safetensors")
+    for first, then in (("optimizer", "none"), ("none", "optimizer")):
+        ckpt = tmp_path / f"ckpt-{first}"
+        run_colo("run", exes[first], "--steps", 2, *run, "--checkpoint-dir", ckpt,
+                 "-o", tmp_path / "w.safetensors")
+        out = tmp_path / f"resumed-{then}.safetensors"
+        run_colo("run", exes[then], "--steps", 3, *run, "--resume", ckpt, "-o", out)
+        assert out.read_bytes() == (tmp_path / "straight.safetensors").read_bytes(), (first, then)
