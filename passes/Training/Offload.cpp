@@ -60,18 +60,19 @@ public:
       ColoDialect::OnHostAttrHelper(op->getContext()).setAttr(op, UnitAttr::get(op->getContext()));
 
     for (Operation &op : llvm::make_early_inc_range(body)) {
-      bool store = isa<GlobalStoreOp>(op);
-      // Host ops and stores into host globals read host values.
-      if (host.contains(&op) || (store && hostGlobal(cast<GlobalStoreOp>(op).getGlobal())))
-        for (OpOperand &use : op.getOpOperands())
-          if (!onHost(use.get()) && !use.get().getDefiningOp<ConstantOp>()) // kernels hold constants
-            use.set(transfer(use.get(), /*toHost=*/true));
-      // Everything else reads device values.
-      if (!host.contains(&op) && !(store && hostGlobal(cast<GlobalStoreOp>(op).getGlobal())) &&
-          !isa<TransferOp>(op))
-        for (OpOperand &use : op.getOpOperands())
-          if (onHost(use.get()))
-            use.set(transfer(use.get(), /*toHost=*/false));
+      if (isa<TransferOp>(op))
+        continue;
+      // Host ops and stores into host globals read host values (constants
+      // are in the kernels); every other op reads device values.
+      auto store = dyn_cast<GlobalStoreOp>(op);
+      bool hostSide = host.contains(&op) || (store && hostGlobal(store.getGlobal()));
+      for (OpOperand &use : op.getOpOperands()) {
+        Value v = use.get();
+        if (hostSide && !onHost(v) && !v.getDefiningOp<ConstantOp>())
+          use.set(transfer(v, /*toHost=*/true));
+        else if (!hostSide && onHost(v))
+          use.set(transfer(v, /*toHost=*/false));
+      }
     }
     hostOps += int64_t(host.size());
     transfers += int64_t(moved.size());
