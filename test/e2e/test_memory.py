@@ -208,3 +208,28 @@ def test_checkpoints_resume_across_offload(tmp_path):
         out = tmp_path / f"resumed-{then}.safetensors"
         run_colo("run", exes[then], "--steps", 3, *run, "--resume", ckpt, "-o", out)
         assert out.read_bytes() == (tmp_path / "straight.safetensors").read_bytes(), (first, then)
+
+
+def test_the_memory_timeline_draws_both_spaces_and_the_transfers(tmp_path):
+    """colo run --timeline: an SVG of device memory over one step, and of
+    host memory where the program keeps some there (the offloaded state),
+    with a tick where each transfer starts; its device peak is what the
+    program's live buffers need, no more than the run held."""
+    import xml.etree.ElementTree as ET
+
+    model = ROOT / "examples" / "gpt2-tiny.onnx"
+    for offload in ("none", "optimizer"):
+        exe = tmp_path / offload
+        run_colo("compile", model, "-o", exe, "--train", "loss=lm", "--plan", f"offload={offload}")
+        out = run_colo("run", exe, "--steps", 2, "--data", "synthetic", "--device-memory", "1G",
+                       "--timeline", tmp_path / f"{offload}.svg", "-o", exe / "w.safetensors").stdout
+        svg = ET.parse(tmp_path / f"{offload}.svg").getroot()
+        texts = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+        ticks = [l for l in svg.iter("{http://www.w3.org/2000/svg}line")
+                 if l.get("stroke") == "#e15759"]
+        device = float(re.search(r"device memory, peak ([\d.]+) MB",
+                                 " ".join(texts))[1])
+        held = float(re.search(r"device memory: ([\d.]+) MB at most", out)[1])
+        assert 0 < device <= held
+        assert any(t.startswith("host memory, peak") for t in texts) == (offload == "optimizer")
+        assert (len(ticks) > 1) == (offload == "optimizer")

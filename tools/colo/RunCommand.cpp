@@ -113,6 +113,12 @@ cl::opt<std::string>
     runProfile("profile",
                cl::desc("Time every step; write a Chrome trace (chrome://tracing) here"),
                cl::value_desc("trace.json"), cl::sub(runCmd), cl::sub(trainCommand()));
+cl::opt<std::string> runTimeline(
+    "timeline",
+    cl::desc("Profile the steps and draw the device and host memory the program holds over "
+             "one step (parameters, optimizer state, inputs, scratch, temporaries; transfers "
+             "marked) into this SVG file"),
+    cl::value_desc("memory.svg"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runNoSnapshot(
     "no-snapshot",
     cl::desc("Do not copy the parameters before each step (a NaN loss then leaves no "
@@ -279,6 +285,7 @@ std::vector<std::string> runArguments() {
   add(runWeights, runWeights);
   add(runSaveState, runSaveState);
   add(runProfile, runProfile);
+  add(runTimeline, runTimeline);
   add(runCheckpointDir, runCheckpointDir);
   add(runCheckpointEvery, std::to_string(runCheckpointEvery));
   add(runCheckpointKeep, std::to_string(runCheckpointKeep));
@@ -489,7 +496,7 @@ int run(const std::string &dir) {
   };
 
   session.setSnapshots(!runNoSnapshot && session.snapshotBytes() <= rt::kSnapshotLimit);
-  session.setProfiling(!runProfile.empty());
+  session.setProfiling(!runProfile.empty() || !runTimeline.empty());
   session.setOverlap(!runNoOverlap);
   if (exe->parameters().empty())
     WithColor::warning(errs(), "colo")
@@ -597,6 +604,10 @@ int run(const std::string &dir) {
     printProfile(session);
     session.writeTrace(runProfile);
     out << "wrote the trace to " << runProfile << "\n";
+  }
+  if (!runTimeline.empty()) {
+    session.writeMemoryTimeline(runTimeline);
+    out << "wrote the memory timeline to " << runTimeline << "\n";
   }
   return 0;
 }
