@@ -65,6 +65,8 @@ Session::Session(std::shared_ptr<const Executable> executable, Communicator *com
 }
 
 Session::~Session() {
+  // A step that failed may have left transfers in flight into these blocks.
+  device_->synchronize(Device::Queue::Copy);
   for (void *p : blocks_)
     device_->free(p);
 }
