@@ -533,7 +533,6 @@ void Session::noteExtra(int64_t communication, int64_t saving) const {
 MemoryReport Session::memory() const {
   MemoryReport m;
   m.arena = roundUp(std::max<int64_t>(exe_->program().arena_bytes(), 1));
-  m.hostArena = exe_->program().host_arena_bytes();
   m.stateAndInputs = plannedBlock_;
   for (const auto &[id, copy] : snapshot_)
     m.snapshot += int64_t(copy.size());

@@ -66,7 +66,6 @@ struct CopyTime {
 /// held at once (peakExtra) besides the breakdown of each part's largest.
 struct MemoryReport {
   int64_t arena = 0;          ///< TEMP buffers (Program.arena_bytes)
-  int64_t hostArena = 0;      ///< TEMP buffers of the host (Program.host_arena_bytes)
   int64_t stateAndInputs = 0; ///< STATE, CONSTANT and INPUT buffers
   int64_t snapshot = 0;       ///< the copy of the parameters (setSnapshots)
   int64_t scratch = 0;        ///< operand scratch (convolutions, 16-bit GEMMs)
