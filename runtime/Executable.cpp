@@ -501,13 +501,18 @@ void Executable::validateSteps() {
       }
       break;
     }
-    case Step::kCopy: {
-      int32_t src = operand("src", step.copy().src()),
-              dst = operand("dst", step.copy().dst());
+    case Step::kCopy:
+    case Step::kTransfer: {
+      bool transfer = step.has_transfer();
+      int32_t src = operand("src", transfer ? step.transfer().src() : step.copy().src()),
+              dst = operand("dst", transfer ? step.transfer().dst() : step.copy().dst());
       if (byteSize(src) != byteSize(dst))
         fail(where + ": src " + describeBuffer(src) + " has " +
              std::to_string(byteSize(src)) + " bytes, dst " + describeBuffer(dst) +
              " has " + std::to_string(byteSize(dst)));
+      if (transfer && space(src) == space(dst))
+        fail(where + ": src and dst are both in " + Buffer::Space_Name(space(src)) +
+             " memory (a transfer moves bytes between two spaces; a copy within one)");
       notConstant("dst", dst);
       break;
     }
@@ -574,19 +579,6 @@ void Executable::validateSteps() {
       if (c.overlap() && c.kind() != Collective::ALL_REDUCE)
         fail(where + ": only an all-reduce overlaps the steps after it");
       notConstant("output", out);
-      break;
-    }
-    case Step::kTransfer: {
-      int32_t src = operand("src", step.transfer().src()),
-              dst = operand("dst", step.transfer().dst());
-      if (byteSize(src) != byteSize(dst))
-        fail(where + ": src " + describeBuffer(src) + " has " +
-             std::to_string(byteSize(src)) + " bytes, dst " + describeBuffer(dst) +
-             " has " + std::to_string(byteSize(dst)));
-      if (space(src) == space(dst))
-        fail(where + ": src and dst are both in " + Buffer::Space_Name(space(src)) +
-             " memory (a transfer moves bytes between two spaces; a copy within one)");
-      notConstant("dst", dst);
       break;
     }
     case Step::kWait:
