@@ -347,15 +347,30 @@ def report(rows, title):
               f"over {len(berr)} plans that communicate")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--colo", default=str(ROOT / "build" / "bin" / "colo"))
+def add_gpt2_args(ap):
+    """The benchmark GPT-2's size (the defaults above); the offload and
+    memory benchmarks run the same model."""
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=8)
+
+
+def gpt2_model(colo, work, a):
+    """The GPT-2 of `a` exported to work/model.onnx and imported to
+    work/model.mlir (for the planner); returns both and its parameters."""
+    model, mlir = work / "model.onnx", work / "model.mlir"
+    params = export_gpt2(model, a.layers, a.hidden, a.heads, a.vocab, a.seq, a.batch)
+    colo_cmd(colo, "import", model, "-o", mlir)
+    return model, mlir, params
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--colo", default=str(ROOT / "build" / "bin" / "colo"))
+    add_gpt2_args(ap)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--plans", help="comma-free labels separated by ';' (default: all)")

@@ -18,13 +18,12 @@ for at least 10 plans."""
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_plans import export_gpt2, planner_plan  # noqa: E402
+from calibrate_plans import add_gpt2_args, colo_cmd, gpt2_model, planner_plan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANS = [("single", "", 1), ("dp=2", "dp=2", 2), ("tp=2", "tp=2", 2),
@@ -33,25 +32,17 @@ POLICIES = ["", "recompute=selective", "recompute=full", "offload=optimizer"]
 
 
 def colo(*args):
-    return subprocess.run([str(ROOT / "build" / "bin" / "colo"), *map(str, args)], check=True,
-                          capture_output=True, text=True).stdout
+    return colo_cmd(ROOT / "build" / "bin" / "colo", *args)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=4096)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=8)
+    add_gpt2_args(ap)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as t:
         work = Path(t)
-        model, mlir = work / "model.onnx", work / "model.mlir"
-        params = export_gpt2(model, a.layers, a.hidden, a.heads, a.vocab, a.seq, a.batch)
-        colo("import", model, "-o", mlir)
+        model, mlir, params = gpt2_model(ROOT / "build" / "bin" / "colo", work, a)
         clusters = {}
         print(f"GPT-2, {params / 1e6:.1f}M parameters; MB of 10^6 bytes per rank (the largest)")
         print(f"{'plan':<14} {'policy':<20} {'measured':>9} {'program':>8} {'err':>7} "

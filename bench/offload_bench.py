@@ -17,21 +17,19 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_plans import export_gpt2, planner_plan  # noqa: E402
+from calibrate_plans import add_gpt2_args, colo_cmd, gpt2_model, planner_plan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANS = [("single", "", 1), ("dp=2", "dp=2", 2)]
 
 
 def colo(*args):
-    return subprocess.run([str(ROOT / "build" / "bin" / "colo"), *map(str, args)], check=True,
-                          capture_output=True, text=True).stdout
+    return colo_cmd(ROOT / "build" / "bin" / "colo", *args)
 
 
 def measure(work, model, label, plan, offload, a):
@@ -71,18 +69,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--link-bandwidth", type=float, default=16.0, help="GB/s")
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=4096)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=8)
+    add_gpt2_args(ap)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as t:
         work = Path(t)
-        model, mlir = work / "model.onnx", work / "model.mlir"
-        params = export_gpt2(model, a.layers, a.hidden, a.heads, a.vocab, a.seq, a.batch)
-        colo("import", model, "-o", mlir)
+        model, mlir, params = gpt2_model(ROOT / "build" / "bin" / "colo", work, a)
         print(f"GPT-2, {params / 1e6:.1f}M parameters, link {a.link_bandwidth:g} GB/s, "
               f"{a.steps} steps")
         print(f"{'plan':<8} {'offload':<9} {'meas ms':>8} {'pred ms':>8} {'err':>7}   "
