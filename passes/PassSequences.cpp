@@ -181,7 +181,8 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   // gradients' markers are gone, so that each transfer follows the op that
   // computes its gradient.
   if (parallel.offloadOptimizer) {
-    pm.addPass(createColoOffload());
+    pm.addPass(createColoOffload(ColoOffloadOptions{
+        /*optimizer=*/true, parallel.offloadParams, parallel.chunkMb, parallel.residentMb}));
     pm.addPass(mlir::createCSEPass());
   }
   return mlir::success();

@@ -69,6 +69,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
            {MicroAttrHelper::getNameStr(), Range::NonNegative},
            {PipelineStageAttrHelper::getNameStr(), Range::NonNegative},
            {TagAttrHelper::getNameStr(), Range::NonNegative},
+           {ChunkAttrHelper::getNameStr(), Range::NonNegative},
            {OpsetAttrHelper::getNameStr(), Range::NonNegative},
            {PipelineStagesAttrHelper::getNameStr(), Range::Positive},
            {MicrobatchesAttrHelper::getNameStr(), Range::Positive},

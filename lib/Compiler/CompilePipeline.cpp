@@ -42,7 +42,8 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
                  " is not implemented (stages 1, 2 and 3 are)");
   if (plan.zero == 3 && plan.tp > 1)
     return unsupported("ZeRO stage 3 with tensor parallelism");
-  options.offloadOptimizer = plan.offload == planner::Offload::Optimizer;
+  options.offloadOptimizer = plan.offload != planner::Offload::None;
+  options.offloadParams = plan.offload == planner::Offload::OptimizerParams;
   options.dp = plan.dp;
   switch (plan.recompute) {
   case planner::Recompute::None:
@@ -101,6 +102,8 @@ LogicalResult colo::buildCompilePipeline(OpPassManager &pm, const CompileOptions
     return failure();
   }
   parallel->recomputeBudgetMb = options.recomputeBudgetMb;
+  parallel->residentMb = options.residentMb;
+  parallel->chunkMb = options.chunkMb;
   std::string trainErrors;
   llvm::raw_string_ostream es(trainErrors);
   if (failed(buildTrainStepPipeline(pm, options.train, *parallel, es))) {

@@ -116,19 +116,21 @@ int64_t largestPlanned(const runtime::Program &program) {
   return most;
 }
 
-/// recompute=budget: the largest budget for the layers' activations whose
-/// program fits options.deviceMemory (the least recomputation), by
+/// The largest of the MiB options that `budget` selects (recompute=budget's
+/// activations, or the parameter chunks kept resident) whose program fits
+/// options.deviceMemory (the least recomputation, the fewest fetches), by
 /// bisection over trial compilations without kernels; if none fits, the
 /// smallest the pass accepts, so that the real compilation says by how much
 /// it overflows.
-double chooseRecomputeBudget(ModuleOp module, const CompileOptions &options) {
+double chooseLargestFitting(ModuleOp module, const CompileOptions &options,
+                            double CompileOptions::*budget) {
   constexpr double kMiB = 1024.0 * 1024.0;
-  // The planned bytes with `mb`, or nothing where colo-recompute finds the
-  // budget too small for any choice.
+  // The planned bytes with `mb`, or nothing where the pass finds the budget
+  // too small for any choice.
   auto plannedWith = [&](double mb) -> std::optional<int64_t> {
     OwningOpRef<ModuleOp> trial = module.clone();
     CompileOptions o = options;
-    o.recomputeBudgetMb = mb;
+    o.*budget = mb;
     ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
     KernelLibrary kernels(module.getContext());
     runtime::Program program;
@@ -183,8 +185,12 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
       return module.emitError("recompute=budget recomputes as little as fits the device: give "
                               "the device's memory with colo compile --device-memory");
     if (options.recomputeBudgetMb <= 0)
-      options.recomputeBudgetMb = chooseRecomputeBudget(module, options);
+      options.recomputeBudgetMb =
+          chooseLargestFitting(module, options, &CompileOptions::recomputeBudgetMb);
   }
+  if (options.plan.offload == planner::Offload::OptimizerParams && options.deviceMemory > 0 &&
+      options.residentMb <= 0)
+    options.residentMb = chooseLargestFitting(module, options, &CompileOptions::residentMb);
   KernelLibrary kernels(module.getContext());
   runtime::Program program;
   if (failed(buildProgram(module, options, timing, dump, kernels, program)))
@@ -193,8 +199,8 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   if (options.deviceMemory > 0) {
     if (std::string problem = runtime::verifyDeviceMemory(program, options.deviceMemory);
         !problem.empty())
-      return module.emitError() << problem << " (recompute=full or budget, offload=optimizer, "
-                                << "ZeRO or more ranks hold less)";
+      return module.emitError() << problem << " (recompute=full or budget, offload=optimizer "
+                                << "or optimizer+params, ZeRO or more ranks hold less)";
     program.set_device_memory(options.deviceMemory);
   }
 

@@ -30,6 +30,15 @@ StringRef recomputeName(Recompute r) {
   return "none";
 }
 
+StringRef offloadName(Offload o) {
+  switch (o) {
+  case Offload::None: return "none";
+  case Offload::Optimizer: return "optimizer";
+  case Offload::OptimizerParams: return "optimizer+params";
+  }
+  return "none";
+}
+
 std::string Plan::str() const {
   std::string s = formatv("dp={0},tp={1},pp={2}", dp, tp, pp).str();
   if (sequenceParallel)
@@ -45,8 +54,8 @@ std::string Plan::str() const {
     s += formatv(",v={0}", virtualStages).str();
   if (recompute != Recompute::None)
     s += ",recompute=" + recomputeName(recompute).str();
-  if (offload == Offload::Optimizer)
-    s += ",offload=optimizer";
+  if (offload != Offload::None)
+    s += ",offload=" + offloadName(offload).str();
   return s;
 }
 
@@ -108,8 +117,13 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
   if (key == "offload") {
     if (value == "none") p.offload = Offload::None;
     else if (value == "optimizer") p.offload = Offload::Optimizer;
+    else if (value == "optimizer+params" || value == "params+optimizer")
+      p.offload = Offload::OptimizerParams;
+    else if (value == "params")
+      return bad(what + ": offload=params needs the optimizer on the host too, where the "
+                        "parameters are updated: offload=optimizer+params");
     else
-      return bad(what + ": unknown offload '" + value + "' (none, optimizer)");
+      return bad(what + ": unknown offload '" + value + "' (none, optimizer, optimizer+params)");
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
@@ -256,7 +270,7 @@ json::Value toJSON(const Plan &p) {
       {"schedule", scheduleName(p.schedule)},
       {"virtual_stages", p.virtualStages},
       {"recompute", recomputeName(p.recompute)},
-      {"offload", p.offload == Offload::Optimizer ? "optimizer" : "none"},
+      {"offload", offloadName(p.offload)},
       {"stages", std::move(stages)},
   };
   if (p.ulysses > 1)

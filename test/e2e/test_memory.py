@@ -31,6 +31,13 @@ OFFLOAD = [(name, parallel, "offload=optimizer")
            for parallel in ("", "dp=2", "pp=2,micro=2") if not (name == "resnet18" and "pp" in parallel)] + \
           [("gpt2", "dp=2,zero=3", "offload=optimizer"),
            ("llama", "", "recompute=full,offload=optimizer")]
+PARAMS = [("gpt2", parallel, "offload=optimizer+params") for parallel in ("", "dp=2", "pp=2,micro=2")] + \
+         [("llama", "", "recompute=full,offload=optimizer+params"),
+          ("llama", "dp=2,zero=3", "offload=optimizer+params"),
+          ("resnet18", "", "offload=optimizer+params")]
+# Chunks of at most 16 KiB: several per layer, so that chunks are dropped
+# between the forward and the backward and fetched again.
+CHUNKS = ("--chunk-mb", "0.015625")
 
 
 class Run:
@@ -43,7 +50,9 @@ class Run:
         ir = exe / "ir"
         self.arena = max(int(b) for b in re.findall(r"\barena_bytes = (\d+)",
                                                     (ir / "2-program.mlir").read_text()))
-        self.clones = (ir / "1-train-step.mlir").read_text().count("colo.recomputed")
+        step = (ir / "1-train-step.mlir").read_text()
+        self.clones = step.count("colo.recomputed")
+        self.fetches = step.count("colo.chunk")
         self.device = float(re.search(r"device memory: ([\d.]+) MB at most", out)[1])
         host = re.search(r"host memory: ([\d.]+) MB at most", out)
         self.host = float(host[1]) if host else 0.0
@@ -55,17 +64,17 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("memory")
     paths, cache = {}, {}
 
-    def get(name, parallel, option):
+    def get(name, parallel, option, *flags):
         if name not in paths:
             model, args = transformer(name) if name in ("gpt2", "llama") else models.build(name)
             paths[name] = tmp / f"{name}.onnx"
             models.export(model.train(), args, paths[name], "torchscript")
-        key = (name, parallel, option)
+        key = (name, parallel, option, flags)
         if key not in cache:
             plan = ",".join(p for p in (parallel, option) if p) or "recompute=none"
             exe = tmp / f"{name}-{len(cache)}"
             run_colo("compile", paths[name], "-o", exe, "--train", TRAIN[name], "--plan", plan,
-                     "--dump-ir", exe / "ir")
+                     "--dump-ir", exe / "ir", *flags)
             out = run_colo("run", exe, "--steps", STEPS, "--data", "synthetic", "--threads", 1,
                            "--device-memory", "4G", "-o", exe / "w.safetensors").stdout
             cache[key] = Run(exe, out)
@@ -111,6 +120,22 @@ def test_optimizer_offload_changes_no_bits(name, parallel, option, trained):
     assert run.weights == plain.weights
     assert plain.host == 0 and run.host > 0
     assert run.device < plain.device
+
+
+@pytest.mark.parametrize("name,parallel,option", PARAMS)
+def test_parameter_offload_changes_no_bits(name, parallel, option, trained):
+    """The parameters live on the host too, fetched chunk by chunk: the
+    same weights; the device holds less than with the optimizer alone
+    offloaded, and some chunks are fetched twice (forward and backward)."""
+    plain = trained(name, parallel, "")
+    alone = trained(name, parallel, option.replace("+params", ""))
+    run = trained(name, parallel, option, *CHUNKS)
+    print(f"\n{name} {parallel or 'one rank'} {option}: device {run.device} MB "
+          f"(plain {plain.device}, optimizer offloaded {alone.device}), host {run.host} MB, "
+          f"{run.fetches} fetches")
+    assert run.weights == plain.weights
+    assert run.device < alone.device and run.host > 0
+    assert run.fetches > 0
 
 
 def test_a_device_memory_budget_is_checked_when_compiling_and_running(tmp_path):

@@ -64,6 +64,12 @@ cl::opt<int64_t> compileKernelPieces(
              "'colo run' spreads over its threads (halved where it does not divide; "
              "1: keep every kernel whole; results are the same bits either way)"),
     cl::init(8), cl::sub(compileCmd), cl::sub(trainCommand()));
+cl::opt<double> compileChunkMb(
+    "chunk-mb",
+    cl::desc("offload=optimizer+params: the most MiB of parameters one chunk holds; chunks "
+             "are fetched to the device whole, in the order the step first reads them "
+             "(default 32)"),
+    cl::init(32), cl::sub(compileCmd), cl::sub(trainCommand()));
 cl::opt<std::string> compileDeviceMemory(
     "device-memory",
     cl::desc("The device memory each rank has: bytes, or with K, M, G (binary). A step "
@@ -118,6 +124,10 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
   options.train = *trainOptions;
   options.dumpIrDir = dumpIr.str();
   options.kernelPieces = compileKernelPieces;
+  if (!(compileChunkMb > 0))
+    return reportError(formatv("--chunk-mb must be a positive number of MiB, got {0}",
+                               compileChunkMb.getValue()));
+  options.chunkMb = compileChunkMb;
   if (!compileDeviceMemory.empty()) {
     std::optional<int64_t> bytes = parseBytes(compileDeviceMemory);
     if (!bytes)

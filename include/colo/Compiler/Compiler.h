@@ -42,6 +42,14 @@ struct CompileOptions {
   /// budget-mb). compileTrainStep chooses it from deviceMemory: the largest
   /// that fits, so that the least is recomputed.
   double recomputeBudgetMb = 0;
+  /// offload=optimizer+params: MiB of parameter chunks the device keeps
+  /// between their uses (colo-offload's resident-mb). compileTrainStep
+  /// chooses it from deviceMemory like the recompute budget: the largest
+  /// that fits, so that the fewest chunks are fetched twice.
+  double residentMb = 0;
+  /// offload=optimizer+params: MiB of parameters per chunk (colo-offload's
+  /// chunk-mb).
+  double chunkMb = 32;
 };
 
 /// The plan passes' options for `plan`, or an error naming the part of the

@@ -49,6 +49,9 @@ struct ParallelOptions {
   RecomputePolicy recompute = RecomputePolicy::None; ///< colo-recompute
   double recomputeBudgetMb = 0; ///< colo-recompute's budget-mb (policy budget)
   bool offloadOptimizer = false; ///< colo-offload: optimizer state and update on the host
+  bool offloadParams = false;    ///< colo-offload: parameters on the host, fetched in chunks
+  double chunkMb = 32;           ///< colo-offload's chunk-mb
+  double residentMb = 0;         ///< colo-offload's resident-mb
 };
 
 /// The training step, typed: colo-build-train-step's options and the

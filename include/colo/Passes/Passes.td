@@ -348,10 +348,18 @@ def ColoOffload : Pass<"colo-offload", "::mlir::ModuleOp"> {
   let options = [
     Option<"optimizer", "optimizer", "bool", "true",
            "Keep the optimizer state on the host and update there">,
+    Option<"params", "params", "bool", "false",
+           "Keep the parameters on the host too and fetch them in chunks">,
+    Option<"chunkMb", "chunk-mb", "double", "32",
+           "Largest chunk of parameters fetched by one group of copies (MiB)">,
+    Option<"residentMb", "resident-mb", "double", "0",
+           "Parameter chunks the device holds between uses at most (MiB)">,
   ];
   let statistics = [
     Statistic<"numHostOps", "num-host-ops", "Ops run on the host">,
     Statistic<"numTransfers", "num-transfers", "Transfers between device and host">,
+    Statistic<"numChunks", "num-chunks", "Chunks of parameters">,
+    Statistic<"numFetches", "num-fetches", "Fetches of parameter chunks">,
   ];
 }
 

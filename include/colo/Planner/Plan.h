@@ -14,7 +14,10 @@ enum class Schedule { None, GPipe, OneFOneB, Interleaved };
 /// Budget: as little as fits the device (colo compile --device-memory picks
 /// per layer; the planner the least of none, selective and full that fits).
 enum class Recompute { None, Selective, Full, Budget };
-enum class Offload { None, Optimizer };
+/// What lives in host memory: the optimizer's state (its update runs there),
+/// and with it the parameters, fetched in chunks (ZeRO-Infinity's and
+/// Gemini's placement; parameters need their update on the host).
+enum class Offload { None, Optimizer, OptimizerParams };
 
 /// A parallel training plan: the mesh, how state is partitioned, how the batch
 /// is cut and scheduled, and what is recomputed or offloaded. Plans are data:
@@ -42,6 +45,7 @@ struct Plan {
 
 llvm::StringRef scheduleName(Schedule s);
 llvm::StringRef recomputeName(Recompute r);
+llvm::StringRef offloadName(Offload o);
 
 /// Parses the inline form (`dp=2,tp=2,pp=2,zero=1,micro=4,schedule=1f1b`) or,
 /// if `text` names a file, the JSON plan file.

@@ -59,6 +59,9 @@ def Colo_Dialect : Dialect {
     // A global that colo-offload keeps in host memory, or an op it runs on
     // the host (the optimizer's update).
     "::mlir::UnitAttr":$on_host,
+    // A transfer colo-offload's chunk schedule issues: the parameter chunk
+    // whose fetch it belongs to.
+    "::mlir::IntegerAttr":$chunk,
     // An integer function argument: its values lie in [0, int_max), or are
     // int_ignored (labels: the loss's ignore_index).
     "::mlir::IntegerAttr":$int_max,

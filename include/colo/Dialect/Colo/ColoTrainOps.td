@@ -97,7 +97,7 @@ def Colo_StopGradientOp : Colo_CostedOp<"stop_gradient",
   let hasCanonicalizer = 1;
 }
 
-def Colo_TransferOp : Colo_Op<"transfer", [Pure, SameOperandsAndResultType,
+def Colo_TransferOp : Colo_Op<"transfer", [SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Colo_CostOpInterface, ["getFlops"]>]> {
   let summary = "A tensor copied between device and host memory";
   let description = [{
@@ -107,13 +107,16 @@ def Colo_TransferOp : Colo_Op<"transfer", [Pure, SameOperandsAndResultType,
     device and writes the parameter back); the step program runs them on
     the device's copy queue, beside the compute, and waits for each right
     before its result is needed. Its cost is the bytes it moves over the
-    link: no FLOPs.
+    link: no FLOPs. Its result is a new buffer (an allocation, not a pure
+    value), so that CSE keeps the copies a schedule places apart: a
+    parameter fetched again for the backward after its forward copy was
+    dropped.
     ```mlir
     %gh = colo.transfer %g to host : tensor<64x64xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, UnitAttr:$to_host);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs Res<AnyRankedTensor, "", [MemAlloc]>:$result);
   let assemblyFormat = [{
     $input `to` custom<TransferDirection>($to_host) attr-dict `:` type($result)
   }];
