@@ -234,7 +234,7 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   return p;
 }
 
-MemoryBreakdown modelStateMemory(double params, int zero, int64_t dp, bool offload,
+MemoryBreakdown modelStateMemory(double params, int zero, int64_t dp, Offload offload,
                                  int64_t elementBytes) {
   // ZeRO (Rajbhandari et al. 2020): 2 bytes fp16/bf16 parameters, 2 bytes
   // gradients, 12 bytes fp32 master weights, momentum and variance. In fp32
@@ -242,9 +242,9 @@ MemoryBreakdown modelStateMemory(double params, int zero, int64_t dp, bool offlo
   double weight = elementBytes >= 4 ? 4 : 2;
   double optimizer = elementBytes >= 4 ? 8 : 12;
   MemoryBreakdown m;
-  m.params = weight * params / (zero >= 3 ? dp : 1);
+  m.params = offload == Offload::OptimizerParams ? 0 : weight * params / (zero >= 3 ? dp : 1);
   m.grads = weight * params / (zero >= 2 ? dp : 1);
-  m.optimizer = offload ? 0 : optimizer * params / (zero >= 1 ? dp : 1);
+  m.optimizer = offload != Offload::None ? 0 : optimizer * params / (zero >= 1 ? dp : 1);
   return m;
 }
 
@@ -612,12 +612,36 @@ double optimizerTime(double owned, const Shared &s) { return 32 * owned / s.bw; 
 /// The host updates at about 1e9 parameters/s per device's share (CPU
 /// Adam), or at the device's own rate where that is slower (local-cpu: the
 /// host is the device).
+///
+/// With the parameters offloaded too, the update reads and writes them on
+/// the host and nothing goes back; each microbatch's forward fetches the
+/// device's parameters (its shard under ZeRO-3) chunk by chunk, and its
+/// backward fetches them again (colo compile's default keeps no chunk
+/// resident between uses), all beside the compute. In mixed precision the
+/// host first makes the 16-bit copies of the `held` parameters, at the
+/// update's rate, before the first fetch.
 double offloadTime(double owned, const ClusterSpec &c, const Plan &plan, const Shared &s,
-                   double overlapped) {
+                   double overlapped, double held) {
   double gradsDown = plan.zero >= 2 ? s.mcount : 1;
   double link = s.weightBytes * owned / c.pcieBandwidth;
   double update = std::max(owned / 1e9, optimizerTime(owned, s));
+  if (plan.offload == Offload::OptimizerParams) {
+    double fetches = 2 * s.mcount * s.weightBytes * held / c.pcieBandwidth;
+    double narrow = s.weightBytes < 4 ? held / 1e9 : 0;
+    return narrow + std::max(0.0, fetches + gradsDown * link - overlapped) + update;
+  }
   return std::max(0.0, (1 + gradsDown) * link - overlapped) + std::max(update, link);
+}
+
+/// What offload keeps in host memory per device, as colo-offload compiles it:
+/// the owned parameters' moments (8 bytes), their fp32 master weights (or,
+/// with the parameters offloaded, every held parameter in fp32) and the
+/// gradients that arrive for the update.
+double hostMemory(double owned, double held, const Plan &plan, const Shared &s) {
+  if (plan.offload == Offload::None)
+    return 0;
+  double master = plan.offload == Offload::OptimizerParams ? held : owned;
+  return 8 * owned + 4 * master + s.weightBytes * owned;
 }
 
 /// Bytes one member of a ring collective over `n` sends: (n-1)/n of the
@@ -733,6 +757,9 @@ double bufferMemory(bool first, bool last, const ModelProfile &m, const ClusterS
                                  last ? m.post.params / edge : 0.0});
   if (plan.zero >= 3)
     buffers += 3 * s.weightBytes * largestPart;
+  // Offloaded parameters: the part that computes and the one being fetched.
+  if (plan.offload == Offload::OptimizerParams)
+    buffers += 2 * s.weightBytes * largestPart;
   return buffers;
 }
 
@@ -767,9 +794,8 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
                              const ClusterSpec &c, const Plan &plan, const Chunks &ch,
                              const Devices &dev, const Shared &s) {
   bool first = d == 0, last = (ch.count - 1) % s.pp == d;
-  MemoryBreakdown mem = modelStateMemory(dev.params[d], plan.zero, s.dp,
-                                         plan.offload == Offload::Optimizer,
-                                         m.elementBytes);
+  MemoryBreakdown mem =
+      modelStateMemory(dev.params[d], plan.zero, s.dp, plan.offload, m.elementBytes);
   mem.activations = activationMemory(d, first, last, inflight, m, plan, ch, s);
   mem.buffers = bufferMemory(first, last, m, c, plan, s);
   if (c.collectiveStaging > 0)
@@ -830,8 +856,9 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   t.bubble = pipelineBubbleTime(tMicro, s);
   t.dataParallel = dataParallelTime(m, c, plan, dev, s, tMicro);
   double owned = ownedParams(plan, dev, s);
-  if (plan.offload == Offload::Optimizer)
-    t.offload = offloadTime(owned, c, plan, s, t.compute + t.recompute);
+  if (plan.offload != Offload::None)
+    t.offload = offloadTime(owned, c, plan, s, t.compute + t.recompute,
+                            dev.maxParams / (plan.zero >= 3 ? s.dp : 1));
   else
     t.optimizer = optimizerTime(owned, s);
   p.stepTime = t.total();
@@ -852,7 +879,9 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
       worst = mem;
   }
   p.memory = worst;
-  p.fits = worst.total() <= 0.92 * c.deviceMemory;
+  p.hostMemory = hostMemory(owned, dev.maxParams / (plan.zero >= 3 ? s.dp : 1), plan, s);
+  p.fits = worst.total() <= 0.92 * c.deviceMemory &&
+           (c.hostMemory <= 0 || p.hostMemory * c.devicesPerNode <= 0.9 * c.hostMemory);
 
   setThroughput(p, m, c, plan);
   return p;
@@ -882,6 +911,11 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
                      gb(mem.buffers));
   if (c.collectiveStaging > 0)
     os << llvm::format("  staging    %9.2f GiB\n", gb(mem.staging));
+  if (p.hostMemory > 0)
+    os << llvm::format("host memory  %.2f GiB per device offloaded, %.2f GiB per node of %.2f "
+                       "GiB\n",
+                       gb(p.hostMemory), gb(p.hostMemory * c.devicesPerNode),
+                       gb(c.hostMemory));
   const TimeBreakdown &t = p.time;
   os << llvm::format("step time    %.3f s\n", p.stepTime);
   auto line = [&](const char *name, double s) {

@@ -56,7 +56,7 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
               for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
                 if (!o.allowRecompute && rc != Recompute::None)
                   continue;
-                for (Offload off : {Offload::None, Offload::Optimizer}) {
+                for (Offload off : {Offload::None, Offload::Optimizer, Offload::OptimizerParams}) {
                   if (!o.allowOffload && off != Offload::None)
                     continue;
                   Plan p;
@@ -113,8 +113,7 @@ llvm::Expected<SearchResult> searchPlans(const ModelProfile &m, const ClusterSpe
           double stateParams = (m.pre.params + m.layers * m.layer.params + m.post.params) /
                                (plans[i].tp * plans[i].pp);
           MemoryBreakdown state = modelStateMemory(
-              stateParams, plans[i].zero, plans[i].dp,
-              plans[i].offload == Offload::Optimizer);
+              stateParams, plans[i].zero, plans[i].dp, plans[i].offload);
           if (state.total() > 4 * c.deviceMemory) {
             ++pruned;
           } else if (auto p = predict(m, c, plans[i])) {
@@ -185,7 +184,7 @@ llvm::Expected<SearchResult> searchPlans(const ModelProfile &m, const ClusterSpe
   if (!o.allowOffload) {
     SearchOptions oo = o;
     oo.allowOffload = true;
-    tryWith(c, oo, "with optimizer offload to host memory");
+    tryWith(c, oo, "with offload to host memory");
   }
   if (!o.allowRecompute) {
     SearchOptions oo = o;

@@ -36,29 +36,30 @@ ModelProfile handModel(double flops, double params) {
 // ZeRO paper (Rajbhandari et al. 2020), Figure 1: 7.5B parameters, dp = 64.
 TEST(PlannerMemory, ZeroPaperExample) {
   const double psi = 7.5e9;
-  EXPECT_NEAR(modelStateMemory(psi, 0, 64, false).total() / 1e9, 120.0, 0.05);
-  EXPECT_NEAR(modelStateMemory(psi, 1, 64, false).total() / 1e9, 31.4, 0.05);
-  EXPECT_NEAR(modelStateMemory(psi, 2, 64, false).total() / 1e9, 16.6, 0.05);
-  EXPECT_NEAR(modelStateMemory(psi, 3, 64, false).total() / 1e9, 1.9, 0.05);
+  EXPECT_NEAR(modelStateMemory(psi, 0, 64, Offload::None).total() / 1e9, 120.0, 0.05);
+  EXPECT_NEAR(modelStateMemory(psi, 1, 64, Offload::None).total() / 1e9, 31.4, 0.05);
+  EXPECT_NEAR(modelStateMemory(psi, 2, 64, Offload::None).total() / 1e9, 16.6, 0.05);
+  EXPECT_NEAR(modelStateMemory(psi, 3, 64, Offload::None).total() / 1e9, 1.9, 0.05);
   // 16 bytes per parameter: 2 + 2 + 12.
-  MemoryBreakdown plain = modelStateMemory(1, 0, 1, false);
+  MemoryBreakdown plain = modelStateMemory(1, 0, 1, Offload::None);
   EXPECT_EQ(plain.params, 2);
   EXPECT_EQ(plain.grads, 2);
   EXPECT_EQ(plain.optimizer, 12);
-  EXPECT_EQ(modelStateMemory(1, 0, 1, /*offload=*/true).optimizer, 0);
+  EXPECT_EQ(modelStateMemory(1, 0, 1, Offload::Optimizer).optimizer, 0);
+  EXPECT_EQ(modelStateMemory(1, 0, 1, Offload::OptimizerParams).params, 0);
 }
 
 // Full precision (fp32 Adam, as colo trains on the CPU): the parameters are
 // the master weights, 4 + 4 + 8 bytes, the optimizer's 8 split by ZeRO-1.
 TEST(PlannerMemory, Fp32AdamState) {
-  MemoryBreakdown m = modelStateMemory(1, 0, 1, false, /*elementBytes=*/4);
+  MemoryBreakdown m = modelStateMemory(1, 0, 1, Offload::None, /*elementBytes=*/4);
   EXPECT_EQ(m.params, 4);
   EXPECT_EQ(m.grads, 4);
   EXPECT_EQ(m.optimizer, 8);
-  MemoryBreakdown z1 = modelStateMemory(1, 1, 2, false, 4);
+  MemoryBreakdown z1 = modelStateMemory(1, 1, 2, Offload::None, 4);
   EXPECT_EQ(z1.params, 4);
   EXPECT_EQ(z1.optimizer, 4);
-  EXPECT_EQ(modelStateMemory(1, 3, 4, false, 4).params, 1);
+  EXPECT_EQ(modelStateMemory(1, 3, 4, Offload::None, 4).params, 1);
 }
 
 // The bytes a plan sends per step: ring all-reduces of b*s*h per layer for

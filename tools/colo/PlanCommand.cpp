@@ -96,6 +96,7 @@ json::Value predictionJSON(const Prediction &p) {
                     {"activations", gib(p.memory.activations)},
                     {"buffers", gib(p.memory.buffers)},
                     {"staging", gib(p.memory.staging)}}},
+      {"host_memory_gib", gib(p.hostMemory)},
       {"communication_bytes", json::Object{{"per_device", p.commBytesDevice},
                                            {"all_devices", p.commBytesAll}}},
       {"compute_s", json::Object{{"matmul", p.computeMatmul},

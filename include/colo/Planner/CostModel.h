@@ -87,6 +87,9 @@ struct Prediction {
   Plan plan;
   TimeBreakdown time;
   MemoryBreakdown memory;   // of the device that needs most (first stage)
+  /// Host memory per device for what is offloaded: the optimizer's state
+  /// and gradients, with the parameters also the fp32 parameters it holds.
+  double hostMemory = 0;
   double stepTime = 0, tokensPerSecond = 0, tflopsPerDevice = 0, mfu = 0;
   bool fits = false;
   /// Bytes sent per step by the device that sends most, and by all devices
@@ -111,9 +114,11 @@ llvm::Expected<Prediction> predict(const ModelProfile &model, const ClusterSpec 
 /// ZeRO stage over `dp`. Mixed precision (`elementBytes` 2, ZeRO's
 /// accounting): 2 + 2 + 12 bytes (bf16 parameters and gradients; fp32 master
 /// weights, momentum and variance). Full precision (`elementBytes` 4): 4 + 4
-/// + 8 (no master copy).
-MemoryBreakdown modelStateMemory(double params, int zeroStage, int64_t dp,
-                                 bool offloadOptimizer, int64_t elementBytes = 2);
+/// + 8 (no master copy). Offloaded optimizer state, and offloaded parameters,
+/// are in host memory (the parameters' working set on the device is a
+/// buffer: bufferMemory).
+MemoryBreakdown modelStateMemory(double params, int zeroStage, int64_t dp, Offload offload,
+                                 int64_t elementBytes = 2);
 
 /// Time of a collective over `n` ranks moving a `bytes` buffer (alpha-beta,
 /// ring), on a group whose members are `stride` ranks apart.
