@@ -7,18 +7,20 @@ colo's memory techniques.
 The device pool is capped at --device-memory (colo compile --device-memory
 checks the step's planned memory against it, colo run holds each rank to
 it) while host memory is otherwise free. For each configuration, plain
-(nothing recomputed or offloaded) and with `recompute=full,offload=optimizer`,
-a binary search over the hidden size (multiples of 64; `colo model gpt`,
-float32, AdamW) finds the largest synthetic GPT that compiles within the cap
-and completes --steps training steps under it. Printed: each largest model's
-parameters, their ratio, and each one's step time under the cap relative to
-the same model compiled plain and run on an uncapped device (what the
-techniques cost where memory is not short).
+(nothing recomputed or offloaded), `recompute=full,offload=optimizer`
+(ZeRO-Offload) and `recompute=full,offload=optimizer+params` (the parameters
+in host memory too, fetched in chunks: Gemini, ZeRO-Infinity), a binary
+search over the hidden size (multiples of 64; `colo model gpt`, float32,
+AdamW) finds the largest synthetic GPT that compiles within the cap and
+completes --steps training steps under it. Sizes whose offloaded state
+(16 bytes per parameter: weights, moments, gradients) would not fit in the
+host's available memory are not tried. Printed: each largest model's
+parameters, the ratios to plain, and each one's step time under the cap
+relative to the same model compiled plain and run on an uncapped device
+(what the techniques cost where memory is not short).
 
 Colossal-AI's Gemini reports 18B parameters on a 24 GB RTX 3090 where PyTorch
-stops at 1.0B (18x), ZeRO-Offload about 10x; both move the parameters
-themselves to the host, which colo does not do yet (parameter chunks), so
-the ratio here is what optimizer offload and recomputation give alone."""
+stops at 1.0B (18x), ZeRO-Offload about 10x."""
 import argparse
 import os
 import pathlib
@@ -30,7 +32,15 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 COLO = pathlib.Path(os.environ.get("COLO_BIN", ROOT / "build" / "bin")) / "colo"
-CONFIGS = {"plain": "recompute=none", "recompute+offload": "recompute=full,offload=optimizer"}
+CONFIGS = {"plain": "recompute=none",
+           "recompute+offload": "recompute=full,offload=optimizer",
+           "recompute+offload all": "recompute=full,offload=optimizer+params"}
+HOST_BYTES_PER_PARAMETER = 16
+
+
+def available_host_memory():
+    with open("/proc/meminfo") as f:
+        return int(re.search(r"MemAvailable:\s+(\d+) kB", f.read())[1]) * 1024
 
 
 def colo(*args, check=True):
@@ -69,6 +79,9 @@ class Model:
 def largest(a, tmp, config):
     """The largest hidden size that compiles and trains under the cap."""
     lo, hi, best = 1, a.max_hidden // 64, None  # in units of 64
+    host = 0.9 * available_host_memory()
+    while hi > 1 and parameters(a, 64 * hi) * HOST_BYTES_PER_PARAMETER > host:
+        hi -= 1
     while lo <= hi:
         mid = (lo + hi) // 2
         m = Model(a, tmp, config, 64 * mid)
@@ -98,21 +111,22 @@ def main():
         found = {c: largest(a, tmp, c) for c in CONFIGS}
         print(f"\ndevice memory {a.device_memory}, GPT with {a.layers} layers, "
               f"{a.batch} x {a.seq} tokens, float32 AdamW")
-        print(f"{'configuration':<20} {'hidden':>6} {'parameters':>11} "
+        print(f"{'configuration':<22} {'hidden':>6} {'parameters':>11} "
               f"{'capped ms':>10} {'plain, uncapped ms':>19} {'ratio':>6}")
         for config, m in found.items():
             if m is None:
-                print(f"{config:<20} nothing fits")
+                print(f"{config:<22} nothing fits")
                 continue
             capped = m.step_ms(a)
             free = Model(a, tmp, "plain", m.hidden, capped=False).step_ms(a)
-            print(f"{config:<20} {m.hidden:>6} {parameters(a, m.hidden) / 1e6:>10.1f}M "
+            print(f"{config:<22} {m.hidden:>6} {parameters(a, m.hidden) / 1e6:>10.1f}M "
                   f"{capped:>10.0f} {free:>19.0f} {capped / free:>6.2f}")
-        if all(found.values()):
-            ratio = parameters(a, found["recompute+offload"].hidden) / \
-                parameters(a, found["plain"].hidden)
-            print(f"\nlargest model with recompute+offload / plain: {ratio:.2f}x "
-                  f"(Gemini: 18x, ZeRO-Offload: about 10x, both with the parameters offloaded too)")
+        if found["plain"]:
+            for config, m in found.items():
+                if config != "plain" and m:
+                    ratio = parameters(a, m.hidden) / parameters(a, found["plain"].hidden)
+                    print(f"largest model with {config} / plain: {ratio:.2f}x")
+            print("(Gemini: 18x, ZeRO-Offload: about 10x)")
 
 
 if __name__ == "__main__":
