@@ -344,6 +344,19 @@ def ColoOffload : Pass<"colo-offload", "::mlir::ModuleOp"> {
     %pd = colo.transfer %p to device : tensor<64xf32>
     colo.global_store @w, %pd
     ```
+
+    With `params=true` (which needs `optimizer`) the trainable globals are
+    on the host too (Gemini, ZeRO-Infinity): the updates read and store
+    them there, a narrowing convert of one (a bf16 copy) runs on the host so
+    that the device gets the narrow copy, and the host tensors device ops
+    read are packed into chunks of at most `chunk-mb` MiB in first-use
+    order. A compile-time schedule (analysis/ChunkSchedule.cpp) gives each
+    chunk its residency: fetched when a use finds it absent, the resident
+    chunk used farthest away evicted while the resident chunks exceed
+    `resident-mb` (Belady), dropped after its last use. Each fetch is a
+    `colo.transfer ... to device {colo.chunk = N}` per tensor, issued where
+    the previous fetch's first reader runs so that it overlaps that
+    compute; the readers within the fetch read it.
   }];
   let options = [
     Option<"optimizer", "optimizer", "bool", "true",
