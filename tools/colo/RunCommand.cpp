@@ -589,7 +589,8 @@ int run(const std::string &dir) {
       comm->allReduce(&host, 1, rt::I64, rt::ReduceOp::Max, comm->world());
     if (host > 0)
       out << formatv("host memory: {0} at most per rank (the program's buffers in host "
-                     "memory: offloaded optimizer state and its update's temporaries)\n",
+                     "memory: the offloaded state, optimizer and parameters, and the temporaries of the "
+                     "host's ops)\n",
                      megabytes(host));
   }
   if (rank != 0)
