@@ -146,11 +146,19 @@ PlannedMemory plannedMemory(const Program &p) {
   auto aligned = [](int64_t v) { return (std::max<int64_t>(v, 1) + 63) / 64 * 64; };
   PlannedMemory m;
   m.arena = aligned(p.arena_bytes());
+  m.host = p.host_arena_bytes();
+  for (const Step &step : p.steps())
+    if (step.has_transfer())
+      m.linkBytes += std::max<int64_t>(bytesOf(p, step.transfer().src()), 0);
   for (int32_t id = 0; id < p.buffers_size(); ++id) {
     const Buffer &b = p.buffers(id);
-    if (b.space() != Buffer::DEVICE || (b.has_alias_of() && b.alias_of() >= 0))
+    if (b.has_alias_of() && b.alias_of() >= 0)
       continue;
     int64_t bytes = std::max<int64_t>(bytesOf(p, id), 0);
+    if (b.space() != Buffer::DEVICE) {
+      m.host += b.kind() != Buffer::TEMP ? bytes : 0;
+      continue;
+    }
     if (b.kind() != Buffer::TEMP)
       m.stateAndInputs += aligned(bytes);
     if (bytes > m.largestBytes) {

@@ -161,7 +161,49 @@ double chooseLargestFitting(ModuleOp module, const CompileOptions &options,
   }
   return best ? *best : accepted.value_or(hi);
 }
+
+/// `given` with the budgets the passes plan for chosen from its device
+/// memory: recompute=budget's activations, offload=optimizer+params's
+/// resident chunks.
+FailureOr<CompileOptions> chooseBudgets(ModuleOp module, const CompileOptions &given) {
+  CompileOptions options = given;
+  if (options.plan.recompute == planner::Recompute::Budget) {
+    if (options.deviceMemory <= 0)
+      return module.emitError("recompute=budget recomputes as little as fits the device: give "
+                              "the device's memory with colo compile --device-memory");
+    if (options.recomputeBudgetMb <= 0)
+      options.recomputeBudgetMb =
+          chooseLargestFitting(module, options, &CompileOptions::recomputeBudgetMb);
+  }
+  if (options.plan.offload == planner::Offload::OptimizerParams && options.deviceMemory > 0 &&
+      options.residentMb < 0)
+    options.residentMb = chooseLargestFitting(module, options, &CompileOptions::residentMb);
+  return options;
+}
 } // namespace
+
+FailureOr<CompiledStep> colo::compileStepFootprint(ModuleOp module,
+                                                   const CompileOptions &given) {
+  FailureOr<CompileOptions> options = chooseBudgets(module, given);
+  if (failed(options))
+    return failure();
+  KernelLibrary kernels(module.getContext());
+  runtime::Program program;
+  TimingScope untimed;
+  if (failed(buildProgram(module, *options, untimed,
+                          [](StringRef, Operation *) { return success(); }, kernels, program)))
+    return failure();
+  CompiledStep step;
+  step.memory = runtime::plannedMemory(program);
+  for (const runtime::Program &stage : program.stages())
+    if (runtime::PlannedMemory m = runtime::plannedMemory(stage);
+        m.total() > step.memory.total())
+      step.memory = m;
+  module.walk([&](Operation *op) {
+    step.recomputedOps += ColoDialect::RecomputedAttrHelper(op->getContext()).isAttrPresent(op);
+  });
+  return step;
+}
 
 LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
                                      const CompileOptions &given, TimingScope &timing) {
@@ -179,18 +221,10 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   if (given.kernelPieces < 1)
     return module.emitError() << "kernel pieces (--kernel-pieces) must be at least 1, got "
                               << given.kernelPieces;
-  CompileOptions options = given;
-  if (options.plan.recompute == planner::Recompute::Budget) {
-    if (options.deviceMemory <= 0)
-      return module.emitError("recompute=budget recomputes as little as fits the device: give "
-                              "the device's memory with colo compile --device-memory");
-    if (options.recomputeBudgetMb <= 0)
-      options.recomputeBudgetMb =
-          chooseLargestFitting(module, options, &CompileOptions::recomputeBudgetMb);
-  }
-  if (options.plan.offload == planner::Offload::OptimizerParams && options.deviceMemory > 0 &&
-      options.residentMb <= 0)
-    options.residentMb = chooseLargestFitting(module, options, &CompileOptions::residentMb);
+  FailureOr<CompileOptions> chosen = chooseBudgets(module, given);
+  if (failed(chosen))
+    return failure();
+  const CompileOptions &options = *chosen;
   KernelLibrary kernels(module.getContext());
   runtime::Program program;
   if (failed(buildProgram(module, options, timing, dump, kernels, program)))

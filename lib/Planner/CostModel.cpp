@@ -616,7 +616,7 @@ double optimizerTime(double owned, const Shared &s) { return 32 * owned / s.bw; 
 /// With the parameters offloaded too, the update reads and writes them on
 /// the host and nothing goes back; each microbatch's forward fetches the
 /// device's parameters (its shard under ZeRO-3) chunk by chunk, and its
-/// backward fetches them again (colo compile's default keeps no chunk
+/// backward fetches them again (colo compile's default keeps one chunk
 /// resident between uses), all beside the compute. In mixed precision the
 /// host first makes the 16-bit copies of the `held` parameters, at the
 /// update's rate, before the first fetch.

@@ -283,16 +283,16 @@ struct Offload : colo::impl::ColoOffloadBase<Offload> {
       }
       return;
     }
-    if (chunkMb <= 0 || residentMb < 0) {
-      getOperation().emitError() << "colo-offload: chunk-mb must be positive and resident-mb "
-                                    "at least 0, got "
-                                 << chunkMb << " and " << residentMb;
+    if (!(chunkMb > 0)) {
+      getOperation().emitError() << "colo-offload: chunk-mb must be positive, got " << chunkMb;
       return signalPassFailure();
     }
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     constexpr double kMiB = 1024.0 * 1024.0;
-    ParameterOffload p{params, int64_t(chunkMb * kMiB), int64_t(residentMb * kMiB)};
+    // A negative bound: one chunk.
+    ParameterOffload p{params, int64_t(chunkMb * kMiB),
+                       int64_t((residentMb < 0 ? chunkMb : residentMb) * kMiB)};
     OffloadCounts counts;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())

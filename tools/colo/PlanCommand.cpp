@@ -2,6 +2,7 @@
 // search for the fastest that fits.
 #include "Commands.h"
 
+#include "colo/Compiler/Compiler.h"
 #include "colo/Driver/Driver.h"
 #include "colo/Models/SyntheticModels.h"
 #include "colo/Planner/Search.h"
@@ -40,7 +41,13 @@ cl::opt<std::string> planExplain(
     "explain", cl::desc("Explain one plan (inline dp=..,tp=.. or a plan file) instead "
                         "of searching"),
     cl::value_desc("plan"), cl::sub(planCmd));
-cl::opt<bool> planNoOffload("no-offload", cl::desc("Do not consider optimizer offload"),
+cl::opt<std::string> planTrain(
+    "train",
+    cl::desc("With --explain: also compile the step for the plan with these training options "
+             "(as colo compile --train; no kernels, nothing written) and report what the "
+             "compiled program holds per rank beside the prediction"),
+    cl::value_desc("options"), cl::sub(planCmd));
+cl::opt<bool> planNoOffload("no-offload", cl::desc("Do not consider offload"),
                             cl::sub(planCmd));
 cl::opt<bool> planNoRecompute("no-recompute",
                               cl::desc("Do not consider activation recomputation"),
@@ -76,6 +83,49 @@ mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> loadModel(mlir::MLIRContext &
   options.runPipeline = sys::path::extension(planModel) != ".mlir";
   options.inputShapes.assign(planShapes.begin(), planShapes.end());
   return colo::importModel(planModel, ctx, options);
+}
+
+/// The step compiled for `plan` as colo compile --train would build it; a
+/// recompute=budget plan for the cluster's device memory.
+mlir::FailureOr<colo::CompiledStep> compileForExplain(mlir::ModuleOp module, const Plan &plan,
+                                                      const ClusterSpec &cluster) {
+  std::string errors;
+  raw_string_ostream es(errors);
+  mlir::FailureOr<colo::TrainStepOptions> train = colo::parseTrainStepOptions(planTrain, es);
+  if (failed(train)) {
+    reportError("invalid --train options: " + errors);
+    return mlir::failure();
+  }
+  colo::CompileOptions options;
+  options.plan = plan;
+  options.train = *train;
+  if (plan.recompute == Recompute::Budget)
+    options.deviceMemory = int64_t(cluster.deviceMemory);
+  return colo::compileStepFootprint(module, options);
+}
+
+json::Value compiledJSON(const colo::CompiledStep &c) {
+  auto gib = [](double b) { return b / (1 << 30); };
+  const colo::runtime::PlannedMemory &m = c.memory;
+  return json::Object{{"memory_gib", json::Object{{"total", gib(double(m.total()))},
+                                                  {"arena", gib(double(m.arena))},
+                                                  {"state_and_inputs",
+                                                   gib(double(m.stateAndInputs))},
+                                                  {"scratch", gib(double(m.scratch))}}},
+                      {"host_memory_gib", gib(double(m.host))},
+                      {"link_bytes_per_step", m.linkBytes},
+                      {"recomputed_ops", c.recomputedOps}};
+}
+
+void printCompiled(const colo::CompiledStep &c, raw_ostream &os) {
+  auto gib = [](int64_t b) { return double(b) / (1 << 30); };
+  const colo::runtime::PlannedMemory &m = c.memory;
+  os << formatv("compiled     {0:F2} GiB per device (the rank that plans most): arena {1:F2}, "
+                "state and inputs {2:F2}, operand scratch {3:F2}\n",
+                gib(m.total()), gib(m.arena), gib(m.stateAndInputs), gib(m.scratch));
+  os << formatv("             host {0:F2} GiB, {1:F1} MB over the link per step, {2} ops "
+                "recomputed\n",
+                gib(m.host), double(m.linkBytes) / 1e6, c.recomputedOps);
 }
 
 json::Value predictionJSON(const Prediction &p) {
@@ -150,10 +200,23 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
     Expected<Prediction> p = predict(*model, *cluster, *plan);
     if (!p)
       return reportError("invalid plan: " + toString(p.takeError()));
-    if (planJson)
-      outs() << formatv("{0:2}", predictionJSON(*p)) << "\n";
-    else
+    std::optional<colo::CompiledStep> compiled;
+    if (!planTrain.empty()) {
+      mlir::FailureOr<colo::CompiledStep> step = compileForExplain(**module, *plan, *cluster);
+      if (failed(step))
+        return 1;
+      compiled = *step;
+    }
+    if (planJson) {
+      json::Value out = predictionJSON(*p);
+      if (compiled)
+        out.getAsObject()->insert({"compiled", compiledJSON(*compiled)});
+      outs() << formatv("{0:2}", out) << "\n";
+    } else {
       printExplanation(*model, *cluster, *p, outs());
+      if (compiled)
+        printCompiled(*compiled, outs());
+    }
     return 0;
   }
 

@@ -12,6 +12,7 @@
 
 #include "colo/Passes/Passes.h"
 #include "colo/Planner/Plan.h"
+#include "colo/Runtime/Verify.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -45,8 +46,9 @@ struct CompileOptions {
   /// offload=optimizer+params: MiB of parameter chunks the device keeps
   /// between their uses (colo-offload's resident-mb). compileTrainStep
   /// chooses it from deviceMemory like the recompute budget: the largest
-  /// that fits, so that the fewest chunks are fetched twice.
-  double residentMb = 0;
+  /// that fits, so that the fewest chunks are fetched twice. Negative and
+  /// without deviceMemory: one chunk.
+  double residentMb = -1;
   /// offload=optimizer+params: MiB of parameters per chunk (colo-offload's
   /// chunk-mb).
   double chunkMb = 32;
@@ -78,6 +80,21 @@ void registerCompilePipeline();
 mlir::LogicalResult compileTrainStep(mlir::ModuleOp module, llvm::StringRef exeDir,
                                      const CompileOptions &options,
                                      mlir::TimingScope &timing);
+
+/// What the step compiled for `options` holds, on the rank that plans most
+/// device memory: that memory as `colo run`'s pool holds it (arena, state
+/// and inputs, the CPU device's operand scratch), the host memory of what
+/// is offloaded, the bytes crossing the link per step, and the ops
+/// colo-recompute cloned. Compiles as compileTrainStep does (choosing the
+/// recompute budget and resident chunks from options.deviceMemory) without
+/// generating kernels or writing anything; `colo plan --explain --train`
+/// reports it beside the prediction. Errors go to the context's diagnostics.
+struct CompiledStep {
+  runtime::PlannedMemory memory;
+  int64_t recomputedOps = 0;
+};
+mlir::FailureOr<CompiledStep> compileStepFootprint(mlir::ModuleOp module,
+                                                   const CompileOptions &options);
 mlir::LogicalResult compileTrainStep(mlir::ModuleOp module, llvm::StringRef exeDir,
                                      const CompileOptions &options);
 

@@ -51,7 +51,7 @@ struct ParallelOptions {
   bool offloadOptimizer = false; ///< colo-offload: optimizer state and update on the host
   bool offloadParams = false;    ///< colo-offload: parameters on the host, fetched in chunks
   double chunkMb = 32;           ///< colo-offload's chunk-mb
-  double residentMb = 0;         ///< colo-offload's resident-mb
+  double residentMb = -1;        ///< colo-offload's resident-mb (negative: one chunk)
 };
 
 /// The training step, typed: colo-build-train-step's options and the

@@ -365,8 +365,9 @@ def ColoOffload : Pass<"colo-offload", "::mlir::ModuleOp"> {
            "Keep the parameters on the host too and fetch them in chunks">,
     Option<"chunkMb", "chunk-mb", "double", "32",
            "Largest chunk of parameters fetched by one group of copies (MiB)">,
-    Option<"residentMb", "resident-mb", "double", "0",
-           "Parameter chunks the device holds between uses at most (MiB)">,
+    Option<"residentMb", "resident-mb", "double", "-1",
+           "Parameter chunks the device holds between uses at most (MiB; "
+           "default: one chunk)">,
   ];
   let statistics = [
     Statistic<"numHostOps", "num-host-ops", "Ops run on the host">,

@@ -41,6 +41,10 @@ struct PlannedMemory {
   int64_t arena = 0, stateAndInputs = 0, scratch = 0;
   std::string largest; ///< the largest buffer, temporary or not
   int64_t largestBytes = 0;
+  /// Beside the device's: the host's arena and state (what is offloaded).
+  int64_t host = 0;
+  /// Bytes the transfers between device and host move per step.
+  int64_t linkBytes = 0;
   int64_t total() const { return arena + stateAndInputs + scratch; }
 };
 PlannedMemory plannedMemory(const Program &rankProgram);
