@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Optimizer offload over a throttled link: measured against predicted.
+"""Offload over a throttled link: measured against predicted.
 
     python bench/offload_bench.py [--link-bandwidth 16] [--steps 8] [--layers 4] [--hidden 256]
 
 The GPT-2 of bench/calibrate_plans.py (4 layers, hidden 256, vocabulary
 4096, 8 x 128 tokens, AdamW) is compiled for one rank and for dp=2, each
-plain and with offload=optimizer, and run with `colo run --link-bandwidth
+plain, with offload=optimizer and with offload=optimizer+params (chunks of
+--chunk-mb MiB, 4 by default: several chunks, each fetched for the forward
+and again for the backward), and run with `colo run --link-bandwidth
 GB/s --profile` (the CPU device's copy queue throttled to a PCIe-like
 speed). Printed per plan: the median step time; the copies' exposed and busy
 time and bytes per step (`--profile`); what `colo plan --explain PLAN
@@ -35,7 +37,8 @@ def colo(*args):
 def measure(work, model, label, plan, offload, a):
     exe = work / f"{label}-{offload}"
     full = ",".join(p for p in (plan, f"offload={offload}") if p)
-    colo("compile", model, "-o", exe, "--train", "loss=lm,optimizer=adamw", "--plan", full)
+    colo("compile", model, "-o", exe, "--train", "loss=lm,optimizer=adamw", "--plan", full,
+         "--chunk-mb", a.chunk_mb)
     out = colo("run", exe, "--steps", a.steps, "--data", "synthetic", "--no-snapshot",
                "--link-bandwidth", a.link_bandwidth, "--profile", exe / "trace.json",
                "-o", exe / "w.safetensors")
@@ -69,6 +72,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--link-bandwidth", type=float, default=16.0, help="GB/s")
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--chunk-mb", type=float, default=4.0)
     add_gpt2_args(ap)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as t:
@@ -76,18 +80,18 @@ def main():
         model, mlir, params = gpt2_model(ROOT / "build" / "bin" / "colo", work, a)
         print(f"GPT-2, {params / 1e6:.1f}M parameters, link {a.link_bandwidth:g} GB/s, "
               f"{a.steps} steps")
-        print(f"{'plan':<8} {'offload':<9} {'meas ms':>8} {'pred ms':>8} {'err':>7}   "
+        print(f"{'plan':<8} {'offload':<16} {'meas ms':>8} {'pred ms':>8} {'err':>7}   "
               f"{'copies MB':>9} {'busy ms':>8} {'exposed ms':>10}   "
               f"{'offload added':>13} {'pred term':>9}")
         for label, plan, ranks in PLANS:
             base = None
-            for offload in ("none", "optimizer"):
+            for offload in ("none", "optimizer", "optimizer+params"):
                 m = measure(work, model, label, plan, offload, a)
                 p = predict(work, mlir, label, ranks, offload, a)
                 err = 100 * (p["step_s"] - m["step_s"]) / m["step_s"]
                 added = "" if base is None else f"{(m['step_s'] - base) * 1e3:12.1f}"
                 term = "" if offload == "none" else f"{p['offload_s'] * 1e3:8.1f}"
-                print(f"{label:<8} {offload:<9} {m['step_s'] * 1e3:8.1f} {p['step_s'] * 1e3:8.1f} "
+                print(f"{label:<8} {offload:<16} {m['step_s'] * 1e3:8.1f} {p['step_s'] * 1e3:8.1f} "
                       f"{err:+6.1f}%   {m['bytes'] / 1e6:9.2f} {m['busy_s'] * 1e3:8.1f} "
                       f"{m['exposed_s'] * 1e3:10.1f}   {added:>13} {term:>9}", flush=True)
                 base = m["step_s"] if base is None else base

@@ -7,6 +7,7 @@ transformers, 4 layers of 8 x 32 tokens, whose activations dominate the
 step's temporaries, recomputation shrinks the arena the program plans;
 offload moves the optimizer's state, and the parameters, to the host, so
 the device holds less at its peak and the host holds that state."""
+import json
 import re
 
 import pytest
@@ -81,6 +82,7 @@ def trained(tmp_path_factory):
             cache[key] = Run(exe, out)
         return cache[key]
 
+    get.paths = paths
     return get
 
 
@@ -137,6 +139,28 @@ def test_parameter_offload_changes_no_bits(name, parallel, option, trained):
     assert run.weights == plain.weights
     assert run.device < alone.device and run.host > 0
     assert run.fetches > 0
+
+
+@pytest.mark.parametrize("name,parallel,option", [
+    ("gpt2", "", "recompute=full"), ("llama", "dp=2", "offload=optimizer+params"),
+    ("gpt2", "pp=2,micro=2", "offload=optimizer"), ("resnet18", "", "recompute=full")])
+def test_plan_explain_compiles_the_memory_the_run_holds(name, parallel, option, trained):
+    """colo plan --explain --train compiles the plan's step: what it says the
+    rank that plans most holds is the device pool's measured peak, within
+    5%, and it names the host's share and the link's bytes of offload."""
+    run = trained(name, parallel, option)
+    ranks = 2 if parallel else 1
+    explained = json.loads(run_colo(
+        "plan", trained.paths[name], "--cluster", f"local-cpu:1x{ranks}", "--explain",
+        ",".join((parallel, option)).strip(","), "--train", TRAIN[name], "--json").stdout)
+    compiled = explained["compiled"]
+    device = compiled["memory_gib"]["total"] * 2**30 / 1e6
+    print(f"\n{name} {parallel or 'one rank'} {option}: compiled {device:.2f} MB, "
+          f"measured {run.device} MB")
+    assert abs(device - run.device) <= 0.05 * run.device
+    assert (compiled["host_memory_gib"] > 0) == ("offload" in option)
+    assert (compiled["link_bytes_per_step"] > 0) == ("offload" in option)
+    assert (compiled["recomputed_ops"] > 0) == ("recompute" in option)
 
 
 def test_a_device_memory_budget_is_checked_when_compiling_and_running(tmp_path):
