@@ -195,7 +195,8 @@ private:
     ChunkSchedule schedule = scheduleChunks(tensors, params.chunkBytes, params.residentBytes);
     MLIRContext *ctx = func.getContext();
     OpBuilder b(ctx);
-    for (auto [i, fetch] : llvm::enumerate(schedule.fetches)) {
+    for (size_t i = 0; i < schedule.fetches.size(); ++i) {
+      const ChunkFetch &fetch = schedule.fetches[i];
       int64_t issue = i == 0 ? fetch.uses.front() : schedule.fetches[i - 1].uses.front();
       for (int64_t t : fetch.tensors) {
         Value v = values[t];
