@@ -132,29 +132,38 @@ void Session::allocate() {
     if (exe.isAlias(id))
       pointers_[id] = pointers_[exe.storageOf(id)];
 
+  // Each buffer's initial value is drawn from its own seed, so the buffers
+  // are filled side by side with the same bits (a billion parameters' draws
+  // take minutes on one thread). Errors leave the workers as text.
   const SafetensorsFile *state = exe.initialState();
-  std::vector<char> whole; // a sharded buffer's whole initial value
-  for (int32_t id = 0; id < count; ++id) {
+  std::vector<std::string> errors(static_cast<size_t>(count));
+  parallelFor(threadCount(), count, [&](int64_t i) {
+    int32_t id = int32_t(i);
     const Buffer &b = exe.buffer(id);
     if (exe.isAlias(id) || (b.kind() != Buffer::STATE && b.kind() != Buffer::CONSTANT))
-      continue;
-    if (!b.has_init()) {
-      fill(id, state->data(*state->find(b.name())));
-      continue;
-    }
+      return;
     try {
+      if (!b.has_init()) {
+        fill(id, state->data(*state->find(b.name())));
+        return;
+      }
       if (!b.has_shard()) {
         makeInitialValue(b.init(), b.dtype(), exe.numElements(id), pointers_[id]);
-        continue;
+        return;
       }
       int64_t n = numElements(Shape(b.shard().full_shape().begin(), b.shard().full_shape().end()));
-      whole.resize(size_t(n * dtypeSize(b.dtype())));
+      std::vector<char> whole(static_cast<size_t>(n * dtypeSize(b.dtype())));
       makeInitialValue(b.init(), b.dtype(), n, whole.data());
       fill(id, whole.data());
-    } catch (const Error &e) {
-      throw Error("the initial value of " + exe.describeBuffer(id) + ": " + e.what());
+    } catch (const std::exception &e) {
+      errors[size_t(id)] =
+          (b.has_init() ? "the initial value of " + exe.describeBuffer(id) + ": " : "") +
+          e.what();
     }
-  }
+  });
+  for (const std::string &error : errors)
+    if (!error.empty())
+      throw Error(error);
 }
 
 void Session::fill(int32_t id, const void *whole) {
