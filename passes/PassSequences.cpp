@@ -161,6 +161,10 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   if (parallel.recompute != RecomputePolicy::None)
     pm.addPass(createColoRecompute(
         ColoRecomputeOptions{parallel.recompute, parallel.recomputeBudgetMb}));
+  // After colo-recompute, whose kept checkpoints it moves, and before
+  // colo-pipeline, which clones each transfer with its microbatch.
+  if (parallel.offloadActivations)
+    pm.addPass(createColoOffloadActivations(ColoOffloadActivationsOptions{parallel.chunkMb}));
   if (pipelined)
     pm.addPass(createColoPipeline(ColoPipelineOptions{
         parallel.pp, parallel.virtualStages, parallel.micro, parallel.schedule}));

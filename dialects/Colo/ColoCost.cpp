@@ -13,28 +13,29 @@ int64_t elementBits(Type type) {
     return IndexType::kInternalStorageBitWidth;
   return type.isIntOrFloat() ? type.getIntOrFloatBitWidth() : 0;
 }
-int64_t bytesOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || !t.hasStaticShape())
-    return 0;
-  return (t.getNumElements() * elementBits(t.getElementType()) + 7) / 8;
-}
 int64_t elementsOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getNumElements();
 }
 } // namespace
 
+int64_t colo::detail::typeBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return (t.getNumElements() * elementBits(t.getElementType()) + 7) / 8;
+}
+
 int64_t colo::detail::operandBytes(Operation *op) {
   int64_t total = 0;
   for (Type t : op->getOperandTypes())
-    total += bytesOf(t);
+    total += typeBytes(t);
   return total;
 }
 
 int64_t colo::detail::resultBytes(Operation *op) {
   int64_t total = 0;
   for (Type t : op->getResultTypes())
-    total += bytesOf(t);
+    total += typeBytes(t);
   return total;
 }
 
@@ -86,7 +87,7 @@ int64_t ReshapeOp::getBytesWritten() { return 0; }
 
 // A lookup reads the ids and the rows it returns, not the whole table.
 int64_t EmbeddingOp::getBytesRead() {
-  return bytesOf(getIds().getType()) + bytesOf(getType());
+  return detail::typeBytes(getIds().getType()) + detail::typeBytes(getType());
 }
 
 // Log-softmax over every logit (~5 FLOPs each), then one pick-and-add per

@@ -70,6 +70,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
            {PipelineStageAttrHelper::getNameStr(), Range::NonNegative},
            {TagAttrHelper::getNameStr(), Range::NonNegative},
            {ChunkAttrHelper::getNameStr(), Range::NonNegative},
+           {StashAttrHelper::getNameStr(), Range::NonNegative},
            {OpsetAttrHelper::getNameStr(), Range::NonNegative},
            {PipelineStagesAttrHelper::getNameStr(), Range::Positive},
            {MicrobatchesAttrHelper::getNameStr(), Range::Positive},

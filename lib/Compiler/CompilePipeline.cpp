@@ -44,6 +44,7 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
     return unsupported("ZeRO stage 3 with tensor parallelism");
   options.offloadOptimizer = plan.offload != planner::Offload::None;
   options.offloadParams = plan.offload == planner::Offload::OptimizerParams;
+  options.offloadActivations = plan.offloadActivations;
   options.dp = plan.dp;
   switch (plan.recompute) {
   case planner::Recompute::None:

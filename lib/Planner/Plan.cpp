@@ -30,13 +30,13 @@ StringRef recomputeName(Recompute r) {
   return "none";
 }
 
-StringRef offloadName(Offload o) {
-  switch (o) {
-  case Offload::None: return "none";
-  case Offload::Optimizer: return "optimizer";
-  case Offload::OptimizerParams: return "optimizer+params";
-  }
-  return "none";
+std::string offloadName(Offload o, bool activations) {
+  std::string s = o == Offload::Optimizer         ? "optimizer"
+                  : o == Offload::OptimizerParams ? "optimizer+params"
+                                                  : "";
+  if (activations)
+    s += s.empty() ? "activations" : "+activations";
+  return s.empty() ? "none" : s;
 }
 
 std::string Plan::str() const {
@@ -54,8 +54,8 @@ std::string Plan::str() const {
     s += formatv(",v={0}", virtualStages).str();
   if (recompute != Recompute::None)
     s += ",recompute=" + recomputeName(recompute).str();
-  if (offload != Offload::None)
-    s += ",offload=" + offloadName(offload).str();
+  if (offload != Offload::None || offloadActivations)
+    s += ",offload=" + offloadName(offload, offloadActivations);
   return s;
 }
 
@@ -115,15 +115,25 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     return Error::success();
   }
   if (key == "offload") {
-    if (value == "none") p.offload = Offload::None;
-    else if (value == "optimizer") p.offload = Offload::Optimizer;
-    else if (value == "optimizer+params" || value == "params+optimizer")
-      p.offload = Offload::OptimizerParams;
-    else if (value == "params")
+    // Any of optimizer, params and activations, joined by '+'.
+    bool optimizer = false, params = false, activations = false;
+    SmallVector<StringRef> parts;
+    StringRef(value).split(parts, '+');
+    for (StringRef part : parts) {
+      if (part == "optimizer") optimizer = true;
+      else if (part == "params") params = true;
+      else if (part == "activations") activations = true;
+      else if (part != "none" || parts.size() > 1)
+        return bad(what + ": unknown offload '" + value +
+                   "' (none, or any of optimizer, params, activations joined by '+')");
+    }
+    if (params && !optimizer)
       return bad(what + ": offload=params needs the optimizer on the host too, where the "
                         "parameters are updated: offload=optimizer+params");
-    else
-      return bad(what + ": unknown offload '" + value + "' (none, optimizer, optimizer+params)");
+    p.offload = params      ? Offload::OptimizerParams
+                : optimizer ? Offload::Optimizer
+                            : Offload::None;
+    p.offloadActivations = activations;
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
@@ -270,7 +280,7 @@ json::Value toJSON(const Plan &p) {
       {"schedule", scheduleName(p.schedule)},
       {"virtual_stages", p.virtualStages},
       {"recompute", recomputeName(p.recompute)},
-      {"offload", offloadName(p.offload)},
+      {"offload", offloadName(p.offload, p.offloadActivations)},
       {"stages", std::move(stages)},
   };
   if (p.ulysses > 1)

@@ -4,6 +4,7 @@
 // host as ops of the step.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Analysis/ChunkSchedule.h"
+#include "colo/Dialect/Colo/ColoInterfaces.h"
 #include "colo/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -187,8 +188,7 @@ private:
           continue;
         llvm::sort(t.uses);
         t.uses.erase(std::unique(t.uses.begin(), t.uses.end()), t.uses.end());
-        auto type = cast<ShapedType>(v.getType());
-        t.bytes = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+        t.bytes = colo::detail::typeBytes(v.getType());
         values.push_back(v);
         tensors.push_back(std::move(t));
       }

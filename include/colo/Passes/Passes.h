@@ -50,7 +50,8 @@ struct ParallelOptions {
   double recomputeBudgetMb = 0; ///< colo-recompute's budget-mb (policy budget)
   bool offloadOptimizer = false; ///< colo-offload: optimizer state and update on the host
   bool offloadParams = false;    ///< colo-offload: parameters on the host, fetched in chunks
-  double chunkMb = 32;           ///< colo-offload's chunk-mb
+  bool offloadActivations = false; ///< colo-offload-activations
+  double chunkMb = 32;           ///< colo-offload's and colo-offload-activations' chunk-mb
   double residentMb = -1;        ///< colo-offload's resident-mb (negative: one chunk)
 };
 

@@ -377,6 +377,55 @@ def ColoOffload : Pass<"colo-offload", "::mlir::ModuleOp"> {
   ];
 }
 
+def ColoOffloadActivations : Pass<"colo-offload-activations", "::mlir::ModuleOp"> {
+  let summary = "Keeps the activations the backward reads from the forward "
+                "in host memory, fetched back in chunks";
+  let description = [{
+    Runs on `@train_step` after `colo-build-train-step` and `colo-recompute`
+    (whose kept checkpoints it then moves: DeepSpeed's CPU checkpointing)
+    and before `colo-pipeline`, which clones each transfer with its
+    microbatch's forward or backward. A *stashed* value is a result of a
+    forward op (one before the loss) that depends on the batch and that a
+    backward op of the same pipeline stage reads; parameters, constants and
+    what is made of them alone are not activations and stay.
+
+    Each stashed value is copied to the host by a `colo.transfer ... to
+    host` right after it is computed, so the copy overlaps the rest of the
+    forward and the device's copy dies after its last forward reader. The
+    values are packed into chunks of at most `chunk-mb` MiB in the order of
+    their first backward reader and fetched back by the chunk schedule of
+    `colo-offload`'s parameters (analysis/ChunkSchedule.cpp) with one chunk
+    resident between uses: one `colo.transfer ... to device {colo.stash =
+    N}` per fetch and value, issued where the previous fetch's first reader
+    runs so that the copy overlaps that backward compute; the backward reads
+    the fetched copy. The bits are the same; device memory holds no
+    activation from its last forward reader to its first backward reader.
+
+    ```mlir
+    %h = colo.gelu %x : tensor<4x8xf32>             // forward
+    ...
+    %g = colo.mul %dy, %h : tensor<4x8xf32>         // backward
+    ```
+    becomes
+    ```mlir
+    %h = colo.gelu %x : tensor<4x8xf32>
+    %hh = colo.transfer %h to host : tensor<4x8xf32>
+    ...
+    %hd = colo.transfer %hh to device {colo.stash = 0 : i64} : tensor<4x8xf32>
+    %g = colo.mul %dy, %hd : tensor<4x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"chunkMb", "chunk-mb", "double", "32",
+           "Largest chunk of activations fetched by one group of copies (MiB)">,
+  ];
+  let statistics = [
+    Statistic<"numOffloaded", "num-offloaded", "Stashed activations kept on the host">,
+    Statistic<"numChunks", "num-chunks", "Chunks of activations">,
+    Statistic<"numFetches", "num-fetches", "Fetches of activation chunks">,
+  ];
+}
+
 def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
   let summary = "Turns @forward into @train_step: loss, backward, optimizer update";
   let description = [{

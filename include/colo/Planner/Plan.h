@@ -34,6 +34,8 @@ struct Plan {
   int64_t virtualStages = 1;
   Recompute recompute = Recompute::None;
   Offload offload = Offload::None;
+  /// The activations the backward reads from the forward wait in host memory.
+  bool offloadActivations = false;
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 
@@ -45,7 +47,9 @@ struct Plan {
 
 llvm::StringRef scheduleName(Schedule s);
 llvm::StringRef recomputeName(Recompute r);
-llvm::StringRef offloadName(Offload o);
+/// The `offload=` value: what lives in host memory, joined by '+'
+/// ("optimizer+params+activations"), or "none".
+std::string offloadName(Offload o, bool activations);
 
 /// Parses the inline form (`dp=2,tp=2,pp=2,zero=1,micro=4,schedule=1f1b`) or,
 /// if `text` names a file, the JSON plan file.

@@ -62,6 +62,9 @@ def Colo_Dialect : Dialect {
     // A transfer colo-offload's chunk schedule issues: the parameter chunk
     // whose fetch it belongs to.
     "::mlir::IntegerAttr":$chunk,
+    // A transfer colo-offload-activations' schedule issues: the chunk of
+    // stashed activations whose fetch back to the device it belongs to.
+    "::mlir::IntegerAttr":$stash,
     // An integer function argument: its values lie in [0, int_max), or are
     // int_ignored (labels: the loss's ignore_index).
     "::mlir::IntegerAttr":$int_max,

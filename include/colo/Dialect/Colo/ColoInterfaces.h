@@ -23,6 +23,8 @@ namespace detail {
 /// NumPy broadcasting: dimension i of a rank-r operand is result dimension
 /// rank - r + i.
 DimMap broadcastingDimensionMap(mlir::Operation *op);
+/// The bytes a value of `type` occupies (a static tensor; 0 otherwise).
+int64_t typeBytes(mlir::Type type);
 int64_t operandBytes(mlir::Operation *op);
 int64_t resultBytes(mlir::Operation *op);
 int64_t resultElements(mlir::Operation *op);
