@@ -636,12 +636,15 @@ double offloadTime(double owned, const ClusterSpec &c, const Plan &plan, const S
 /// What offload keeps in host memory per device, as colo-offload compiles it:
 /// the owned parameters' moments (8 bytes), their fp32 master weights (or,
 /// with the parameters offloaded, every held parameter in fp32) and the
-/// gradients that arrive for the update.
-double hostMemory(double owned, double held, const Plan &plan, const Shared &s) {
+/// gradients that arrive for the update; offloaded activations add the
+/// `stash` the device would keep.
+double hostMemory(double owned, double held, double stash, const Plan &plan,
+                  const Shared &s) {
+  double activations = plan.offloadActivations ? stash : 0;
   if (plan.offload == Offload::None)
-    return 0;
+    return activations;
   double master = plan.offload == Offload::OptimizerParams ? held : owned;
-  return 8 * owned + 4 * master + s.weightBytes * owned;
+  return 8 * owned + 4 * master + s.weightBytes * owned + activations;
 }
 
 /// Bytes one member of a ring collective over `n` sends: (n-1)/n of the
@@ -719,25 +722,39 @@ double edgeSaved(const PartCost &part, const ModelProfile &m, const Plan &plan,
                          : s.b * (part.savedReplicated + part.savedSplit);
 }
 
-/// Activations device d keeps: its chunks' saved bytes (by recompute policy,
-/// split by tp and, sequence-parallel, the hidden-size ones too) times the
-/// microbatches in flight there; under full recompute also one layer's
-/// working set; the embedding's on the first stage, the head's on the last.
+/// Bytes device d keeps for backward per microbatch, what activation offload
+/// moves to the host: its chunks' saved bytes (under full recompute each
+/// layer's input only), and the embedding's on the first stage.
+double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Plan &plan,
+                          const Chunks &ch, const Shared &s) {
+  double saved = first ? edgeSaved(m.pre, m, plan, s) : 0;
+  for (int64_t k = d; k < ch.count; k += s.pp)
+    saved += plan.recompute == Recompute::Full
+                 ? ch.layers[k] * s.boundary / (plan.sequenceParallel ? s.tp : 1)
+                 : layerSaved(ch.part[k], plan, s);
+  return saved;
+}
+
+/// colo compile's default chunk of offloaded parameters or activations
+/// (--chunk-mb).
+constexpr double kChunkBytes = 32.0 * (1 << 20);
+
+/// Microbatches whose activations device d holds at once.
+double inflightAt(int64_t d, double inflight) { return std::max(1.0, inflight - d); }
+
+/// Activations device d keeps: its stash (split by tp and, sequence-parallel,
+/// the hidden-size ones too) times the microbatches in flight there; under
+/// full recompute also one layer's working set; the head's on the last
+/// stage. With the activations offloaded the stash waits on the host and
+/// the device holds the chunk the backward reads and the one being fetched
+/// (colo-offload-activations); the loss's logits stay.
 double activationMemory(int64_t d, bool first, bool last, double inflight,
                         const ModelProfile &m, const Plan &plan, const Chunks &ch,
                         const Shared &s) {
-  int64_t chunks = ch.count, tp = s.tp;
-  // Bytes a part of the layers keeps for backward per microbatch (under full
-  // recompute, each layer's input only).
-  double saved = 0;
-  for (int64_t k = d; k < chunks; k += s.pp)
-    saved += plan.recompute == Recompute::Full
-                 ? ch.layers[k] * s.boundary / (plan.sequenceParallel ? tp : 1)
-                 : layerSaved(ch.part[k], plan, s);
-  double inflightHere = std::max(1.0, inflight - d);
-  return inflightHere * saved +
-         (plan.recompute == Recompute::Full ? layerSaved(m.layer, plan, s) : 0) +
-         (first ? inflightHere * edgeSaved(m.pre, m, plan, s) : 0) +
+  double stash = inflightAt(d, inflight) * stashPerMicrobatch(d, first, m, plan, ch, s);
+  if (plan.offloadActivations)
+    stash = std::min(stash, 2 * kChunkBytes);
+  return stash + (plan.recompute == Recompute::Full ? layerSaved(m.layer, plan, s) : 0) +
          (last ? edgeSaved(m.post, m, plan, s) : 0);
 }
 
@@ -856,11 +873,32 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   t.bubble = pipelineBubbleTime(tMicro, s);
   t.dataParallel = dataParallelTime(m, c, plan, dev, s, tMicro);
   double owned = ownedParams(plan, dev, s);
-  if (plan.offload != Offload::None)
-    t.offload = offloadTime(owned, c, plan, s, t.compute + t.recompute,
-                            dev.maxParams / (plan.zero >= 3 ? s.dp : 1));
-  else
+  double inflight = inflightMicrobatches(plan, s);
+  // The largest stash of a device: per microbatch (the link's bytes, both
+  // ways, every microbatch) and in flight (the host's memory).
+  double stashMicro = 0, stashHeld = 0;
+  for (int64_t d = 0; d < s.pp; ++d) {
+    double perMicro = stashPerMicrobatch(d, d == 0, m, plan, ch, s);
+    stashMicro = std::max(stashMicro, perMicro);
+    stashHeld = std::max(stashHeld, inflightAt(d, inflight) * perMicro);
+  }
+  // Offloaded activations go to the host during each microbatch's forward
+  // and come back during its backward, on the copy queue: what a phase's
+  // compute does not hide is exposed, and what it hides is queue time the
+  // optimizer's copies cannot use.
+  double overlapped = t.compute + t.recompute;
+  if (plan.offloadActivations) {
+    double each = s.mcount * stashMicro / c.pcieBandwidth;
+    double forward = t.compute / 3, backward = overlapped - forward;
+    double exposed = std::max(0.0, each - forward) + std::max(0.0, each - backward);
+    t.offload = exposed;
+    overlapped -= 2 * each - exposed;
+  }
+  if (plan.offload == Offload::None)
     t.optimizer = optimizerTime(owned, s);
+  else
+    t.offload += offloadTime(owned, c, plan, s, overlapped,
+                             dev.maxParams / (plan.zero >= 3 ? s.dp : 1));
   p.stepTime = t.total();
 
   // Bytes sent per step: by the device that sends most, and by all.
@@ -871,7 +909,6 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   }
 
   // Memory of each device; report the largest.
-  double inflight = inflightMicrobatches(plan, s);
   MemoryBreakdown worst;
   for (int64_t d = 0; d < s.pp; ++d) {
     MemoryBreakdown mem = deviceMemory(d, inflight, m, c, plan, ch, dev, s);
@@ -879,7 +916,8 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
       worst = mem;
   }
   p.memory = worst;
-  p.hostMemory = hostMemory(owned, dev.maxParams / (plan.zero >= 3 ? s.dp : 1), plan, s);
+  p.hostMemory =
+      hostMemory(owned, dev.maxParams / (plan.zero >= 3 ? s.dp : 1), stashHeld, plan, s);
   p.fits = worst.total() <= 0.92 * c.deviceMemory &&
            (c.hostMemory <= 0 || p.hostMemory * c.devicesPerNode <= 0.9 * c.hostMemory);
 

@@ -56,16 +56,17 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
               for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
                 if (!o.allowRecompute && rc != Recompute::None)
                   continue;
-                for (Offload off : {Offload::None, Offload::Optimizer, Offload::OptimizerParams}) {
-                  if (!o.allowOffload && off != Offload::None)
-                    continue;
-                  Plan p;
-                  p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
-                  p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
-                  p.schedule = sched, p.virtualStages = v;
-                  p.recompute = rc, p.offload = off;
-                  plans.push_back(p);
-                }
+                for (Offload off : {Offload::None, Offload::Optimizer, Offload::OptimizerParams})
+                  for (bool activations : {false, true}) {
+                    if (!o.allowOffload && (off != Offload::None || activations))
+                      continue;
+                    Plan p;
+                    p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
+                    p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
+                    p.schedule = sched, p.virtualStages = v;
+                    p.recompute = rc, p.offload = off, p.offloadActivations = activations;
+                    plans.push_back(p);
+                  }
               }
             }
       }
