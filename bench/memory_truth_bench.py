@@ -7,7 +7,7 @@ The GPT-2 of bench/calibrate_plans.py (4 layers, hidden 256, vocabulary
 4096, 8 x 128 tokens, AdamW) is compiled for plans mixing the memory
 policies (one rank, dp=2, tp=2 and a 1F1B pipeline pp=2 with 2
 microbatches; plain, recompute=selective, recompute=full,
-offload=optimizer and offload=optimizer+params) and run --steps steps with
+offload=optimizer, offload=optimizer+params and offload=activations) and run --steps steps with
 `--device-memory 64G` (so that `colo run` reports the device pool's peak
 per rank: the arena, the state and inputs, the operand scratch). Printed
 per plan: that measured peak, what the compiled program plans (`colo run`'s
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PLANS = [("single", "", 1), ("dp=2", "dp=2", 2), ("tp=2", "tp=2", 2),
          ("pp=2,micro=2", "pp=2,micro=2", 2)]
 POLICIES = ["", "recompute=selective", "recompute=full", "offload=optimizer",
-            "offload=optimizer+params"]
+            "offload=optimizer+params", "offload=activations"]
 TRAIN = "loss=lm,optimizer=adamw"
 
 

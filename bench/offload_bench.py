@@ -5,9 +5,10 @@
 
 The GPT-2 of bench/calibrate_plans.py (4 layers, hidden 256, vocabulary
 4096, 8 x 128 tokens, AdamW) is compiled for one rank and for dp=2, each
-plain, with offload=optimizer and with offload=optimizer+params (chunks of
+plain, with offload=optimizer, with offload=optimizer+params (chunks of
 --chunk-mb MiB, 4 by default: several chunks, each fetched for the forward
-and again for the backward), and run with `colo run --link-bandwidth
+and again for the backward) and with offload=activations (in chunks of the
+same size), and run with `colo run --link-bandwidth
 GB/s --profile` (the CPU device's copy queue throttled to a PCIe-like
 speed). Printed per plan: the median step time; the copies' exposed and busy
 time and bytes per step (`--profile`); what `colo plan --explain PLAN
@@ -85,7 +86,7 @@ def main():
               f"{'offload added':>13} {'pred term':>9}")
         for label, plan, ranks in PLANS:
             base = None
-            for offload in ("none", "optimizer", "optimizer+params"):
+            for offload in ("none", "optimizer", "optimizer+params", "activations"):
                 m = measure(work, model, label, plan, offload, a)
                 p = predict(work, mlir, label, ranks, offload, a)
                 err = 100 * (p["step_s"] - m["step_s"]) / m["step_s"]

@@ -58,7 +58,8 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
                   continue;
                 for (Offload off : {Offload::None, Offload::Optimizer, Offload::OptimizerParams})
                   for (bool activations : {false, true}) {
-                    if (!o.allowOffload && (off != Offload::None || activations))
+                    if ((!o.allowOffload && off != Offload::None) ||
+                        (activations && !(o.allowOffload && o.allowActivationOffload)))
                       continue;
                     Plan p;
                     p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
@@ -192,9 +193,14 @@ llvm::Expected<SearchResult> searchPlans(const ModelProfile &m, const ClusterSpe
     oo.allowRecompute = true;
     tryWith(c, oo, "with activation recomputation");
   }
+  if (!o.allowActivationOffload) {
+    SearchOptions oo = o;
+    oo.allowOffload = oo.allowActivationOffload = true;
+    tryWith(c, oo, "with the activations offloaded too (--offload-activations)");
+  }
   // More devices: the same options first, then with offload and recompute.
   SearchOptions everything = o;
-  everything.allowOffload = everything.allowRecompute = true;
+  everything.allowOffload = everything.allowRecompute = everything.allowActivationOffload = true;
   for (const SearchOptions *opts : {&o, static_cast<const SearchOptions *>(&everything)}) {
     bool found = false;
     for (int64_t f = 2; f <= 1024 && c.worldSize() * f <= (1 << 16) && !found; f *= 2) {

@@ -173,7 +173,8 @@ def test_activation_offload_changes_no_bits(name, parallel, option, trained):
 
 @pytest.mark.parametrize("name,parallel,option", [
     ("gpt2", "", "recompute=full"), ("llama", "dp=2", "offload=optimizer+params"),
-    ("gpt2", "pp=2,micro=2", "offload=optimizer"), ("resnet18", "", "recompute=full")])
+    ("gpt2", "pp=2,micro=2", "offload=optimizer"), ("resnet18", "", "recompute=full"),
+    ("llama", "", "offload=activations")])
 def test_plan_explain_compiles_the_memory_the_run_holds(name, parallel, option, trained):
     """colo plan --explain --train compiles the plan's step: what it says the
     rank that plans most holds is the device pool's measured peak, within

@@ -49,6 +49,12 @@ cl::opt<std::string> planTrain(
     cl::value_desc("options"), cl::sub(planCmd));
 cl::opt<bool> planNoOffload("no-offload", cl::desc("Do not consider offload"),
                             cl::sub(planCmd));
+cl::opt<bool> planOffloadActivations(
+    "offload-activations",
+    cl::desc("Also consider keeping the activations the backward reads in host memory "
+             "(offload=activations; its copies need each device's host link through the "
+             "whole forward and backward, and a cluster gives one device's link alone)"),
+    cl::sub(planCmd));
 cl::opt<bool> planNoRecompute("no-recompute",
                               cl::desc("Do not consider activation recomputation"),
                               cl::sub(planCmd));
@@ -226,6 +232,7 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
   options.globalBatch = planBatch;
   options.topK = planTop;
   options.allowOffload = !planNoOffload;
+  options.allowActivationOffload = planOffloadActivations;
   options.allowRecompute = !planNoRecompute;
   options.threads = planThreads;
   std::mutex progressMutex;

@@ -11,6 +11,9 @@ struct SearchOptions {
   int64_t globalBatch = 0;
   int64_t topK = 10;
   bool allowOffload = true;
+  /// Activation offload too: its copies hold each device's host link through
+  /// the whole forward and backward, at the rate one device alone gets.
+  bool allowActivationOffload = false;
   bool allowRecompute = true;
   unsigned threads = 0; // 0: all cores
   /// Called with (done, total) as points are evaluated.
