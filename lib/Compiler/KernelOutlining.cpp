@@ -226,6 +226,7 @@ FailureOr<bool> StepBuilder::emitKernel(ArrayRef<Operation *> ops,
     call.setPiecesAttr(b.getI64IntegerAttr(pieces->pieces));
     call.setPieceBytes(pieces->pieceBytes);
   }
+  annotateCost(call, ops);
   return true;
 }
 

@@ -48,9 +48,13 @@ class Serializer {
 public:
   FailureOr<rt::Program> run(exec::ProgramOp op) {
     Block &body = op.getBlock();
-    for (Operation &o : body)
+    for (Operation &o : body) {
+      int before = program.steps_size();
       if (failed(visit(&o)))
         return failure();
+      if (program.steps_size() > before)
+        cost(o, program.mutable_steps(program.steps_size() - 1));
+    }
     for (Value v : cast<exec::ReturnOp>(body.getTerminator()).getReported())
       program.add_loss(ids.lookup(v));
     if (std::optional<ArrayRef<int64_t>> shape = op.getMeshShape()) {
@@ -113,6 +117,16 @@ private:
     if (std::optional<StringRef> name = op.getParamName())
       (*program.mutable_param_names())[op.getName().str()] = name->str();
     return success();
+  }
+
+  /// What the cost model charges the step (StepBuilder::annotateCost).
+  static void cost(Operation &op, rt::Step *s) {
+    MLIRContext *ctx = op.getContext();
+    if (IntegerAttr flops = exec::ExecDialect::FlopsAttrHelper(ctx).getAttr(&op))
+      s->set_flops(flops.getInt());
+    if (IntegerAttr bytes = exec::ExecDialect::BytesAttrHelper(ctx).getAttr(&op))
+      s->set_bytes(bytes.getInt());
+    s->set_recomputed(exec::ExecDialect::RecomputedAttrHelper(ctx).isAttrPresent(&op));
   }
 
   rt::Step *step(StringRef name) {

@@ -63,9 +63,18 @@ LogicalResult StepBuilder::build() {
         op->setAttr("int_ignored", b.getI64IntegerAttr(*range.ignored));
     }
   }
-  for (Operation &op : func.front().without_terminator())
+  Block *body = b.getInsertionBlock();
+  for (Operation &op : func.front().without_terminator()) {
+    Operation *last = body->empty() ? nullptr : &body->back();
     if (failed(visit(&op)))
       return failure();
+    // The steps `op` made (kernels and transfers, which may be emitted later
+    // for other ops, are annotated where they are made).
+    for (Operation *step = last ? last->getNextNode() : (body->empty() ? nullptr : &body->front());
+         step; step = step->getNextNode())
+      if (exec::isStep(step))
+        annotateCost(step, &op);
+  }
   if (failed(flush()))
     return failure();
   SmallVector<Value> reported;
@@ -306,6 +315,30 @@ std::string StepBuilder::stepName(Operation *op, unsigned result) {
          std::to_string(order[op]);
 }
 
+void StepBuilder::annotateCost(Operation *step, ArrayRef<Operation *> sources) {
+  MLIRContext *ctx = step->getContext();
+  auto flopsAttr = exec::ExecDialect::FlopsAttrHelper(ctx);
+  // A wait costs what the step it finishes does, charged there.
+  if (flopsAttr.isAttrPresent(step) || isa<exec::WaitOp>(step))
+    return;
+  int64_t flops = 0, bytes = 0;
+  bool recomputed = false;
+  for (Operation *op : sources) {
+    recomputed |= ColoDialect::RecomputedAttrHelper(ctx).isAttrPresent(op);
+    if (auto transfer = dyn_cast<TransferOp>(op))
+      bytes += transfer.getLinkBytes();
+    else if (auto cost = dyn_cast<CostOpInterface>(op))
+      cost.getCostClass() == CostClass::Matmul
+          ? flops += cost.getFlops()
+          : bytes += cost.getBytesRead() + cost.getBytesWritten();
+  }
+  Builder builder(ctx);
+  flopsAttr.setAttr(step, builder.getI64IntegerAttr(flops));
+  exec::ExecDialect::BytesAttrHelper(ctx).setAttr(step, builder.getI64IntegerAttr(bytes));
+  if (recomputed)
+    exec::ExecDialect::RecomputedAttrHelper(ctx).setAttr(step, builder.getUnitAttr());
+}
+
 /// A reshape's result as a view of its input's storage.
 LogicalResult StepBuilder::aliasReshape(ReshapeOp reshape) {
   Value storage = exec::storageOf(bufferOf.lookup(reshape.getInput()));
@@ -367,6 +400,7 @@ LogicalResult StepBuilder::emitTransfer(TransferOp transfer) {
   std::string name = stepName(transfer);
   auto started = exec::TransferOp::create(b, transfer.getLoc(), b.getType<exec::TokenType>(),
                                           name, *src, *dst);
+  annotateCost(started, transfer.getOperation());
   waitFor(started.getToken(), name);
   return success();
 }

@@ -61,6 +61,9 @@ private:
   mlir::LogicalResult emitTransfer(TransferOp transfer);
   /// "<location name or op name>[#result].<position>", e.g. "fc1.matmul.5".
   std::string stepName(mlir::Operation *op, unsigned result = 0);
+  /// Writes what the cost model charges `sources` on `step` (exec.flops,
+  /// exec.bytes, exec.recomputed), unless the step has it already.
+  void annotateCost(mlir::Operation *step, llvm::ArrayRef<mlir::Operation *> sources);
 
   // LibraryCalls.cpp
   mlir::LogicalResult visitLibrary(mlir::Operation *op);

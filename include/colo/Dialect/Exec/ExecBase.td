@@ -26,6 +26,16 @@ def Exec_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
+  // What a step costs, from the colo ops it runs (CostOpInterface), written
+  // into program.pb for predicted timelines: the FLOPs of its matrix
+  // products and convolutions, the bytes its memory-bound ops read and
+  // write (a transfer's: the bytes over the link), and whether it runs ops
+  // that colo-recompute cloned.
+  let discardableAttrs = (ins
+    "::mlir::IntegerAttr":$flops,
+    "::mlir::IntegerAttr":$bytes,
+    "::mlir::UnitAttr":$recomputed
+  );
 }
 
 class Exec_Op<string mnemonic, list<Trait> traits = []>

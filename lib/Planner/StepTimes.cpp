@@ -1,0 +1,98 @@
+// The cost model on a compiled program: each step timed from what the
+// compiler charged it, the copy and communication queues beside the compute.
+#include "colo/Planner/StepTimes.h"
+#include "colo/Runtime/DType.h"
+
+#include <algorithm>
+
+namespace colo::planner {
+
+namespace {
+/// Every kernel launch costs a few microseconds whatever its size (as the
+/// cost model's partTime charges each op).
+constexpr double kLaunch = 4e-6;
+
+int64_t bytesOf(const runtime::Program &p, int32_t id) {
+  if (id < 0 || id >= p.buffers_size())
+    return 0;
+  int64_t n = runtime::dtypeSize(p.buffers(id).dtype());
+  for (int64_t d : p.buffers(id).shape())
+    n *= d;
+  return n;
+}
+
+/// The members of the group a collective runs in.
+int64_t groupSize(const runtime::Program &p, const runtime::Collective &c) {
+  int64_t n = 1;
+  for (int32_t axis : c.mesh_axes())
+    if (axis >= 0 && axis < p.mesh().shape_size())
+      n *= p.mesh().shape(axis);
+  return n;
+}
+
+/// A collective on the ring of its group: an all-reduce sends twice
+/// (n-1)/n of its buffer, the others once; a message its buffer.
+double collectiveSeconds(const runtime::Program &p, const runtime::Collective &c,
+                         const ClusterSpec &spec) {
+  using K = runtime::Collective;
+  int64_t n = groupSize(p, c);
+  double bytes = double(bytesOf(p, c.kind() == K::RECV ? c.output() : c.input()));
+  if (c.kind() == K::ALL_SLICE)
+    return bytes / (spec.memoryBandwidth * spec.memoryEfficiency);
+  double sent = c.kind() == K::SEND || c.kind() == K::RECV ? bytes
+                : c.kind() == K::ALL_REDUCE                ? 2.0 * (n - 1) / n * bytes
+                                                           : double(n - 1) / n * bytes;
+  if (c.kind() == K::ALL_GATHER)
+    sent = double(n - 1) * bytes; // the input is one member's block
+  return spec.intraLatency + sent / spec.intraBandwidth;
+}
+
+bool sixteenBit(const runtime::Program &p, int32_t id) {
+  if (id < 0 || id >= p.buffers_size())
+    return false;
+  auto t = p.buffers(id).dtype();
+  return t == runtime::BF16 || t == runtime::F16;
+}
+} // namespace
+
+StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
+  StepTimes t;
+  int steps = p.steps_size();
+  t.start.assign(steps, 0);
+  t.seconds.assign(steps, 0);
+  std::vector<double> done(steps, 0); // when an asynchronous step finishes
+  double now = 0, copyQueue = 0, network = 0;
+  for (int i = 0; i < steps; ++i) {
+    const runtime::Step &s = p.steps(i);
+    t.start[i] = now;
+    double seconds = 0;
+    if (s.has_transfer()) {
+      double link = double(s.bytes()) / c.pcieBandwidth;
+      copyQueue = std::max(copyQueue, now) + link;
+      done[i] = copyQueue;
+    } else if (s.has_collective() && s.collective().overlap()) {
+      network = std::max(network, now) + collectiveSeconds(p, s.collective(), c);
+      done[i] = network;
+    } else if (s.has_collective()) {
+      seconds = collectiveSeconds(p, s.collective(), c);
+    } else if (s.has_wait()) {
+      int32_t started = s.wait().collective_step();
+      if (started >= 0 && started < i)
+        seconds = std::max(0.0, done[started] - now);
+    } else if (s.has_copy()) {
+      seconds = 2.0 * double(bytesOf(p, s.copy().src())) /
+                (c.memoryBandwidth * c.memoryEfficiency);
+    } else {
+      bool half = s.has_gemm() && sixteenBit(p, s.gemm().a());
+      double peak = (half ? c.peakFlops16 : c.peakFlops32) * c.matmulEfficiency;
+      seconds = double(s.flops()) / peak +
+                double(s.bytes()) / (c.memoryBandwidth * c.memoryEfficiency) + kLaunch;
+    }
+    t.seconds[i] = seconds;
+    now += seconds;
+  }
+  t.total = now;
+  return t;
+}
+
+} // namespace colo::planner
