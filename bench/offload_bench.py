@@ -13,7 +13,9 @@ GB/s --profile` (the CPU device's copy queue throttled to a PCIe-like
 speed). Printed per plan: the median step time; the copies' exposed and busy
 time and bytes per step (`--profile`); what `colo plan --explain PLAN
 --json` predicts for the same plan on `local-cpu:1xN` with that link
-(`links.pcie_gbs`), in all and for the offload term; and the error. The
+(`links.pcie_gbs`), in all and for the offload term; what the cost model
+gives the compiled program's own steps (`colo run --timeline`'s
+"predicted on local-cpu", with the run's link); and the errors. The
 offload term is also compared with what offloading measurably added to the
 plain plan's step. Nothing asserts: timings on a shared machine are noisy."""
 import argparse
@@ -42,10 +44,11 @@ def measure(work, model, label, plan, offload, a):
          "--chunk-mb", a.chunk_mb)
     out = colo("run", exe, "--steps", a.steps, "--data", "synthetic", "--no-snapshot",
                "--link-bandwidth", a.link_bandwidth, "--profile", exe / "trace.json",
-               "-o", exe / "w.safetensors")
+               "--timeline", exe / "memory.svg", "-o", exe / "w.safetensors")
     times = [float(t) / 1e3 for t in re.findall(r"^step \d+/\d+ .*\((\d+(?:\.\d+)?) ms\)", out,
                                                 re.M)]
-    m = {"step_s": statistics.median(times[1:]), "exposed_s": 0.0, "busy_s": 0.0, "bytes": 0}
+    m = {"step_s": statistics.median(times[1:]), "exposed_s": 0.0, "busy_s": 0.0, "bytes": 0,
+         "compiled_s": float(re.search(r"predicted on local-cpu: ([\d.]+) ms", out)[1]) / 1e3}
     copies = re.search(r"copies between device and host: ([\d.]+) (m?s) exposed of ([\d.]+) "
                        r"(m?s) copying .* ([\d.]+) MB per step", out)
     if copies:
@@ -82,6 +85,7 @@ def main():
         print(f"GPT-2, {params / 1e6:.1f}M parameters, link {a.link_bandwidth:g} GB/s, "
               f"{a.steps} steps")
         print(f"{'plan':<8} {'offload':<16} {'meas ms':>8} {'pred ms':>8} {'err':>7}   "
+              f"{'program ms':>10} {'err':>7}   "
               f"{'copies MB':>9} {'busy ms':>8} {'exposed ms':>10}   "
               f"{'offload added':>13} {'pred term':>9}")
         for label, plan, ranks in PLANS:
@@ -90,10 +94,12 @@ def main():
                 m = measure(work, model, label, plan, offload, a)
                 p = predict(work, mlir, label, ranks, offload, a)
                 err = 100 * (p["step_s"] - m["step_s"]) / m["step_s"]
+                err_program = 100 * (m["compiled_s"] - m["step_s"]) / m["step_s"]
                 added = "" if base is None else f"{(m['step_s'] - base) * 1e3:12.1f}"
                 term = "" if offload == "none" else f"{p['offload_s'] * 1e3:8.1f}"
                 print(f"{label:<8} {offload:<16} {m['step_s'] * 1e3:8.1f} {p['step_s'] * 1e3:8.1f} "
-                      f"{err:+6.1f}%   {m['bytes'] / 1e6:9.2f} {m['busy_s'] * 1e3:8.1f} "
+                      f"{err:+6.1f}%   {m['compiled_s'] * 1e3:10.1f} {err_program:+6.1f}%   "
+                      f"{m['bytes'] / 1e6:9.2f} {m['busy_s'] * 1e3:8.1f} "
                       f"{m['exposed_s'] * 1e3:10.1f}   {added:>13} {term:>9}", flush=True)
                 base = m["step_s"] if base is None else base
 

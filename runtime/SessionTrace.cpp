@@ -2,6 +2,7 @@
 
 #include "colo/Runtime/Session.h"
 #include "colo/Runtime/Files.h"
+#include "colo/Runtime/MemoryTimeline.h"
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +99,23 @@ void Session::writeTrace(const std::string &path) const {
     }
     out << "\n]}\n";
   });
+}
+
+void Session::writeMemoryTimeline(const std::string &path,
+                                  const std::vector<double> &predicted) const {
+  TimelineInput in;
+  in.program = &exe_->program();
+  in.scratchBytes = scratch_ ? int64_t(scratch_->size()) : 0;
+  in.title = exe_->directory();
+  in.predicted = predicted;
+  int steps = in.program->steps_size();
+  bool profiled = false;
+  for (int i = 0; i < steps; ++i)
+    profiled |= stepCalls_[i] > 0;
+  if (profiled)
+    for (int i = 0; i < steps; ++i)
+      in.measured.push_back(stepCalls_[i] ? stepSeconds_[i] / double(stepCalls_[i]) : 0);
+  colo::runtime::writeMemoryTimeline(in, path);
 }
 
 } // namespace colo::runtime

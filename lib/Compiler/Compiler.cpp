@@ -195,10 +195,14 @@ FailureOr<CompiledStep> colo::compileStepFootprint(ModuleOp module,
     return failure();
   CompiledStep step;
   step.memory = runtime::plannedMemory(program);
+  const runtime::Program *most = &program;
   for (const runtime::Program &stage : program.stages())
     if (runtime::PlannedMemory m = runtime::plannedMemory(stage);
-        m.total() > step.memory.total())
+        m.total() > step.memory.total()) {
       step.memory = m;
+      most = &stage;
+    }
+  step.program = *most;
   module.walk([&](Operation *op) {
     step.recomputedOps += ColoDialect::RecomputedAttrHelper(op->getContext()).isAttrPresent(op);
   });

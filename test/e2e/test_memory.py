@@ -291,26 +291,61 @@ def test_checkpoints_resume_across_offload(tmp_path):
         assert out.read_bytes() == (tmp_path / "straight.safetensors").read_bytes(), (first, then)
 
 
+def timeline(path):
+    """An SVG timeline's texts, its marks by kind and whether it draws the
+    predicted times beside the measured ones."""
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    svg = ET.parse(path).getroot()
+    texts = " ".join(t.text or "" for t in svg.iter(ns + "text"))
+    marks = [sum(1 for l in svg.iter(ns + "line") if l.get("class") == f"mark{k}")
+             for k in range(3)]
+    predicted = any(p.get("class") == "predicted" for p in svg.iter(ns + "polyline"))
+    return texts, dict(zip(("to_host", "to_device", "recomputed"), marks)), predicted
+
+
 def test_the_memory_timeline_draws_both_spaces_and_the_transfers(tmp_path):
     """colo run --timeline: an SVG of device memory over one step, and of
     host memory where the program keeps some there (the offloaded state),
-    with a tick where each transfer starts; its device peak is what the
-    program's live buffers need, no more than the run held."""
-    import xml.etree.ElementTree as ET
-
+    over the measured step times with the cost model's beside them, a tick
+    where each transfer starts and one per recomputed step; its device peak
+    is what the program's live buffers need, no more than the run held."""
     model = ROOT / "examples" / "gpt2-tiny.onnx"
-    for offload in ("none", "optimizer"):
-        exe = tmp_path / offload
-        run_colo("compile", model, "-o", exe, "--train", "loss=lm", "--plan", f"offload={offload}")
+    for plan in ("recompute=none", "offload=optimizer,recompute=full"):
+        exe = tmp_path / plan.replace(",", "-")
+        run_colo("compile", model, "-o", exe, "--train", "loss=lm", "--plan", plan)
         out = run_colo("run", exe, "--steps", 2, "--data", "synthetic", "--device-memory", "1G",
-                       "--timeline", tmp_path / f"{offload}.svg", "-o", exe / "w.safetensors").stdout
-        svg = ET.parse(tmp_path / f"{offload}.svg").getroot()
-        texts = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
-        ticks = [l for l in svg.iter("{http://www.w3.org/2000/svg}line")
-                 if l.get("stroke") == "#e15759"]
-        device = float(re.search(r"device memory, peak ([\d.]+) MB",
-                                 " ".join(texts))[1])
+                       "--timeline", exe / "memory.svg", "-o", exe / "w.safetensors").stdout
+        texts, marks, predicted = timeline(exe / "memory.svg")
+        device = float(re.search(r"device memory, peak ([\d.]+) MB", texts)[1])
         held = float(re.search(r"device memory: ([\d.]+) MB at most", out)[1])
         assert 0 < device <= held
-        assert any(t.startswith("host memory, peak") for t in texts) == (offload == "optimizer")
-        assert (len(ticks) > 1) == (offload == "optimizer")
+        assert re.search(r"measured [\d.]+ ms, predicted [\d.]+ ms", texts) and predicted
+        assert re.search(r"predicted on local-cpu: [\d.]+ ms per step", out)
+        offloaded = "offload" in plan
+        assert ("host memory, peak" in texts) == offloaded
+        assert (marks["to_host"] > 0) == offloaded and (marks["to_device"] > 0) == offloaded
+        assert (marks["recomputed"] > 0) == ("recompute=full" in plan)
+
+
+def test_plan_explain_draws_the_compiled_plans_memory(tmp_path):
+    """colo plan --explain --train --timeline: the same picture before any
+    run, over the cost model's step times; its device peak is within what
+    the compiled program plans (the liveness, without the arena's
+    fragmentation), and it marks the plan's offload and recompute."""
+    model = ROOT / "examples" / "gpt2-tiny.onnx"
+    svg = tmp_path / "plan.svg"
+    explained = json.loads(run_colo(
+        "plan", model, "--cluster", "local-cpu:1x1", "--explain", "offload=optimizer,recompute=full",
+        "--train", "loss=lm", "--json", "--timeline", svg).stdout)
+    compiled = explained["compiled"]
+    assert compiled["step_time_s"] > 0
+    texts, marks, predicted = timeline(svg)
+    device = float(re.search(r"device memory, peak ([\d.]+) MB", texts)[1])
+    assert 0 < device <= compiled["memory_gib"]["total"] * 2**30 / 1e6
+    assert re.search(r"predicted [\d.]+ ms", texts) and not predicted
+    assert marks["to_host"] > 0 and marks["recomputed"] > 0
+    failed = run_colo("plan", model, "--cluster", "local-cpu:1x1", "--explain", "dp=1",
+                      "--timeline", svg, check=False)
+    assert failed.returncode != 0 and "--timeline draws a compiled plan" in failed.stderr

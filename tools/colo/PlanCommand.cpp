@@ -6,6 +6,8 @@
 #include "colo/Driver/Driver.h"
 #include "colo/Models/SyntheticModels.h"
 #include "colo/Planner/Search.h"
+#include "colo/Planner/StepTimes.h"
+#include "colo/Runtime/MemoryTimeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/FileSystem.h"
@@ -47,6 +49,12 @@ cl::opt<std::string> planTrain(
              "(as colo compile --train; no kernels, nothing written) and report what the "
              "compiled program holds per rank beside the prediction"),
     cl::value_desc("options"), cl::sub(planCmd));
+cl::opt<std::string> planTimeline(
+    "timeline",
+    cl::desc("With --explain and --train: draw the device and host memory the compiled "
+             "program holds over one step, over the cost model's time for each of its steps "
+             "(offload, prefetch and recompute marked), into this SVG file"),
+    cl::value_desc("memory.svg"), cl::sub(planCmd));
 cl::opt<bool> planNoOffload("no-offload", cl::desc("Do not consider offload"),
                             cl::sub(planCmd));
 cl::opt<bool> planOffloadActivations(
@@ -110,7 +118,7 @@ mlir::FailureOr<colo::CompiledStep> compileForExplain(mlir::ModuleOp module, con
   return colo::compileStepFootprint(module, options);
 }
 
-json::Value compiledJSON(const colo::CompiledStep &c) {
+json::Value compiledJSON(const colo::CompiledStep &c, const StepTimes &t) {
   auto gib = [](double b) { return b / (1 << 30); };
   const colo::runtime::PlannedMemory &m = c.memory;
   return json::Object{{"memory_gib", json::Object{{"total", gib(double(m.total()))},
@@ -120,10 +128,11 @@ json::Value compiledJSON(const colo::CompiledStep &c) {
                                                   {"scratch", gib(double(m.scratch))}}},
                       {"host_memory_gib", gib(double(m.host))},
                       {"link_bytes_per_step", m.linkBytes},
-                      {"recomputed_ops", c.recomputedOps}};
+                      {"recomputed_ops", c.recomputedOps},
+                      {"step_time_s", t.total}};
 }
 
-void printCompiled(const colo::CompiledStep &c, raw_ostream &os) {
+void printCompiled(const colo::CompiledStep &c, const StepTimes &t, raw_ostream &os) {
   auto gib = [](int64_t b) { return double(b) / (1 << 30); };
   const colo::runtime::PlannedMemory &m = c.memory;
   os << formatv("compiled     {0:F2} GiB per device (the rank that plans most): arena {1:F2}, "
@@ -132,6 +141,9 @@ void printCompiled(const colo::CompiledStep &c, raw_ostream &os) {
   os << formatv("             host {0:F2} GiB, {1:F1} MB over the link per step, {2} ops "
                 "recomputed\n",
                 gib(m.host), double(m.linkBytes) / 1e6, c.recomputedOps);
+  os << formatv("             its {0} steps take {1:F2} ms on this cluster (each step's "
+                "FLOPs and bytes, the copies and collectives on their queues)\n",
+                c.program.steps_size(), t.total * 1e3);
 }
 
 json::Value predictionJSON(const Prediction &p) {
@@ -194,6 +206,9 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
     return 1;
   model->vocabParallel = planVocabParallel;
 
+  if (!planTimeline.empty() && (planExplain.empty() || planTrain.empty()))
+    return reportError("--timeline draws a compiled plan: give --explain PLAN and --train "
+                       "OPTIONS with it");
   if (!planExplain.empty()) {
     Expected<Plan> plan = parsePlan(planExplain);
     if (!plan)
@@ -207,21 +222,36 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
     if (!p)
       return reportError("invalid plan: " + toString(p.takeError()));
     std::optional<colo::CompiledStep> compiled;
+    StepTimes times;
     if (!planTrain.empty()) {
       mlir::FailureOr<colo::CompiledStep> step = compileForExplain(**module, *plan, *cluster);
       if (failed(step))
         return 1;
       compiled = *step;
+      times = predictStepTimes(compiled->program, *cluster);
     }
     if (planJson) {
       json::Value out = predictionJSON(*p);
       if (compiled)
-        out.getAsObject()->insert({"compiled", compiledJSON(*compiled)});
+        out.getAsObject()->insert({"compiled", compiledJSON(*compiled, times)});
       outs() << formatv("{0:2}", out) << "\n";
     } else {
       printExplanation(*model, *cluster, *p, outs());
       if (compiled)
-        printCompiled(*compiled, outs());
+        printCompiled(*compiled, times, outs());
+    }
+    if (compiled && !planTimeline.empty()) {
+      colo::runtime::TimelineInput in;
+      in.program = &compiled->program;
+      in.scratchBytes = compiled->memory.scratch;
+      in.predicted = times.seconds;
+      in.title = p->plan.str() + " on " + cluster->name;
+      try {
+        colo::runtime::writeMemoryTimeline(in, planTimeline);
+      } catch (const std::exception &e) {
+        return reportError(e.what());
+      }
+      (planJson ? errs() : outs()) << "wrote the memory timeline to " << planTimeline << "\n";
     }
     return 0;
   }

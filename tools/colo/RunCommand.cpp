@@ -6,6 +6,7 @@
 #include "Commands.h"
 #include "FailureRecord.h"
 
+#include "colo/Planner/StepTimes.h"
 #include "colo/Runtime/Checkpoint.h"
 #include "colo/Runtime/Communicator.h"
 #include "colo/Runtime/DataSource.h"
@@ -117,7 +118,8 @@ cl::opt<std::string> runTimeline(
     "timeline",
     cl::desc("Profile the steps and draw the device and host memory the program holds over "
              "one step (parameters, optimizer state, inputs, scratch, temporaries; transfers "
-             "marked) into this SVG file"),
+             "and recomputed steps marked) into this SVG file, over the measured step times "
+             "and the cost model's on local-cpu (measured first, a few seconds)"),
     cl::value_desc("memory.svg"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runNoSnapshot(
     "no-snapshot",
@@ -607,7 +609,16 @@ int run(const std::string &dir) {
     out << "wrote the trace to " << runProfile << "\n";
   }
   if (!runTimeline.empty()) {
-    session.writeMemoryTimeline(runTimeline);
+    // The cost model on this machine, with the run's link.
+    Expected<colo::planner::ClusterSpec> local =
+        colo::planner::clusterPreset("local-cpu", 1, exe->worldSize());
+    if (!local)
+      return reportError(toString(local.takeError()));
+    if (runLinkBandwidth > 0)
+      local->pcieBandwidth = runLinkBandwidth * 1e9;
+    colo::planner::StepTimes predicted = colo::planner::predictStepTimes(program, *local);
+    out << formatv("predicted on local-cpu: {0:F1} ms per step\n", predicted.total * 1e3);
+    session.writeMemoryTimeline(runTimeline, predicted.seconds);
     out << "wrote the memory timeline to " << runTimeline << "\n";
   }
   return 0;

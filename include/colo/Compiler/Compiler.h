@@ -91,6 +91,8 @@ mlir::LogicalResult compileTrainStep(mlir::ModuleOp module, llvm::StringRef exeD
 /// reports it beside the prediction. Errors go to the context's diagnostics.
 struct CompiledStep {
   runtime::PlannedMemory memory;
+  /// The step program of the rank (the pipeline stage) that plans most.
+  runtime::Program program;
   int64_t recomputedOps = 0;
 };
 mlir::FailureOr<CompiledStep> compileStepFootprint(mlir::ModuleOp module,

@@ -170,11 +170,12 @@ public:
   /// Writes the profiled steps as Chrome trace JSON: one event per iteration
   /// and one per step inside it (the first 1,000,000 step events).
   void writeTrace(const std::string &path) const;
-  /// Draws the device and host memory the program holds over one step (its
-  /// parts stacked: parameters, optimizer state, inputs, scratch,
-  /// temporaries), over the profiled steps' mean times (their index if none
-  /// were profiled), with the transfers marked, as SVG.
-  void writeMemoryTimeline(const std::string &path) const;
+  /// Draws the device and host memory the program holds over one step
+  /// (writeMemoryTimeline in MemoryTimeline.h) over the profiled steps' mean
+  /// times and the `predicted` ones (seconds per step; either may be
+  /// missing), as SVG.
+  void writeMemoryTimeline(const std::string &path,
+                           const std::vector<double> &predicted = {}) const;
 
 private:
   struct Prepared;
