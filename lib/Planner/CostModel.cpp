@@ -4,6 +4,7 @@
 #include "colo/Planner/CostModel.h"
 
 #include "colo/Analysis/ModelSummary.h"
+#include "colo/Analysis/RecomputeSolver.h"
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Pipeline.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -820,6 +821,63 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
   return mem;
 }
 
+/// recompute=budget on device d: what colo-recompute's solver
+/// (RecomputeSolver.h) chooses for its layers, each kept whole, with its
+/// attention core recomputed or recomputed from its input, so that the
+/// activations fit what the device has left after everything else.
+struct BudgetedLayers {
+  double seconds = 0;  ///< recomputation per microbatch
+  double fullLayers = 0; ///< layers recomputed from their input
+  /// The layers' activations, as chosen and as without recomputation.
+  double activations = 0, kept = 0;
+};
+
+BudgetedLayers budgetLayers(int64_t d, double inflight, const ModelProfile &m,
+                            const ClusterSpec &c, const Plan &plan, const Chunks &ch,
+                            const Devices &dev, const Shared &s) {
+  // Budget acts as none in the other terms: the device without recompute.
+  MemoryBreakdown mem = deviceMemory(d, inflight, m, c, plan, ch, dev, s);
+  Plan selective = plan;
+  selective.recompute = Recompute::Selective;
+  double held = inflightAt(d, inflight), layers = 0, keep = 0, keepSelective = 0;
+  for (int64_t k = d; k < ch.count; k += s.pp) {
+    layers += ch.layers[k];
+    keep += layerSaved(ch.part[k], plan, s);
+    keepSelective += layerSaved(ch.part[k], selective, s);
+  }
+  BudgetedLayers out;
+  out.kept = plan.offloadActivations ? 0 : held * keep;
+  int64_t n = int64_t(std::ceil(layers - 1e-9));
+  if (n == 0 || plan.offloadActivations) // the stash waits on the host
+    return out;
+  // One layer's choices; kept bytes are held for every microbatch in
+  // flight, a recomputation's working set for the one in its backward.
+  double perLayer = keep / double(n), perLayerSelective = keepSelective / double(n);
+  double input = s.boundary / (plan.sequenceParallel ? s.tp : 1);
+  double core = s.b * m.layer.attentionFlops / s.tp / s.peak;
+  double forward = partTime(m.layer, s.tp, s) +
+                   2 * collectiveTime(Collective::AllReduce, s.boundary, s.tp, 1, c);
+  std::vector<RecomputeChoice> choices = {{int64_t(held * perLayer), 0, 0}};
+  if (m.layer.savedScores > 0)
+    choices.push_back({int64_t(held * perLayerSelective),
+                       int64_t(perLayer - perLayerSelective), core});
+  choices.push_back({int64_t(held * input), int64_t(perLayer), forward});
+  std::vector<std::vector<RecomputeChoice>> chain(n, choices);
+  double budget = 0.92 * c.deviceMemory - (mem.total() - out.kept);
+  std::optional<RecomputeSolution> solved =
+      solveRecompute(chain, int64_t(std::max(0.0, budget)));
+  // None fits: every layer recomputed, which the prediction then finds
+  // does not fit.
+  std::vector<int> picks = solved ? solved->choices
+                                  : std::vector<int>(n, int(choices.size()) - 1);
+  for (int pick : picks) {
+    out.seconds += choices[pick].flops;
+    out.fullLayers += pick == int(choices.size()) - 1;
+  }
+  out.activations = double(recomputePeak(chain, picks));
+  return out;
+}
+
 /// Throughput from the step time; MFU counts model FLOPs only (3 x forward
 /// FLOPs x global batch, no recompute).
 void setThroughput(Prediction &p, const ModelProfile &m, const ClusterSpec &c,
@@ -833,20 +891,6 @@ void setThroughput(Prediction &p, const ModelProfile &m, const ClusterSpec &c,
 
 llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
                                    const Plan &plan) {
-  // The least recomputation that fits: colo compile --device-memory chooses
-  // per layer, which can fit between two of these.
-  if (plan.recompute == Recompute::Budget) {
-    llvm::Expected<Prediction> p = llvm::createStringError("no recompute policy");
-    for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-      Plan tried = plan;
-      tried.recompute = r;
-      llvm::consumeError(p.takeError());
-      p = predict(m, c, tried);
-      if (!p || p->fits)
-        break;
-    }
-    return p;
-  }
   if (llvm::Error e = validatePlan(m, c, plan))
     return std::move(e);
   Shared s = sharedQuantities(m, c, plan);
@@ -861,9 +905,19 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   p.stageLayers = ch.layers;
 
   // Time.
+  // recompute=budget: the solver's choice per device, as colo-recompute
+  // makes it for the device's memory (the other terms see none).
+  double inflight = inflightMicrobatches(plan, s);
+  std::vector<BudgetedLayers> budgeted;
+  if (plan.recompute == Recompute::Budget)
+    for (int64_t d = 0; d < s.pp; ++d)
+      budgeted.push_back(budgetLayers(d, inflight, m, c, plan, ch, dev, s));
+
   TimeBreakdown &t = p.time;
   t.compute = computeTime(dev, s);
   t.recompute = recomputeTime(plan, dev, s);
+  for (const BudgetedLayers &b : budgeted)
+    t.recompute = std::max(t.recompute, s.mcount * b.seconds);
   t.tensorParallel = tensorParallelTime(m, c, plan, dev, s);
   splitComputeByKind(p, m, ch, dev, s);
   // One microbatch on the slowest device, its tensor-parallel communication
@@ -873,7 +927,6 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   t.bubble = pipelineBubbleTime(tMicro, s);
   t.dataParallel = dataParallelTime(m, c, plan, dev, s, tMicro);
   double owned = ownedParams(plan, dev, s);
-  double inflight = inflightMicrobatches(plan, s);
   // The largest stash of a device: per microbatch (the link's bytes, both
   // ways, every microbatch) and in flight (the host's memory).
   double stashMicro = 0, stashHeld = 0;
@@ -904,6 +957,9 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   // Bytes sent per step: by the device that sends most, and by all.
   for (int64_t d = 0; d < s.pp; ++d) {
     double bytes = deviceBytesSent(d, m, plan, ch, dev, s);
+    if (!budgeted.empty()) // a layer recomputed whole repeats its two all-reduces
+      bytes += s.mcount * 2 * budgeted[d].fullLayers *
+               ringBytesSent(Collective::AllReduce, s.boundary, s.tp);
     p.commBytesDevice = std::max(p.commBytesDevice, bytes);
     p.commBytesAll += bytes * s.dp * s.tp;
   }
@@ -912,6 +968,8 @@ llvm::Expected<Prediction> predict(const ModelProfile &m, const ClusterSpec &c,
   MemoryBreakdown worst;
   for (int64_t d = 0; d < s.pp; ++d) {
     MemoryBreakdown mem = deviceMemory(d, inflight, m, c, plan, ch, dev, s);
+    if (!budgeted.empty())
+      mem.activations += budgeted[d].activations - budgeted[d].kept;
     if (mem.total() > worst.total())
       worst = mem;
   }

@@ -125,6 +125,40 @@ TEST(PlannerMemory, SelectiveRecomputeDropsTheScores) {
               2 * m.layers * m.layer.savedScores, 1);
 }
 
+// recompute=budget chooses per layer with colo-recompute's solver: nothing
+// on a device that holds every activation, some layers (less than full's
+// recompute) on one between none and full, and everything where even full
+// does not fit.
+TEST(PlannerPredict, BudgetRecomputesTheLeastThatFits) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  ClusterSpec c = cluster("a100-80g:1x1");
+  auto with = [&](const char *recompute) {
+    return cantFail(predict(
+        m, c, cantFail(parsePlan(std::string("dp=1,mbs=16,micro=1,recompute=") + recompute))));
+  };
+  Prediction none = with("none"), full = with("full");
+  ASSERT_GT(none.memory.total(), full.memory.total() * 1.5);
+
+  c.deviceMemory = 2 * none.memory.total();
+  Prediction roomy = with("budget");
+  EXPECT_TRUE(roomy.fits);
+  EXPECT_EQ(roomy.time.recompute, 0);
+  EXPECT_NEAR(roomy.memory.total(), none.memory.total(), 64);
+
+  c.deviceMemory = (none.memory.total() + full.memory.total()) / 2 / 0.92;
+  Prediction between = with("budget");
+  EXPECT_TRUE(between.fits);
+  EXPECT_LE(between.memory.total(), 0.92 * c.deviceMemory);
+  EXPECT_GT(between.memory.total(), full.memory.total());
+  EXPECT_GT(between.time.recompute, 0);
+  EXPECT_LT(between.time.recompute, full.time.recompute);
+  EXPECT_EQ(between.plan.recompute, Recompute::Budget);
+
+  c.deviceMemory = 0.5 * full.memory.total();
+  EXPECT_FALSE(with("budget").fits);
+}
+
 // The compute split adds up to compute + recompute.
 TEST(PlannerPredict, ComputeSplitAddsUp) {
   mlir::MLIRContext ctx;

@@ -11,8 +11,9 @@
 namespace colo::planner {
 
 enum class Schedule { None, GPipe, OneFOneB, Interleaved };
-/// Budget: as little as fits the device (colo compile --device-memory picks
-/// per layer; the planner the least of none, selective and full that fits).
+/// Budget: as little as fits the device, chosen per layer (keep, recompute
+/// the attention core, recompute from the input) by the same solver in
+/// colo-recompute (for colo compile --device-memory) and the cost model.
 enum class Recompute { None, Selective, Full, Budget };
 /// What lives in host memory: the optimizer's state (its update runs there),
 /// and with it the parameters, fetched in chunks (ZeRO-Infinity's and
