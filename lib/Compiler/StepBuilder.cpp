@@ -332,6 +332,14 @@ void StepBuilder::annotateCost(Operation *step, ArrayRef<Operation *> sources) {
           ? flops += cost.getFlops()
           : bytes += cost.getBytesRead() + cost.getBytesWritten();
   }
+  // A fused kernel moves its operands and results through memory, not the
+  // values between its ops (which its loops keep in registers).
+  if (isa<exec::KernelOp>(step)) {
+    bytes = 0;
+    for (Value v : step->getOperands())
+      if (auto t = dyn_cast<MemRefType>(v.getType()); t && t.hasStaticShape())
+        bytes += t.getNumElements() * int64_t(t.getElementTypeBitWidth() / 8);
+  }
   Builder builder(ctx);
   flopsAttr.setAttr(step, builder.getI64IntegerAttr(flops));
   exec::ExecDialect::BytesAttrHelper(ctx).setAttr(step, builder.getI64IntegerAttr(bytes));

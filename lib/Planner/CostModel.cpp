@@ -328,7 +328,9 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   s.tp = plan.tp, s.pp = plan.pp, s.dp = plan.dp, s.v = plan.virtualStages;
   s.sequenceParallel = plan.sequenceParallel;
   s.b = plan.microBatch;
-  s.peak = c.peakFlops16 * c.matmulEfficiency;
+  // Matrix products run in the training precision: a float32 model's at the
+  // float32 peak (on a CPU with AMX, a quarter of the bf16 one).
+  s.peak = (m.elementBytes >= 4 ? c.peakFlops32 : c.peakFlops16) * c.matmulEfficiency;
   s.bw = c.memoryBandwidth * c.memoryEfficiency;
   // colo's tensor parallelism splits the layers' matmuls (Megatron's column-
   // and row-parallel pairs) and keeps the embedding, the norms and the LM head
