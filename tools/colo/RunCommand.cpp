@@ -119,7 +119,7 @@ cl::opt<std::string> runTimeline(
     cl::desc("Profile the steps and draw the device and host memory the program holds over "
              "one step (parameters, optimizer state, inputs, scratch, temporaries; transfers "
              "and recomputed steps marked) into this SVG file, over the measured step times "
-             "and the cost model's on local-cpu (measured first, a few seconds)"),
+             "and the cost model's on local-cpu (this machine measured for it: a few seconds)"),
     cl::value_desc("memory.svg"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runNoSnapshot(
     "no-snapshot",
