@@ -84,18 +84,19 @@ Value columns(OpBuilder &b, Location loc, Value v, int64_t offset, int64_t width
                          ArrayRef<int64_t>{1, 1});
 }
 
-/// Averages one bucket's gradients with one reduce-scatter. Each padded
+/// Averages one bucket's gradients `grads` (one per parameter of `bucket`)
+/// with one reduce-scatter and returns the rank's block of each. Each padded
 /// gradient is viewed as [dp, block] and the bucket joined along the
 /// columns, so that row r, which rank r receives, holds block r of every
-/// parameter: [g0 block r, g1 block r, ...]. The updates read the blocks and
-/// the markers, which mark whole gradients, go.
-void reduceScatterBucket(ArrayRef<Sharded *> bucket, MeshAxis dp, OpBuilder b) {
+/// parameter: [g0 block r, g1 block r, ...].
+SmallVector<Value> reduceScatter(ArrayRef<Sharded *> bucket, ArrayRef<Value> grads,
+                                 MeshAxis dp, OpBuilder b) {
   Location loc = bucket.front()->grad.getLoc();
   Type element = bucket.front()->type.getElementType();
   SmallVector<Value> rows;
   int64_t width = 0;
-  for (Sharded *s : bucket) {
-    Value flat = flattenPadded(b, loc, s->grad.getInput(), s->padded);
+  for (auto [s, grad] : llvm::zip(bucket, grads)) {
+    Value flat = flattenPadded(b, loc, grad, s->padded);
     rows.push_back(ReshapeOp::create(
         b, loc, RankedTensorType::get({dp.size, s->block}, element), flat));
     width += s->block;
@@ -110,12 +111,57 @@ void reduceScatterBucket(ArrayRef<Sharded *> bucket, MeshAxis dp, OpBuilder b) {
     offset += s->block;
     blocks.push_back(ReshapeOp::create(b, loc, s->shardType(), part));
   }
-  // Only now: a marker may be the op `b` inserts before, which must stay.
-  for (auto [s, block] : llvm::zip(bucket, blocks)) {
-    s->grad.replaceAllUsesWith(block);
-    s->grad.erase();
-    s->grad = nullptr;
+  return blocks;
+}
+
+/// The update reads the rank's block of the gradient; the marker, which
+/// marks a whole gradient, goes.
+void useBlock(Sharded &s, Value block) {
+  s.grad.replaceAllUsesWith(block);
+  s.grad.erase();
+  s.grad = nullptr;
+}
+
+/// A gradient accumulated over microbatches as colo-pipeline sums them: the
+/// microbatches' gradients added left to right, in order (each computed by
+/// an op of `colo.micro` m), the sum scaled by 1/micro.
+struct Accumulation {
+  SmallVector<Value> terms; ///< microbatch m's gradient
+  SmallVector<Operation *> sums;
+  MulOp scale;
+};
+
+/// `grad`'s accumulation over microbatches, if it is one whose sums and
+/// scale nothing else reads.
+std::optional<Accumulation> accumulationOf(Value grad) {
+  auto mul = grad.getDefiningOp<MulOp>();
+  if (!mul || !mul->hasOneUse() || !mul.getRhs().getDefiningOp<ConstantOp>())
+    return std::nullopt;
+  Accumulation a;
+  a.scale = mul;
+  Value sum = mul.getLhs();
+  auto microOf = [](Operation *op) {
+    return op ? ColoDialect::MicroAttrHelper(op->getContext()).getAttr(op) : IntegerAttr();
+  };
+  // The sums are colo-pipeline's own adds, of no microbatch (a microbatch's
+  // gradient may itself be a sum, of a tied parameter's uses).
+  while (auto add = sum.getDefiningOp<AddOp>()) {
+    if (microOf(add))
+      break;
+    if (!add->hasOneUse())
+      return std::nullopt;
+    a.sums.push_back(add);
+    a.terms.push_back(add.getRhs());
+    sum = add.getLhs();
   }
+  a.terms.push_back(sum);
+  std::reverse(a.terms.begin(), a.terms.end());
+  if (a.terms.size() < 2)
+    return std::nullopt;
+  for (auto [m, term] : llvm::enumerate(a.terms))
+    if (IntegerAttr micro = microOf(term.getDefiningOp()); !micro || micro.getInt() != int64_t(m))
+      return std::nullopt;
+  return a;
 }
 
 /// The update is elementwise, so it runs unchanged on the rank's block of
@@ -427,6 +473,68 @@ struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
     return found;
   }
 
+  /// ZeRO-2 for the gradients in `params`, accumulated over microbatches:
+  /// microbatch m's gradients are bucketed in the order its backward
+  /// computes them and reduce-scattered as each bucket completes; each
+  /// rank adds its blocks as they arrive and scales the sum as the
+  /// accumulation did. Bucketing runs per microbatch, so a reduce-scatter
+  /// never waits for a later microbatch.
+  void accumulateBlocks(ArrayRef<Sharded *> params,
+                        DenseMap<Sharded *, Accumulation> &accumulated, MeshAxis dp,
+                        int64_t limit, Block &body) {
+    if (params.empty())
+      return;
+    size_t micro = 0;
+    for (Sharded *s : params)
+      micro = std::max(micro, accumulated[s].terms.size());
+    DenseMap<Sharded *, Value> sum;
+    auto later = [](Operation *a, Operation *b) { return a->isBeforeInBlock(b) ? b : a; };
+    for (size_t m = 0; m < micro; ++m) {
+      SmallVector<Sharded *> order;
+      for (Sharded *s : params)
+        if (accumulated[s].terms.size() > m)
+          order.push_back(s);
+      auto computedAt = [&](Sharded *s) {
+        return body.findAncestorOpInBlock(*accumulated[s].terms[m].getDefiningOp());
+      };
+      llvm::stable_sort(order, [&](Sharded *a, Sharded *b) {
+        return computedAt(a)->isBeforeInBlock(computedAt(b));
+      });
+      for (ArrayRef<Sharded *> bucket : buckets(order, limit)) {
+        SmallVector<Value> grads =
+            llvm::map_to_vector(bucket, [&](Sharded *s) { return accumulated[s].terms[m]; });
+        Operation *last = computedAt(bucket.back());
+        SmallVector<Value> blocks =
+            reduceScatter(bucket, grads, dp, OpBuilder(&body, std::next(last->getIterator())));
+        for (auto [s, block] : llvm::zip(bucket, blocks)) {
+          Value &acc = sum[s];
+          if (!acc) {
+            acc = block;
+            continue;
+          }
+          Operation *at = later(acc.getDefiningOp(), block.getDefiningOp());
+          OpBuilder b(&body, std::next(at->getIterator()));
+          acc = AddOp::create(b, s->grad.getLoc(), acc, block);
+        }
+      }
+    }
+    for (Sharded *s : params) {
+      Accumulation &a = accumulated[s];
+      Value acc = sum[s];
+      OpBuilder b(&body, std::next(acc.getDefiningOp()->getIterator()));
+      Operation *scale = b.clone(*a.scale.getRhs().getDefiningOp());
+      Value average = MulOp::create(b, a.scale.getLoc(), acc, scale->getResult(0));
+      useBlock(*s, average);
+      // The whole gradients' sum is read by nothing now.
+      Operation *factor = a.scale.getRhs().getDefiningOp();
+      a.scale.erase();
+      if (factor->use_empty())
+        factor->erase();
+      for (Operation *add : a.sums)
+        add->erase();
+    }
+  }
+
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp step) override {
     FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "dp", dp, step);
     if (failed(axis))
@@ -460,16 +568,32 @@ struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
       llvm::stable_sort(
           order, [&](Sharded *a, Sharded *b) { return index(at(a)) < index(at(b)); });
     };
-    SmallVector<Sharded *> order =
-        llvm::map_to_vector(params, [](Sharded &s) { return &s; });
     int64_t limit = static_cast<int64_t>(bucketMb * (1 << 20));
-    sortBy(order, computedAt);
-    for (ArrayRef<Sharded *> bucket : buckets(order, limit)) {
-      Operation *after = computedAt(bucket.back());
-      reduceScatterBucket(
-          bucket, *axis,
-          OpBuilder(&body, after ? std::next(after->getIterator()) : body.begin()));
+    auto after = [&](Operation *op) {
+      return OpBuilder(&body, op ? std::next(op->getIterator()) : body.begin());
+    };
+    // Stage 2 under gradient accumulation: each microbatch's gradients are
+    // reduce-scattered as its backward completes their bucket, and the rank
+    // adds up its blocks, so that no whole gradient outlives its microbatch.
+    DenseMap<Sharded *, Accumulation> accumulated;
+    if (stage == 2)
+      for (Sharded &s : params)
+        if (std::optional<Accumulation> a = accumulationOf(s.grad.getInput()))
+          accumulated[&s] = std::move(*a);
+    SmallVector<Sharded *> whole, perMicro;
+    for (Sharded &s : params)
+      (accumulated.count(&s) ? perMicro : whole).push_back(&s);
+    sortBy(whole, computedAt);
+    for (ArrayRef<Sharded *> bucket : buckets(whole, limit)) {
+      SmallVector<Value> grads = llvm::map_to_vector(
+          bucket, [](Sharded *s) -> Value { return s->grad.getInput(); });
+      SmallVector<Value> blocks =
+          reduceScatter(bucket, grads, *axis, after(computedAt(bucket.back())));
+      // Only now: a marker may be the op the blocks were inserted before.
+      for (auto [s, block] : llvm::zip(bucket, blocks))
+        useBlock(*s, block);
     }
+    accumulateBlocks(perMicro, accumulated, *axis, limit, body);
     for (Sharded &s : params)
       shardUpdate(s, *axis, symbols, stage == 3);
     if (stage == 3) {
@@ -490,8 +614,10 @@ struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
                                   lossOp, firstUpdate)))
           return failure();
     } else {
-      sortBy(order, [](Sharded *s) { return s->update; });
-      for (ArrayRef<Sharded *> bucket : buckets(order, limit))
+      SmallVector<Sharded *> updated =
+          llvm::map_to_vector(params, [](Sharded &s) { return &s; });
+      sortBy(updated, [](Sharded *s) { return s->update; });
+      for (ArrayRef<Sharded *> bucket : buckets(updated, limit))
         allGatherBucket(bucket, *axis,
                         OpBuilder(&body, std::next(bucket.back()->update->getIterator())));
     }

@@ -1,6 +1,7 @@
 // RUN: colo-opt %s --split-input-file --colo-zero="dp=2" | FileCheck %s
 // RUN: colo-opt %s --split-input-file --colo-zero="dp=2 stage=2 bucket-mb=0.00001" | FileCheck %s --check-prefix=SMALL
 // RUN: colo-opt %s --split-input-file --colo-zero="dp=2 stage=3" | FileCheck %s --check-prefix=Z3
+// RUN: colo-opt %s --split-input-file --colo-zero="dp=2 stage=2" | FileCheck %s --check-prefix=ACC
 
 // Adam on two parameters, W (12 elements) and b (3, padded to 4): one
 // bucket, reduce-scattered right after the last gradient is computed. Each
@@ -248,5 +249,59 @@ func.func @train_step(%x: tensor<2x4xf32>, %lr: tensor<f32>, %step: tensor<i64>)
   colo.global_store @bias, %nb : tensor<3xf32>
   colo.global_store @"bias#exp_avg", %nmb : tensor<3xf32>
   colo.global_store @"bias#exp_avg_sq", %nvb : tensor<3xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Gradient accumulation over two microbatches, as colo-pipeline writes it:
+// each microbatch's gradient (computed by an op of colo.micro m), their sum,
+// scaled by 1/2. Stage 1 reduce-scatters the accumulated gradient once.
+// Stage 2 reduce-scatters each microbatch's gradient as soon as it is
+// computed and adds up the rank's blocks, so no whole gradient outlives its
+// microbatch; the sum of whole gradients is gone.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[SUM:.*]] = colo.add %{{.*}} : tensor<4xf32>, tensor<4xf32>
+// CHECK-NEXT: %[[HALF:.*]] = colo.constant
+// CHECK-NEXT: %[[AVG:.*]] = colo.mul %[[SUM]], %[[HALF]]
+// CHECK: shard.reduce_scatter
+// CHECK-NOT: shard.reduce_scatter
+// CHECK: colo.adam_update
+// ACC-LABEL: func.func @train_step
+// ACC-SAME: colo.zero = 2 : i64
+// ACC: %[[G0:.*]] = colo.exp %{{.*}} {colo.micro = 0 : i64} : tensor<4xf32>
+// ACC-NEXT: %[[R0:.*]] = colo.reshape %[[G0]] : tensor<4xf32> -> tensor<2x2xf32>
+// ACC-NEXT: %[[RS0:.*]] = shard.reduce_scatter %[[R0]] {{.*}} : tensor<2x2xf32> -> tensor<1x2xf32>
+// ACC-NEXT: %[[B0:.*]] = colo.reshape %[[RS0]] : tensor<1x2xf32> -> tensor<2xf32>
+// ACC: %[[G1:.*]] = colo.exp %{{.*}} {colo.micro = 1 : i64} : tensor<4xf32>
+// ACC-NEXT: %[[R1:.*]] = colo.reshape %[[G1]] : tensor<4xf32> -> tensor<2x2xf32>
+// ACC-NEXT: %[[RS1:.*]] = shard.reduce_scatter %[[R1]] {{.*}} : tensor<2x2xf32> -> tensor<1x2xf32>
+// ACC-NEXT: %[[B1:.*]] = colo.reshape %[[RS1]] : tensor<1x2xf32> -> tensor<2xf32>
+// ACC-NEXT: %[[S:.*]] = colo.add %[[B0]], %[[B1]] : tensor<2xf32>, tensor<2xf32>
+// ACC-NEXT: %[[H:.*]] = colo.constant dense<5.000000e-01> : tensor<f32>
+// ACC-NEXT: %[[A:.*]] = colo.mul %[[S]], %[[H]] : tensor<2xf32>, tensor<f32>
+// ACC-NOT: tensor<4xf32>, tensor<4xf32>
+// ACC: colo.adam_update %{{.*}}, %[[A]], {{.*}} : tensor<2xf32>
+colo.global trainable @p : tensor<4xf32> = dense<1.0> : tensor<4xf32>
+colo.global @"p#exp_avg" : tensor<4xf32> = dense<0.0> : tensor<4xf32> {colo.optimizer_state}
+colo.global @"p#exp_avg_sq" : tensor<4xf32> = dense<0.0> : tensor<4xf32> {colo.optimizer_state}
+func.func @train_step(%x: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<f32> {
+  %loss = colo.reduce_mean %x dims = [0] : tensor<4xf32>
+  %g0 = colo.exp %x {colo.micro = 0 : i64} : tensor<4xf32>
+  %y = colo.neg %x {colo.micro = 1 : i64} : tensor<4xf32>
+  %g1 = colo.exp %y {colo.micro = 1 : i64} : tensor<4xf32>
+  %s = colo.add %g0, %g1 : tensor<4xf32>, tensor<4xf32>
+  %half = colo.constant dense<0.5> : tensor<f32>
+  %a = colo.mul %s, %half : tensor<4xf32>, tensor<f32>
+  %g = colo.gradient %a of @p : tensor<4xf32>
+  %p = colo.global_load @p : tensor<4xf32>
+  %m = colo.global_load @"p#exp_avg" : tensor<4xf32>
+  %v = colo.global_load @"p#exp_avg_sq" : tensor<4xf32>
+  %np, %nm, %nv = colo.adam_update %p, %g, %m, %v, %lr, %step
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
+       weight_decay = 0.01 : f64, decoupled} : tensor<4xf32>
+  colo.global_store @p, %np : tensor<4xf32>
+  colo.global_store @"p#exp_avg", %nm : tensor<4xf32>
+  colo.global_store @"p#exp_avg_sq", %nv : tensor<4xf32>
   return %loss : tensor<f32>
 }

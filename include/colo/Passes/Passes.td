@@ -575,11 +575,18 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
     removed: the updates read the blocks.
 
     Stages 1 (optimizer state partitioning) and 2 (gradient partitioning as
-    well) produce the same program: with one microbatch per step each
+    well) produce the same program with one microbatch per step: each
     gradient is reduce-scattered once, as soon as it is complete, so the
-    averaged gradient only ever exists as the rank's block (stage 2's
-    saving) and there is nothing more for stage 2 to partition. The
-    function records
+    averaged gradient only ever exists as the rank's block. Under gradient
+    accumulation (`colo-pipeline` with micro > 1, which adds each
+    microbatch's gradient, computed by an op of `colo.micro` m, in order and
+    scales the sum by 1/micro), stage 1 reduce-scatters the sum; stage 2
+    reduce-scatters each microbatch's gradients, bucketed in the order that
+    microbatch's backward computes them and placed right after the bucket's
+    last one, and adds the rank's blocks as they arrive before scaling them,
+    so no whole gradient outlives its microbatch: micro reduce-scatters per
+    step instead of one. A gradient that is not such a sum is
+    reduce-scattered once. The function records
     `colo.zero = <stage>` and `colo.data_parallel = <dp>` (the compiler splits
     the data by the latter).
 
