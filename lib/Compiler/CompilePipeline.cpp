@@ -22,8 +22,8 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
     return llvm::createStringError("the gradient bucket size (--bucket-mb) must be positive");
   ParallelOptions options;
   options.bucketMb = bucketMb;
-  if (plan.pp > 1 && plan.zero > 1)
-    return unsupported("ZeRO stage 2 or 3 with pipeline parallelism");
+  if (plan.pp > 1 && plan.zero > 2)
+    return unsupported("ZeRO stage 3 with pipeline parallelism");
   // colo-pipeline-stages checks the ends against the model's layers.
   int64_t chunks = plan.pp * plan.virtualStages;
   if (!plan.stages.empty() && static_cast<int64_t>(plan.stages.size()) != chunks)

@@ -49,7 +49,7 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
               schedules.push_back({Schedule::Interleaved, v});
         }
         for (auto [sched, v] : schedules)
-          for (int zero = 0; zero <= (pp > 1 ? 1 : 3); ++zero)
+          for (int zero = 0; zero <= (pp > 1 ? 2 : 3); ++zero)
             for (bool sp : {false, true}) {
               if (sp && (tp == 1 || m.seq % tp))
                 continue;

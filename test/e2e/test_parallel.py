@@ -253,6 +253,10 @@ PLANS = {
     "dp=4": lambda P, W: ring_all_reduce_bytes(4, P) + ring_all_reduce_bytes(4, 1),
     "dp=2,zero=1": lambda P, W: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
     "dp=2,zero=2": lambda P, W: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
+    # ZeRO-2 under accumulation: a reduce-scatter per microbatch, one
+    # all-gather of the updated parameters.
+    "dp=2,zero=2,micro=2": lambda P, W: 3 * (2 - 1) * 4 * P + ring_all_reduce_bytes(2, 1),
+    "dp=2,pp=2,zero=2,micro=2": None,
     "dp=2,zero=3": lambda P, W: (2 - 1) * 4 * (3 * P - sum(
         w.size for k, w in W.items() if k.endswith("bias") or "wpe" in k or "embed_tokens" in k)
     ) + ring_all_reduce_bytes(2, 1),
@@ -402,7 +406,7 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
     ("pp=32", ["32 pipeline stages", "places"]),
     ("pp=2,micro=3", ["batch", "6"]),
     ("pp=2,micro=1,schedule=interleaved,v=2", ["interleaved", "multiple of pp"]),
-    ("pp=2,dp=2,zero=2", ["ZeRO stage 2", "pipeline"]),
+    ("pp=2,dp=2,zero=3", ["ZeRO stage 3", "pipeline"]),
     ("dp=2,zero=4", ["ZeRO stage", "4"]),
     ("dp=2,tp=2,zero=3", ["ZeRO stage 3", "tensor parallelism", "not implemented"]),
     ("dp=2,sp", ["sequence parallelism needs tp > 1"]),
