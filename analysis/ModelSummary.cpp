@@ -35,7 +35,9 @@ std::string typeString(Type t) {
   return s;
 }
 
-/// What makes two ops interchangeable between blocks: name, types, attributes.
+/// What makes two ops interchangeable between blocks: name, types,
+/// attributes; not the pipeline stage colo-pipeline-stages placed it on
+/// (the layers of two stages are the same layer).
 std::string signature(Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -45,7 +47,11 @@ std::string signature(Operation *op) {
   os << ")->(";
   for (Type t : op->getResultTypes())
     os << typeString(t) << ",";
-  os << ")" << op->getRawDictionaryAttrs();
+  os << ")";
+  StringRef stage = ColoDialect::StageAttrHelper::getNameStr();
+  for (NamedAttribute a : op->getAttrs())
+    if (a.getName() != stage)
+      os << a.getName().getValue() << "=" << a.getValue() << ",";
   return s;
 }
 
