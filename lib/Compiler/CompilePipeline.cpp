@@ -20,10 +20,10 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   };
   if (!(bucketMb > 0))
     return llvm::createStringError("the gradient bucket size (--bucket-mb) must be positive");
+  if (llvm::Error e = planner::checkCompilable(plan))
+    return unsupported(llvm::toString(std::move(e)));
   ParallelOptions options;
   options.bucketMb = bucketMb;
-  if (plan.pp > 1 && plan.zero > 2)
-    return unsupported("ZeRO stage 3 with pipeline parallelism");
   // colo-pipeline-stages checks the ends against the model's layers.
   int64_t chunks = plan.pp * plan.virtualStages;
   if (!plan.stages.empty() && static_cast<int64_t>(plan.stages.size()) != chunks)
@@ -40,8 +40,6 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   if (plan.zero > 3)
     return error("ZeRO stage " + llvm::Twine(plan.zero) +
                  " is not implemented (stages 1, 2 and 3 are)");
-  if (plan.zero == 3 && plan.tp > 1)
-    return unsupported("ZeRO stage 3 with tensor parallelism");
   options.offloadOptimizer = plan.offload != planner::Offload::None;
   options.offloadParams = plan.offload == planner::Offload::OptimizerParams;
   options.offloadActivations = plan.offloadActivations;
@@ -66,16 +64,12 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   options.sequenceParallel = plan.sequenceParallel;
   // The parser rejects vocab without tp; colo-vocab-parallel reports a
   // vocabulary tp does not divide.
-  if (plan.vocabParallel && (plan.pp > 1 || plan.microBatches > 1))
-    return unsupported("vocab parallelism with pipeline parallelism or microbatches");
   options.vocabParallel = plan.vocabParallel;
   options.zero = plan.zero;
   options.pp = plan.pp;
   options.micro = plan.microBatches;
   options.virtualStages = plan.virtualStages;
   // colo-ulysses reports sequences and heads sp does not divide, on the op.
-  if (plan.ulysses > 1 && (plan.tp > 1 || plan.pp > 1 || plan.microBatches > 1))
-    return unsupported("ulysses with tensor or pipeline parallelism or microbatches");
   options.ulysses = plan.ulysses;
   switch (plan.schedule) {
   case planner::Schedule::GPipe:

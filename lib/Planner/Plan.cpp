@@ -171,9 +171,29 @@ static Error check(Plan &p, StringRef what) {
   if (p.schedule == Schedule::Interleaved && p.microBatches % p.pp != 0)
     return bad(what + ": the interleaved schedule needs microbatches (" +
                Twine(p.microBatches) + ") to be a multiple of pp (" + Twine(p.pp) + ")");
-  if (p.pp > 1 && p.zero >= 3)
-    return bad(what + ": ZeRO stage 3 with pipeline parallelism is not supported "
-                      "(use zero=0, 1 or 2)");
+  return Error::success();
+}
+
+Error checkCompilable(const Plan &p) {
+  struct Unsupported {
+    bool (*combines)(const Plan &);
+    const char *what;
+  };
+  static const Unsupported table[] = {
+      {[](const Plan &p) { return p.zero >= 3 && p.tp > 1; },
+       "ZeRO stage 3 with tensor parallelism"},
+      {[](const Plan &p) { return p.zero >= 3 && p.pp > 1; },
+       "ZeRO stage 3 with pipeline parallelism"},
+      {[](const Plan &p) { return p.vocabParallel && (p.pp > 1 || p.microBatches > 1); },
+       "vocab parallelism with pipeline parallelism or microbatches"},
+      {[](const Plan &p) {
+         return p.ulysses > 1 && (p.tp > 1 || p.pp > 1 || p.microBatches > 1);
+       },
+       "ulysses with tensor or pipeline parallelism or microbatches"},
+  };
+  for (const Unsupported &u : table)
+    if (u.combines(p))
+      return createStringError(inconvertibleErrorCode(), u.what);
   return Error::success();
 }
 

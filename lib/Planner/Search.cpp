@@ -66,6 +66,12 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
                     p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
                     p.schedule = sched, p.virtualStages = v;
                     p.recompute = rc, p.offload = off, p.offloadActivations = activations;
+                    p.vocabParallel = m.vocabParallel && tp > 1;
+                    // Only what colo compile builds.
+                    if (llvm::Error e = checkCompilable(p)) {
+                      llvm::consumeError(std::move(e));
+                      continue;
+                    }
                     plans.push_back(p);
                   }
               }

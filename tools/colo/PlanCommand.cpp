@@ -278,12 +278,6 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
     errs() << "\r" << std::string(60, ' ') << "\r";
   if (!result)
     return reportError(toString(result.takeError()));
-  // The plans say how they were predicted, so that colo compile runs them so.
-  auto markVocab = [](Prediction &p) { p.plan.vocabParallel = planVocabParallel && p.plan.tp > 1; };
-  llvm::for_each(result->best, markVocab);
-  if (result->closest)
-    markVocab(*result->closest);
-
   if (planJson) {
     json::Array plans;
     for (const Prediction &p : result->best)

@@ -52,6 +52,12 @@ llvm::StringRef recomputeName(Recompute r);
 /// ("optimizer+params+activations"), or "none".
 std::string offloadName(Offload o, bool activations);
 
+/// What colo compile does not build yet: the one table of compositions that
+/// the search leaves out and the compiler refuses. An error names the first
+/// one `plan` combines ("ZeRO stage 3 with tensor parallelism"); success when
+/// colo compiles the plan.
+llvm::Error checkCompilable(const Plan &plan);
+
 /// Parses the inline form (`dp=2,tp=2,pp=2,zero=1,micro=4,schedule=1f1b`) or,
 /// if `text` names a file, the JSON plan file.
 llvm::Expected<Plan> parsePlan(llvm::StringRef text);

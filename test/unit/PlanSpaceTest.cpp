@@ -1,0 +1,96 @@
+// The planner and the compiler share one plan space (planner::checkCompilable):
+// the search emits only plans that colo compile builds, and each of them does.
+#include "colo/Compiler/Compiler.h"
+#include "colo/Models/SyntheticModels.h"
+#include "colo/Planner/Search.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace colo;
+using namespace colo::planner;
+
+namespace {
+/// Every plan the search can emit for `family` (2 layers, vocabulary 256,
+/// 8 sequences of 16 tokens, float32) on one node of 4 devices, with
+/// vocabulary parallelism asked for or not, compiled as colo compile would
+/// (passes, step programs, memory plan; no kernels). Plans that differ only
+/// in the microbatch size are compiled once per microbatch count (1 or more).
+void compileEverySearchedPlan(const char *family, bool vocab) {
+  mlir::MLIRContext ctx;
+  TransformerConfig config;
+  config.family = family;
+  config.layers = 2, config.hidden = 32, config.heads = 4, config.vocab = 256;
+  config.seq = 16, config.batch = 8, config.dtype = "f32";
+  auto model = buildSyntheticModel(config, ctx);
+  ASSERT_TRUE(model) << family;
+  ModelProfile profile = *profileModel(*model);
+  profile.vocabParallel = vocab;
+
+  SearchOptions options;
+  options.globalBatch = config.batch;
+  options.topK = 1 << 20;
+  options.allowActivationOffload = true;
+  SearchResult result =
+      cantFail(searchPlans(profile, cantFail(resolveCluster("a100-80g:1x4")), options));
+  ASSERT_FALSE(result.best.empty());
+
+  TrainStepOptions train = cantFail(
+      [&]() -> llvm::Expected<TrainStepOptions> {
+        std::string errors;
+        llvm::raw_string_ostream os(errors);
+        mlir::FailureOr<TrainStepOptions> t = parseTrainStepOptions("loss=lm,optimizer=adamw", os);
+        if (failed(t))
+          return llvm::createStringError(errors);
+        return *t;
+      }());
+  std::set<std::string> compiled;
+  for (const Prediction &p : result.best) {
+    EXPECT_FALSE(static_cast<bool>(checkCompilable(p.plan))) << p.plan.str();
+    Plan shape = p.plan;
+    shape.microBatches = std::min<int64_t>(shape.microBatches, 2);
+    shape.microBatch = 0;
+    if (!compiled.insert(shape.str()).second)
+      continue;
+    std::string diagnostics;
+    mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
+      diagnostics += d.str() + "\n";
+      return mlir::success();
+    });
+    mlir::OwningOpRef<mlir::ModuleOp> module(model->clone());
+    CompileOptions compile;
+    compile.train = train;
+    compile.plan = p.plan;
+    EXPECT_TRUE(succeeded(compileStepFootprint(*module, compile)))
+        << family << " " << p.plan.str() << ": " << diagnostics;
+  }
+  std::printf("%s%s: %zu plans searched, %zu compiled\n", family, vocab ? " (vocab)" : "",
+              result.best.size(), compiled.size());
+}
+} // namespace
+
+TEST(PlanSpace, TheTableRefusesWhatColoDoesNotBuild) {
+  auto refused = [](const char *text) {
+    llvm::Error e = checkCompilable(cantFail(parsePlan(text)));
+    std::string message = e ? toString(std::move(e)) : "";
+    return message;
+  };
+  EXPECT_EQ(refused("dp=2,tp=2,zero=3"), "ZeRO stage 3 with tensor parallelism");
+  EXPECT_EQ(refused("dp=2,pp=2,zero=3"), "ZeRO stage 3 with pipeline parallelism");
+  EXPECT_NE(refused("tp=2,vocab,pp=2").find("vocab parallelism"), std::string::npos);
+  EXPECT_NE(refused("ulysses=2,tp=2").find("ulysses"), std::string::npos);
+  EXPECT_EQ(refused("dp=2,pp=2,zero=2,micro=2"), "");
+  EXPECT_EQ(refused("dp=2,zero=3,recompute=full,offload=optimizer+params"), "");
+}
+
+TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesGpt) { compileEverySearchedPlan("gpt", false); }
+TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesGptVocab) {
+  compileEverySearchedPlan("gpt", true);
+}
+TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesLlama) {
+  compileEverySearchedPlan("llama", false);
+}
