@@ -53,7 +53,40 @@ std::vector<StepTime> Session::stepTimes() const {
   return times;
 }
 
-void Session::writeTrace(const std::string &path) const {
+namespace {
+/// The cost model's iteration as process 1 of the trace: the compute
+/// queue's steps, and the transfers and overlapped collectives on their own
+/// queues.
+void writePredicted(std::ostream &out, const PredictedSteps &p, const std::string &on,
+                    const std::vector<StepTime> &times,
+                    const std::vector<std::string> &names, const Program &program) {
+  out << ",\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": "
+      << nlohmann::json("predicted: the cost model on " + on).dump() << "}}";
+  const char *tracks[] = {"compute", "copy queue", "network"};
+  for (int tid = 0; tid < 3; ++tid)
+    out << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": " << tid
+        << ", \"args\": {\"name\": \"" << tracks[tid] << "\"}}";
+  char buf[160];
+  auto event = [&](size_t i, int tid, double begin, double seconds) {
+    out << ",\n{\"name\": " << names[i] << ", \"cat\": \"" << times[i].kind << "\"";
+    std::snprintf(buf, sizeof buf,
+                  ", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+                  "\"args\": {\"index\": %zu}}",
+                  tid, begin * 1e6, seconds * 1e6, i);
+    out << buf;
+  };
+  for (size_t i = 0; i < names.size() && i < p.seconds.size(); ++i) {
+    if (p.seconds[i] > 0)
+      event(i, 0, p.start[i], p.seconds[i]);
+    if (i < p.queuedEnd.size() && p.queuedEnd[i] > p.queuedBegin[i])
+      event(i, program.steps(int(i)).has_transfer() ? 1 : 2, p.queuedBegin[i],
+            p.queuedEnd[i] - p.queuedBegin[i]);
+  }
+}
+} // namespace
+
+void Session::writeTrace(const std::string &path, const PredictedSteps *predicted,
+                         const std::string &predictedOn) const {
   std::vector<StepTime> times = stepTimes();
   std::vector<std::string> names;
   for (const StepTime &t : times)
@@ -97,6 +130,8 @@ void Session::writeTrace(const std::string &path) const {
           e.start, e.duration, e.step, static_cast<long long>(e.iteration + 1));
       out << buf;
     }
+    if (predicted)
+      writePredicted(out, *predicted, predictedOn, times, names, exe_->program());
     out << "\n]}\n";
   });
 }

@@ -60,6 +60,8 @@ StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
   int steps = p.steps_size();
   t.start.assign(steps, 0);
   t.seconds.assign(steps, 0);
+  t.queuedBegin.assign(steps, 0);
+  t.queuedEnd.assign(steps, 0);
   std::vector<double> done(steps, 0); // when an asynchronous step finishes
   double now = 0, copyQueue = 0, network = 0;
   for (int i = 0; i < steps; ++i) {
@@ -67,12 +69,13 @@ StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
     t.start[i] = now;
     double seconds = 0;
     if (s.has_transfer()) {
-      double link = double(s.bytes()) / c.pcieBandwidth;
-      copyQueue = std::max(copyQueue, now) + link;
-      done[i] = copyQueue;
+      t.queuedBegin[i] = std::max(copyQueue, now);
+      copyQueue = t.queuedBegin[i] + double(s.bytes()) / c.pcieBandwidth;
+      done[i] = t.queuedEnd[i] = copyQueue;
     } else if (s.has_collective() && s.collective().overlap()) {
-      network = std::max(network, now) + collectiveSeconds(p, s.collective(), c);
-      done[i] = network;
+      t.queuedBegin[i] = std::max(network, now);
+      network = t.queuedBegin[i] + collectiveSeconds(p, s.collective(), c);
+      done[i] = t.queuedEnd[i] = network;
     } else if (s.has_collective()) {
       seconds = collectiveSeconds(p, s.collective(), c);
     } else if (s.has_wait()) {

@@ -343,6 +343,17 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
     trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     in_flight = [e for e in trace if e.get("cat") == "communication"]
     assert len(in_flight) >= 2 * 2 and all(e["tid"] == 1 for e in in_flight)
+    # The cost model's iteration beside the measured one: process 1, its
+    # compute adding up to the predicted step, the bucket all-reduces on
+    # the network track while the backward computes.
+    predicted = re.search(r"^predicted on local-cpu: ([\d.]+) ms per step, measured ([\d.]+) ms",
+                          outs[""], re.M)
+    assert predicted, outs[""]
+    compute = [e for e in trace if e.get("pid") == 1 and e.get("ph") == "X" and e["tid"] == 0]
+    network = [e for e in trace if e.get("pid") == 1 and e.get("ph") == "X" and e["tid"] == 2]
+    assert sum(e["dur"] for e in compute) / 1e3 == pytest.approx(float(predicted[1]), abs=0.06)
+    assert len(network) >= 2 and all(e["cat"] == "collective" for e in network)
+    assert max(e["ts"] + e["dur"] for e in compute) > min(e["ts"] for e in network)
     assert ((tmp_path / "w.safetensors").read_bytes() ==
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 

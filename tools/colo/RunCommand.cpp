@@ -112,14 +112,15 @@ cl::list<std::string> runResumeIgnore(
     cl::value_desc("PATTERN"), cl::CommaSeparated, cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string>
     runProfile("profile",
-               cl::desc("Time every step; write a Chrome trace (chrome://tracing) here"),
+               cl::desc("Time every step; write a Chrome trace (chrome://tracing) here, with "
+                        "the cost model's steps on local-cpu as a process of their own"),
                cl::value_desc("trace.json"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<std::string> runTimeline(
     "timeline",
     cl::desc("Profile the steps and draw the device and host memory the program holds over "
              "one step (parameters, optimizer state, inputs, scratch, temporaries; transfers "
              "and recomputed steps marked) into this SVG file, over the measured step times "
-             "and the cost model's on local-cpu (this machine measured for it: a few seconds)"),
+             "and the cost model's on local-cpu (this machine measured for it: about a second)"),
     cl::value_desc("memory.svg"), cl::sub(runCmd), cl::sub(trainCommand()));
 cl::opt<bool> runNoSnapshot(
     "no-snapshot",
@@ -509,9 +510,11 @@ int run(const std::string &dir) {
   Progress progress(runSteps, rank == 0);
   auto runStart = std::chrono::steady_clock::now();
   int64_t firstStep = session.stepsRun();
+  std::vector<double> stepMs; // each step's wall time, for the measured figure
   rt::TrainLoopResult result = rt::runTrainLoop(
       session, data.get(), stepsLeft, comm.get(),
       [&](int64_t k, double ms) {
+        stepMs.push_back(ms);
         progress.clear();
         out << "step " << k << "/" << runSteps;
         for (int i = 0; i < program.loss_size(); ++i) {
@@ -603,22 +606,35 @@ int run(const std::string &dir) {
     session.saveState(runSaveState);
     out << "wrote the state to " << runSaveState << "\n";
   }
-  if (!runProfile.empty()) {
-    printProfile(session);
-    session.writeTrace(runProfile);
-    out << "wrote the trace to " << runProfile << "\n";
-  }
-  if (!runTimeline.empty()) {
-    // The cost model on this machine, with the run's link.
+  std::optional<rt::PredictedSteps> predicted;
+  if (!runProfile.empty() || !runTimeline.empty()) {
+    // The cost model on this machine, with the run's link, beside the
+    // measured step: the median after the first (which warms up).
     Expected<colo::planner::ClusterSpec> local =
         colo::planner::clusterPreset("local-cpu", 1, exe->worldSize());
     if (!local)
       return reportError(toString(local.takeError()));
     if (runLinkBandwidth > 0)
       local->pcieBandwidth = runLinkBandwidth * 1e9;
-    colo::planner::StepTimes predicted = colo::planner::predictStepTimes(program, *local);
-    out << formatv("predicted on local-cpu: {0:F1} ms per step\n", predicted.total * 1e3);
-    session.writeMemoryTimeline(runTimeline, predicted.seconds);
+    predicted = colo::planner::predictStepTimes(program, *local);
+    out << formatv("predicted on local-cpu: {0:F1} ms per step", predicted->total * 1e3);
+    if (!stepMs.empty()) {
+      std::vector<double> warm(stepMs.begin() + (stepMs.size() > 1), stepMs.end());
+      std::nth_element(warm.begin(), warm.begin() + warm.size() / 2, warm.end());
+      double measured = warm[warm.size() / 2];
+      double error = 100 * (predicted->total * 1e3 - measured) / measured;
+      out << formatv(", measured {0:F1} ms (the median; {1}{2:F1}%)", measured,
+                     error >= 0 ? "+" : "", error);
+    }
+    out << "\n";
+  }
+  if (!runProfile.empty()) {
+    printProfile(session);
+    session.writeTrace(runProfile, &*predicted, "local-cpu");
+    out << "wrote the trace to " << runProfile << "\n";
+  }
+  if (!runTimeline.empty()) {
+    session.writeMemoryTimeline(runTimeline, predicted->seconds);
     out << "wrote the memory timeline to " << runTimeline << "\n";
   }
   return 0;

@@ -2,6 +2,7 @@
 #define COLO_PLANNER_STEPTIMES_H
 
 #include "colo/Planner/Cluster.h"
+#include "colo/Runtime/PredictedSteps.h"
 #include "colo/Runtime/Program.pb.h"
 
 #include <vector>
@@ -18,10 +19,7 @@ namespace colo::planner {
 /// whatever of it is not done yet. `seconds[i]` is step i's share of the
 /// compute queue (the timeline's width of it), `start[i]` when it begins;
 /// their sum is the predicted step time.
-struct StepTimes {
-  std::vector<double> start, seconds;
-  double total = 0;
-};
+using StepTimes = runtime::PredictedSteps;
 
 StepTimes predictStepTimes(const runtime::Program &rank, const ClusterSpec &c);
 

@@ -19,6 +19,7 @@
 #include "colo/Runtime/DataSource.h"
 #include "colo/Runtime/Device.h"
 #include "colo/Runtime/Executable.h"
+#include "colo/Runtime/PredictedSteps.h"
 
 #include <chrono>
 #include <functional>
@@ -168,8 +169,11 @@ public:
   /// Totals per program step, in program order.
   std::vector<StepTime> stepTimes() const;
   /// Writes the profiled steps as Chrome trace JSON: one event per iteration
-  /// and one per step inside it (the first 1,000,000 step events).
-  void writeTrace(const std::string &path) const;
+  /// and one per step inside it (the first 1,000,000 step events); with
+  /// `predicted`, the cost model's iteration as a process of its own
+  /// (compute, copy queue and network tracks), named `predictedOn`.
+  void writeTrace(const std::string &path, const PredictedSteps *predicted = nullptr,
+                  const std::string &predictedOn = "") const;
   /// Draws the device and host memory the program holds over one step
   /// (writeMemoryTimeline in MemoryTimeline.h) over the profiled steps' mean
   /// times and the `predicted` ones (seconds per step; either may be
