@@ -174,7 +174,7 @@ const char *const presetNames[] = {"a100-40g", "a100-80g", "h100-sxm",
                                    "h200",     "v100-32g", "rtx3090",
                                    "rtx2060",  "local-cpu"};
 
-std::optional<ClusterSpec> gpuPreset(StringRef name) {
+std::optional<ClusterSpec> gpuShape(StringRef name) {
   // A100 SXM4 40 GB: 1555 GB/s HBM2, in DGX A100 320 GB with 1 TB of host
   // memory. A100 SXM4 80 GB: 2039 GB/s HBM2e, in DGX A100 640 GB with 2 TB.
   if (name == "a100-40g")
@@ -193,6 +193,14 @@ std::optional<ClusterSpec> gpuPreset(StringRef name) {
   if (name == "rtx2060")
     return rtx2060();
   return std::nullopt;
+}
+
+/// A GPU preset: its shape, and attention fused as GPU stacks run it.
+std::optional<ClusterSpec> gpuPreset(StringRef name) {
+  std::optional<ClusterSpec> spec = gpuShape(name);
+  if (spec)
+    spec->fusedAttention = 1;
+  return spec;
 }
 
 bool isPreset(StringRef name) { return llvm::is_contained(presetNames, name); }
@@ -232,6 +240,8 @@ const Field deviceFields[] = {
      false},
     {"collective_staging", &ClusterSpec::collectiveStaging, 1,
      FieldKind::Flag, false},
+    {"fused_attention", &ClusterSpec::fusedAttention, 1, FieldKind::Flag,
+     false},
 };
 const Field linkFields[] = {
     {"intra_node_gbs", &ClusterSpec::intraBandwidth, GB, FieldKind::Positive,
@@ -627,6 +637,9 @@ void colo::planner::printCluster(const ClusterSpec &spec,
   row("workspace per device", num(spec.workspace / GB) + " GB");
   if (spec.collectiveStaging > 0)
     row("collective staging", "received chunks in device memory");
+  row("attention", spec.fusedAttention > 0
+                       ? "fused (no s x s probabilities kept for the backward)"
+                       : "as its ops (the probabilities kept for the backward)");
 }
 
 //===----------------------------------------------------------------------===//

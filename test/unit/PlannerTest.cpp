@@ -113,16 +113,28 @@ TEST(PlannerMemory, SavedActivationsAreWhatBackwardReads) {
   EXPECT_DOUBLE_EQ(m.layer.savedScores, m.heads * m.seq * m.seq * (4.0 + 2.0));
 }
 
-// Selective recompute (Korthikanti et al.) keeps no attention probabilities.
+// Selective recompute (Korthikanti et al.) keeps no attention probabilities;
+// nor does fused attention (a GPU preset's), where selective saves nothing
+// more and the step's time is the same.
 TEST(PlannerMemory, SelectiveRecomputeDropsTheScores) {
   mlir::MLIRContext ctx;
   ModelProfile m = gpt2Small(ctx);
   ClusterSpec c = cluster("a100-80g:1x1");
-  Prediction none = cantFail(predict(m, c, cantFail(parsePlan("dp=1,mbs=2,micro=1"))));
-  Prediction sel = cantFail(
-      predict(m, c, cantFail(parsePlan("dp=1,mbs=2,micro=1,recompute=selective"))));
+  ASSERT_EQ(c.fusedAttention, 1);
+  auto with = [&](const ClusterSpec &on, const char *plan) {
+    return cantFail(predict(m, on, cantFail(parsePlan(plan))));
+  };
+  ClusterSpec unfused = c;
+  unfused.fusedAttention = 0;
+  Prediction none = with(unfused, "dp=1,mbs=2,micro=1");
+  Prediction sel = with(unfused, "dp=1,mbs=2,micro=1,recompute=selective");
   EXPECT_NEAR(none.memory.activations - sel.memory.activations,
               2 * m.layers * m.layer.savedScores, 1);
+  Prediction fused = with(c, "dp=1,mbs=2,micro=1");
+  EXPECT_NEAR(fused.memory.activations, sel.memory.activations, 1);
+  EXPECT_EQ(with(c, "dp=1,mbs=2,micro=1,recompute=selective").memory.activations,
+            fused.memory.activations);
+  EXPECT_DOUBLE_EQ(fused.stepTime, none.stepTime);
 }
 
 // recompute=budget chooses per layer with colo-recompute's solver: nothing
@@ -133,6 +145,7 @@ TEST(PlannerPredict, BudgetRecomputesTheLeastThatFits) {
   mlir::MLIRContext ctx;
   ModelProfile m = gpt2Small(ctx);
   ClusterSpec c = cluster("a100-80g:1x1");
+  c.fusedAttention = 0; // the attention cores are a choice too
   auto with = [&](const char *recompute) {
     return cantFail(predict(
         m, c, cantFail(parsePlan(std::string("dp=1,mbs=16,micro=1,recompute=") + recompute))));

@@ -47,6 +47,12 @@ struct ClusterSpec {
   /// two for a reduce-scatter over more than two ranks), 0 where the
   /// library's buffers are part of the workspace (NCCL on a GPU).
   double collectiveStaging = 0;
+  /// 1 where attention runs as one fused kernel (FlashAttention, cuDNN's
+  /// fused attention: what colo's CUDA target calls, and every GPU training
+  /// stack of the published runs), which keeps no s x s probabilities for
+  /// the backward; 0 where the step computes attention as the ops it stands
+  /// for and keeps them (colo's CPU path, `local-cpu`).
+  double fusedAttention = 0;
 
   int64_t worldSize() const { return nodes * devicesPerNode; }
 };
