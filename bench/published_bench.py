@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The cost model against published, measured training runs.
+
+    python bench/published_bench.py [--runs ../shared/calibration/published_runs.json]
+                                    [--colo build/bin/colo] [--json out.json]
+
+For every row of the calibration file (MosaicML llm-foundry's FSDP table,
+BLOOM's Megatron-DeepSpeed runs, and Megatron-LM's SC'21 Table 1) the model
+is built synthetically (`colo model gpt` with the row's layers, hidden size,
+heads, key/value heads, MLP size, vocabulary and sequence; bf16), and
+`colo plan --explain` predicts the row's own configuration on the cluster
+preset of its GPU (dp, tp, pp, virtual stages, ZeRO stage, microbatch size
+and count, recomputation) with the row's GPUs per node. Printed per row: the
+measured step time (the file's `step_time_s`; for Megatron's table, derived
+from the reported per-GPU throughput with the paper's FLOP count, Eq. 3,
+which includes the recomputed forward), the predicted one, the signed error,
+and whether the prediction fits the device; then, per source and in all,
+the mean absolute error, the mean signed error (the bias) and the largest
+error, and how many runs that really ran are predicted not to fit. Rows in a
+precision colo does not model (fp8) are predicted as bf16 and marked.
+Nothing is fitted here: this only measures."""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESETS = {"H100-80GB-SXM": "h100-sxm", "A100-40GB-SXM": "a100-40g", "A100-80GB-SXM": "a100-80g",
+           "A100-80GB": "a100-80g"}
+
+
+def colo(binary, *args):
+    proc = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"colo {' '.join(map(str, args))}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def recompute_of(text):
+    text = (text or "none").lower()
+    return "full" if text.startswith("full") else "selective" if "selective" in text else "none"
+
+
+def llmfoundry_and_bloom(runs):
+    """The `runs` rows as (id, source, dims, gpu, gpus, per_node, plan, measured s, note)."""
+    for r in runs:
+        dp, tp, pp = r["dp"], r["tp"], r["pp"]
+        mbs = r["micro_batch_size"]
+        micro = r["global_batch_seqs"] // (dp * mbs)
+        plan = f"dp={dp},tp={tp},pp={pp},zero={r['zero_stage']},mbs={mbs},micro={micro}"
+        if pp > 1 and r.get("vpp"):
+            plan += f",schedule=interleaved,v={r['vpp']}"
+        plan += f",recompute={recompute_of(r.get('recompute'))}"
+        dims = dict(layers=r["layers"], hidden=r["hidden"], heads=r["heads"],
+                    kv_heads=r.get("kv_heads") or r["heads"], ffn=r.get("ffn") or 4 * r["hidden"],
+                    vocab=r["vocab"], seq=r["seq_len"])
+        note = "fp8 as bf16" if "fp8" in r.get("precision", "") else ""
+        source = "llm-foundry" if "llm-foundry" in r["system"] else "BLOOM"
+        yield (r["id"], source, dims, r["gpu"], r["gpu_count"], r.get("gpus_per_node", 8), plan,
+               r["step_time_s"], note)
+
+
+def megatron(table):
+    """Megatron-LM SC'21 Table 1: A100 80GB, 8 per node, V=51200, s=2048, full
+    recomputation; the step from the reported throughput and Eq. 3."""
+    V, s = 51200, 2048
+    for i, r in enumerate(table["rows"]):
+        B, l, h, gpus, tp, pp = r["batch"], r["layers"], r["hidden"], r["gpus"], r["tp"], r["pp"]
+        flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+        measured = flops / (r["tflops_per_gpu"] * 1e12 * gpus)
+        dp = gpus // (tp * pp)
+        plan = f"dp={dp},tp={tp},pp={pp},zero=0,mbs=1,micro={B // dp},recompute=full"
+        if tp > 1:
+            plan += ",vocab"
+        dims = dict(layers=l, hidden=h, heads=r["heads"], kv_heads=r["heads"], ffn=4 * h,
+                    vocab=V, seq=s)
+        yield (f"megatron-{i + 1:02d}", "Megatron-LM", dims, "A100-80GB", gpus, 8, plan,
+               measured, "")
+
+
+def summarize(label, rows):
+    errors = [r["error"] for r in rows]
+    if not errors:
+        return
+    unfit = sum(1 for r in rows if not r["fits"])
+    print(f"{label:<12} {len(rows):3d} runs: mean |error| {statistics.mean(map(abs, errors)):5.1f}%"
+          f", bias {statistics.mean(errors):+5.1f}%, largest {max(errors, key=abs):+6.1f}%"
+          f", {unfit} predicted not to fit")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", default=str(ROOT.parent / "shared" / "calibration" /
+                                          "published_runs.json"))
+    ap.add_argument("--colo", default=str(ROOT / "build" / "bin" / "colo"))
+    ap.add_argument("--json", help="write every row's prediction here")
+    a = ap.parse_args()
+    data = json.loads(Path(a.runs).read_text())
+    rows = list(llmfoundry_and_bloom(data["runs"])) + list(megatron(data["megatron_sc21_table1"]))
+    results = []
+    with tempfile.TemporaryDirectory() as t:
+        models = {}
+        print(f"{'run':<16} {'GPUs':>5} {'plan':<62} {'meas s':>8} {'pred s':>8} {'error':>7}  fits")
+        for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
+            key = tuple(sorted(dims.items()))
+            if key not in models:
+                models[key] = Path(t) / f"m{len(models)}.mlir"
+                colo(a.colo, "model", "gpt", "--layers", dims["layers"], "--hidden", dims["hidden"],
+                     "--heads", dims["heads"], "--kv-heads", dims["kv_heads"], "--ffn", dims["ffn"],
+                     "--vocab", dims["vocab"], "--seq", dims["seq"], "-o", models[key])
+            cluster = f"{PRESETS[gpu]}:{gpus // per_node}x{per_node}"
+            vocab = plan.endswith(",vocab")
+            args = ["plan", models[key], "--cluster", cluster, "--explain",
+                    plan.removesuffix(",vocab"), "--json"] + (["--vocab-parallel"] if vocab else [])
+            try:
+                p = json.loads(colo(a.colo, *args))
+            except RuntimeError as e:
+                print(f"{rid:<16} {gpus:5d} {plan:<62} not predicted: {e}")
+                continue
+            error = 100 * (p["step_time_s"] - measured) / measured
+            results.append(dict(id=rid, source=source, gpus=gpus, plan=plan, cluster=cluster,
+                                measured_s=measured, predicted_s=p["step_time_s"], error=error,
+                                fits=p["fits"], memory_gib=p["memory_gib"]["total"], note=note))
+            print(f"{rid:<16} {gpus:5d} {plan:<62} {measured:8.3f} {p['step_time_s']:8.3f} "
+                  f"{error:+6.1f}%  {'yes' if p['fits'] else 'NO'} {note}", flush=True)
+    print()
+    for source in ("llm-foundry", "BLOOM", "Megatron-LM"):
+        summarize(source, [r for r in results if r["source"] == source])
+    summarize("all", results)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
