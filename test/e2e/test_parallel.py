@@ -257,6 +257,12 @@ PLANS = {
     # all-gather of the updated parameters.
     "dp=2,zero=2,micro=2": lambda P, W: 3 * (2 - 1) * 4 * P + ring_all_reduce_bytes(2, 1),
     "dp=2,pp=2,zero=2,micro=2": None,
+    # Compositions the search emits that no case above has: sequence
+    # parallelism with a pipeline, ZeRO-2 with tensor parallelism and
+    # accumulation, recomputation and offload with a pipeline and ZeRO.
+    "tp=2,pp=2,sp,micro=2": None,
+    "dp=2,tp=2,zero=2,micro=2": None,
+    "dp=2,pp=2,zero=2,micro=2,recompute=full,offload=optimizer": None,
     "dp=2,zero=3": lambda P, W: (2 - 1) * 4 * (3 * P - sum(
         w.size for k, w in W.items() if k.endswith("bias") or "wpe" in k or "embed_tokens" in k)
     ) + ring_all_reduce_bytes(2, 1),
