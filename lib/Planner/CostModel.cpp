@@ -1005,6 +1005,29 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   return p;
 }
 
+std::vector<std::pair<const char *, double>> timeTerms(const TimeBreakdown &t) {
+  return {{"compute", t.compute},
+          {"recompute", t.recompute},
+          {"tensor_parallel", t.tensorParallel},
+          {"pipeline_comm", t.pipelineComm},
+          {"bubble", t.bubble},
+          {"data_parallel", t.dataParallel},
+          {"optimizer", t.optimizer},
+          {"offload", t.offload}};
+}
+
+std::vector<std::pair<const char *, double>> termsBetween(const Prediction &best,
+                                                          const Prediction &other) {
+  std::vector<std::pair<const char *, double>> terms = timeTerms(other.time);
+  for (auto [term, mine] : llvm::zip(terms, timeTerms(best.time)))
+    term.second -= mine.second;
+  llvm::erase_if(terms, [](const auto &t) { return t.second == 0; });
+  llvm::stable_sort(terms, [](const auto &a, const auto &b) {
+    return std::abs(a.second) > std::abs(b.second);
+  });
+  return terms;
+}
+
 void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Prediction &p,
                       llvm::raw_ostream &os) {
   auto gb = [](double b) { return b / (1 << 30); };

@@ -21,6 +21,22 @@ def test_gpt3_175b_on_1024_a100():
                                    "--global-batch", "1536")["plans"]
 
 
+def test_the_search_says_why_its_best_beats_the_runner_up():
+    """The runner-up's step-time terms minus the best's, the ones that
+    differ, add up to the difference of their step times, in the JSON and
+    in the table's footer."""
+    args = ("gpt3-175b", "--cluster", "a100-80g:128x8", "--global-batch", "1536", "--top", "3")
+    r = plan_json(*args)
+    versus = r["versus_runner_up"]
+    assert versus["plan"] == r["plans"][1]["plan"]
+    delta = r["plans"][1]["step_time_s"] - r["plans"][0]["step_time_s"]
+    assert versus["step_time_s"] == pytest.approx(delta) and delta >= 0
+    assert sum(versus["time_s"].values()) == pytest.approx(delta, abs=1e-9)
+    assert all(v != 0 for v in versus["time_s"].values())
+    text = run_colo("plan", *args).stdout
+    assert f"faster than #2 ({r['plans'][1]['plan']}):" in text
+
+
 def test_plan_file_round_trip(tmp_path):
     out = tmp_path / "best.json"
     r = plan_json("gpt2-small", "--cluster", "a100-80g", "--global-batch", "64",

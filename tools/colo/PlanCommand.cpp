@@ -146,6 +146,13 @@ void printCompiled(const colo::CompiledStep &c, const StepTimes &t, raw_ostream 
                 c.program.steps_size(), t.total * 1e3);
 }
 
+json::Object termsJSON(const std::vector<std::pair<const char *, double>> &terms) {
+  json::Object out;
+  for (auto [name, seconds] : terms)
+    out[name] = seconds;
+  return out;
+}
+
 json::Value predictionJSON(const Prediction &p) {
   auto gib = [](double b) { return b / (1 << 30); };
   return json::Object{
@@ -170,15 +177,30 @@ json::Value predictionJSON(const Prediction &p) {
       {"compute_s", json::Object{{"matmul", p.computeMatmul},
                                  {"memory_bound", p.computeMemory},
                                  {"launch", p.computeLaunch}}},
-      {"time_s", json::Object{{"compute", p.time.compute},
-                              {"recompute", p.time.recompute},
-                              {"tensor_parallel", p.time.tensorParallel},
-                              {"pipeline_comm", p.time.pipelineComm},
-                              {"bubble", p.time.bubble},
-                              {"data_parallel", p.time.dataParallel},
-                              {"optimizer", p.time.optimizer},
-                              {"offload", p.time.offload}}},
+      {"time_s", termsJSON(timeTerms(p.time))},
   };
+}
+
+/// Why the best plan beats the runner-up, as `colo plan` prints it: the
+/// runner-up's terms minus the best's.
+json::Value versusJSON(const Prediction &best, const Prediction &other) {
+  return json::Object{{"plan", other.plan.str()},
+                      {"step_time_s", other.stepTime - best.stepTime},
+                      {"memory_gib", (other.memory.total() - best.memory.total()) / (1 << 30)},
+                      {"time_s", termsJSON(termsBetween(best, other))}};
+}
+
+void printVersus(const Prediction &best, const Prediction &other, raw_ostream &os) {
+  os << formatv("\n#1 is {0:F4} s ({1:F1}%) faster than #2 ({2}):", other.stepTime - best.stepTime,
+                100 * (other.stepTime - best.stepTime) / other.stepTime, other.plan.str());
+  std::vector<std::pair<const char *, double>> terms = termsBetween(best, other);
+  if (terms.empty())
+    os << " the same terms (they tie; the plan's text breaks it)";
+  for (auto [i, term] : llvm::enumerate(terms))
+    os << formatv("{0} {1} {2}{3:F4} s", i ? "," : "", term.first, term.second > 0 ? "+" : "",
+                  term.second);
+  os << formatv("\n   (#2's terms minus #1's); memory {0:F1} vs {1:F1} GiB per device\n",
+                best.memory.total() / (1 << 30), other.memory.total() / (1 << 30));
 }
 
 /// The memory component that dominates, for the "does not fit" message.
@@ -291,6 +313,8 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
                      {"plans", std::move(plans)}};
     if (result->closest)
       out["closest"] = predictionJSON(*result->closest);
+    if (result->best.size() > 1)
+      out["versus_runner_up"] = versusJSON(result->best[0], result->best[1]);
     out["suggestions"] = json::Array(result->suggestions);
     outs() << formatv("{0:2}", json::Value(std::move(out))) << "\n";
   } else if (!result->best.empty()) {
@@ -305,6 +329,8 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
       outs() << format("%-4d %-62s %9.4g %11.0f %8.1f %5.1f%% %9.1f\n", rank++,
                        p.plan.str().c_str(), p.stepTime, p.tokensPerSecond,
                        p.tflopsPerDevice, 100 * p.mfu, p.memory.total() / (1 << 30));
+    if (result->best.size() > 1)
+      printVersus(result->best[0], result->best[1], outs());
   }
 
   if (result->best.empty()) {

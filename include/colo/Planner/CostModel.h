@@ -129,6 +129,16 @@ double collectiveTime(Collective kind, double bytes, int64_t n, int64_t stride,
 void printExplanation(const ModelProfile &model, const ClusterSpec &cluster,
                       const Prediction &p, llvm::raw_ostream &os);
 
+/// The step-time terms of TimeBreakdown by name ("compute", "bubble", ...),
+/// in TimeBreakdown's order; they add up to its total.
+std::vector<std::pair<const char *, double>> timeTerms(const TimeBreakdown &t);
+
+/// Why `best` beats `other`, term by term: `other`'s step-time terms minus
+/// `best`'s, those that differ, largest first (they add up to the step
+/// times' difference).
+std::vector<std::pair<const char *, double>> termsBetween(const Prediction &best,
+                                                          const Prediction &other);
+
 } // namespace colo::planner
 
 #endif
