@@ -1,5 +1,6 @@
 // Translations of ONNX ops whose inputs are not all known at import time.
 #include "OnnxImporterImpl.h"
+#include "colo/Import/OnnxImporter.h"
 
 using namespace mlir;
 
@@ -79,13 +80,33 @@ static void matchHostType(Val &host, Val &other) {
 
 LogicalResult Importer::importBinary(const onnx::NodeProto &node, Inputs ins,
                                      Outputs &outs) {
+  const std::string &op = node.op_type();
+  // Max and Min take one or more inputs: folded left to right.
+  bool variadic = op == "Max" || op == "Min";
+  if (variadic && ins.size() == 1 && ins[0]) {
+    outs.push_back(*ins[0]);
+    return success();
+  }
+  if (variadic && ins.size() > 2) {
+    if (llvm::is_contained(ins, nullptr))
+      return fail("an input of " + op + " is missing");
+    Val acc = *ins[0];
+    for (Val *next : ins.drop_front()) {
+      llvm::SmallVector<Val, 1> step;
+      Val *pair[] = {&acc, next};
+      if (failed(importBinary(node, pair, step)))
+        return failure();
+      acc = step.front();
+    }
+    outs.push_back(acc);
+    return success();
+  }
   if (ins.size() != 2 || !ins[0] || !ins[1])
     return fail("expected exactly two inputs, got " + std::to_string(ins.size()));
   Val lhsVal = *ins[0], rhsVal = *ins[1];
   matchHostType(lhsVal, rhsVal);
   matchHostType(rhsVal, lhsVal);
   Value l = use(lhsVal), r = use(rhsVal);
-  const std::string &op = node.op_type();
   if (op == "Add") return setResult(create<AddOp>(l, r), outs);
   if (op == "Sub") return setResult(create<SubOp>(l, r), outs);
   if (op == "Mul") return setResult(create<MulOp>(l, r), outs);
@@ -749,3 +770,11 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
 }
 
 } // namespace colo::onnx_import
+
+std::vector<std::string> colo::supportedOnnxOps() {
+  std::vector<std::string> ops;
+  for (const auto &entry : onnx_import::Importer::handlers())
+    ops.push_back(entry.getKey().str());
+  llvm::sort(ops);
+  return ops;
+}

@@ -44,7 +44,7 @@ int reportError(const Twine &msg) {
   return 1;
 }
 
-enum class NpyType { f32, f64, i64 };
+enum class NpyType { f32, f64, i64, i32, b1 };
 
 struct Npy {
   colo::HostArray array;
@@ -106,9 +106,14 @@ Expected<Npy> readNpy(StringRef path) {
     type = NpyType::f64, width = 8;
   } else if (d == "<i8") {
     type = NpyType::i64, width = 8;
+  } else if (d == "<i4") {
+    type = NpyType::i32, width = 4;
+  } else if (d == "|b1") {
+    type = NpyType::b1, width = 1;
   } else {
     return fail("unsupported dtype '" + d +
-                "' (expected little-endian float32, float64 or int64: <f4, <f8, <i8)");
+                "' (expected little-endian float32, float64, int64, int32 or bool: <f4, "
+                "<f8, <i8, <i4, |b1)");
   }
   if (!fortran->starts_with("False"))
     return fail("Fortran-order arrays are not supported (save a C-order array)");
@@ -144,6 +149,12 @@ Expected<Npy> readNpy(StringRef path) {
       npy.array.data[i] = f;
     } else if (type == NpyType::f64) {
       std::memcpy(&npy.array.data[i], p, 8);
+    } else if (type == NpyType::i32) {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      npy.array.data[i] = static_cast<double>(v);
+    } else if (type == NpyType::b1) {
+      npy.array.data[i] = *p ? 1.0 : 0.0;
     } else {
       int64_t v;
       std::memcpy(&v, p, 8);
@@ -196,7 +207,16 @@ std::string shapeSpec(const Npy &npy) {
   std::string s;
   for (int64_t d : npy.array.shape)
     s += std::to_string(d) + "x";
-  return s + (npy.type == NpyType::i64 ? "i64" : "f32");
+  switch (npy.type) {
+  case NpyType::i64:
+    return s + "i64";
+  case NpyType::i32:
+    return s + "i32";
+  case NpyType::b1:
+    return s + "i1";
+  default:
+    return s + "f32";
+  }
 }
 } // namespace
 

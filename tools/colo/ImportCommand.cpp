@@ -3,6 +3,7 @@
 
 #include "colo/Analysis/ModelSummary.h"
 #include "colo/Driver/Driver.h"
+#include "colo/Import/OnnxImporter.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/Support/FileUtilities.h"
@@ -16,7 +17,11 @@ cl::SubCommand importCmd("import",
                          "Import an ONNX model (or parse a .mlir module) into "
                          "the colo dialect; print its IR or a summary");
 cl::opt<std::string> importInput(cl::Positional, cl::desc("<model.onnx|model.pt|model.mlir>"),
-                                 cl::Required, cl::sub(importCmd));
+                                 cl::sub(importCmd));
+cl::opt<bool> importSupportedOps(
+    "supported-ops",
+    cl::desc("List the ONNX operators the importer translates, one per line, and exit"),
+    cl::sub(importCmd));
 cl::opt<std::string> importOutput("o", cl::desc("Write the IR to this file"),
                                   cl::value_desc("file"), cl::sub(importCmd));
 cl::opt<bool> importSummary("summary",
@@ -51,6 +56,13 @@ cl::opt<bool> importLocations(
 cl::SubCommand &colo::tool::importCommand() { return importCmd; }
 
 int colo::tool::runImport(mlir::MLIRContext &ctx) {
+  if (importSupportedOps) {
+    for (const std::string &op : colo::supportedOnnxOps())
+      outs() << op << "\n";
+    return 0;
+  }
+  if (importInput.empty())
+    return reportError("give a model file to import (model.onnx, model.pt or model.mlir)");
   OneLineDiagnostics diagnostics(ctx);
   colo::ImportOptions options;
   options.runPipeline = !importRaw;

@@ -7,12 +7,13 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
+#include <vector>
 
 namespace colo {
 
 /// Opsets of the default ONNX domain that the importer reads.
 constexpr int64_t kMinOnnxOpset = 13;
-constexpr int64_t kMaxOnnxOpset = 23;
+constexpr int64_t kMaxOnnxOpset = 24;
 
 /// Imports an ONNX model file into a module holding `colo.global`s for its
 /// state and a `func.func @forward` on static shapes. Shape subgraphs are
@@ -23,6 +24,10 @@ constexpr int64_t kMaxOnnxOpset = 23;
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 importOnnxFile(llvm::StringRef path, mlir::MLIRContext &context,
                llvm::ArrayRef<std::string> inputShapes = {});
+
+/// The ONNX operators (default domain) the importer translates, sorted:
+/// the keys of its table of handlers.
+std::vector<std::string> supportedOnnxOps();
 
 } // namespace colo
 

@@ -1,0 +1,98 @@
+"""ONNX's own conformance tests: the node tests shipped inside the onnx wheel
+(onnx/backend/test/data/node/*/model.onnx with their inputs and expected
+outputs as TensorProto files). For every test all of whose nodes are
+operators colo imports (`colo import --supported-ops`), colo-eval (the
+reference interpreter, in double precision) either reproduces the expected
+output within the suite's own tolerances (rtol 1e-3, atol 1e-7, as
+onnx.backend.test's runner) or refuses the model with one line naming what
+it does not take (an attribute value, a dtype, an input that must be a
+constant). A crash, a longer message or a wrong value fails. Tests with
+more than one output are left out (colo-eval writes one)."""
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from conftest import BIN, ROOT
+
+NODE_TESTS = Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
+RTOL, ATOL = 1e-3, 1e-7
+
+
+def supported_ops():
+    out = subprocess.run([str(BIN / "colo"), "import", "--supported-ops"], capture_output=True,
+                         text=True, check=True).stdout
+    return set(out.split())
+
+
+def cases():
+    """(name, directory) of every node test colo's importer covers."""
+    ops = supported_ops()
+    found = []
+    for d in sorted(NODE_TESTS.iterdir()):
+        model = d / "model.onnx"
+        if not model.exists():
+            continue
+        graph = onnx.load(str(model), load_external_data=False).graph
+        if len(graph.output) != 1 or not graph.output[0].type.HasField("tensor_type") or \
+                not (d / "test_data_set_0").is_dir():
+            continue
+        if all(n.domain in ("", "ai.onnx") and n.op_type in ops for n in graph.node):
+            found.append((d.name, d))
+    return found
+
+
+CASES = cases()
+RESULTS = {"passed": [], "refused": []}
+
+
+@pytest.mark.parametrize("name,directory", CASES, ids=[c[0] for c in CASES])
+def test_node(name, directory, tmp_path):
+    data = directory / "test_data_set_0"
+    inputs = []
+    for i, pb in enumerate(sorted(data.glob("input_*.pb"), key=lambda p: int(p.stem[6:]))):
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(pb.read_bytes())
+        path = tmp_path / f"in{i}.npy"
+        np.save(path, numpy_helper.to_array(tensor))
+        inputs.append(path)
+    expected_pb = onnx.TensorProto()
+    expected_pb.ParseFromString((data / "output_0.pb").read_bytes())
+    expected = numpy_helper.to_array(expected_pb)
+
+    cmd = [str(BIN / "colo-eval"), str(directory / "model.onnx"), "-o", str(tmp_path / "out.npy")]
+    for p in inputs:
+        cmd += ["--input", str(p)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode == 1 and proc.stderr.startswith("colo: error: ") and \
+            proc.stderr.count("\n") == 1:
+        RESULTS["refused"].append(name)
+        print(f"\n{name}: refused: {proc.stderr.strip()}")
+        return
+    assert proc.returncode == 0, f"{' '.join(cmd)}: exit {proc.returncode}\n{proc.stderr}"
+    actual = np.load(tmp_path / "out.npy")
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    if expected.dtype == bool or np.issubdtype(expected.dtype, np.integer):
+        np.testing.assert_array_equal(actual.astype(expected.dtype), expected)
+    else:
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                                   rtol=RTOL, atol=ATOL)
+    RESULTS["passed"].append(name)
+
+
+def test_the_documented_operators_are_the_importers():
+    """docs/importer.md lists what `colo import --supported-ops` prints."""
+    text = (ROOT / "docs" / "importer.md").read_text()
+    listed = text.split("<!-- colo import --supported-ops -->")[1].split("<!-- end -->")[0]
+    assert set(listed.replace("`", " ").split()) == supported_ops()
+
+
+def test_zz_summary():
+    """Prints how many of the covered node tests pass and how many colo
+    refuses by name (runs last: pytest keeps the file's order)."""
+    print(f"\nONNX node tests of supported operators: {len(CASES)} run, "
+          f"{len(RESULTS['passed'])} passed, {len(RESULTS['refused'])} refused with one line")
+    assert RESULTS["passed"]
