@@ -727,6 +727,159 @@ LogicalResult Importer::importExpand(const onnx::NodeProto &, Inputs ins,
   return setResult(createTyped<BroadcastToOp>(type, x), outs);
 }
 
+/// A constant of `type` whose every element is `v`.
+static Value splat(OpBuilder &b, Location loc, RankedTensorType type, double v) {
+  Type et = type.getElementType();
+  Attribute value;
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    APFloat f(v);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    value = DenseElementsAttr::get(type, f);
+  } else {
+    value = DenseElementsAttr::get(
+        type, APInt(et.getIntOrFloatBitWidth(), static_cast<int64_t>(v), /*isSigned=*/true));
+  }
+  return ConstantOp::create(b, loc, cast<ElementsAttr>(value));
+}
+
+/// Not: the bool tensor's complement, as a select between constants.
+LogicalResult Importer::importNot(const onnx::NodeProto &, Inputs ins, Outputs &outs) {
+  Value x = use(*ins[0]);
+  RankedTensorType t = typeOf(x);
+  if (!t.getElementType().isInteger(1))
+    return fail("Not takes a bool tensor");
+  return setResult(create<SelectOp>(x, splat(builder, loc, t, 0), splat(builder, loc, t, 1)),
+                   outs);
+}
+
+/// Sum and Mean of one or more inputs (with broadcasting): added left to
+/// right, Mean's sum divided by the count.
+LogicalResult Importer::importSumMean(const onnx::NodeProto &node, Inputs ins,
+                                      Outputs &outs) {
+  if (ins.empty() || llvm::is_contained(ins, nullptr))
+    return fail("expected one or more inputs");
+  Value acc = use(*ins[0]);
+  for (Val *next : ins.drop_front()) {
+    Val a{acc, {}, {}}, b = *next;
+    matchHostType(b, a);
+    FailureOr<Value> sum = valueOf(create<AddOp>(acc, use(b)));
+    if (failed(sum))
+      return failure();
+    acc = *sum;
+  }
+  if (node.op_type() == "Mean" && ins.size() > 1) {
+    RankedTensorType scalar = RankedTensorType::get({}, typeOf(acc).getElementType());
+    if (!isa<FloatType>(scalar.getElementType()))
+      return fail("Mean takes floating-point tensors");
+    return setResult(create<DivOp>(acc, splat(builder, loc, scalar, double(ins.size()))),
+                     outs);
+  }
+  outs.push_back(Val{acc, {}, {}});
+  return success();
+}
+
+/// Tile: the input repeated along each axis by a constant count, as a
+/// concatenation of copies (whose gradient adds the copies' up).
+LogicalResult Importer::importTile(const onnx::NodeProto &, Inputs ins, Outputs &outs) {
+  Value x = use(*ins[0]);
+  auto repeats = constInts(ins[1], "Tile repeats");
+  if (failed(repeats))
+    return failure();
+  if (int64_t(repeats->size()) != typeOf(x).getRank())
+    return fail("Tile repeats has " + std::to_string(repeats->size()) +
+                " entries for a tensor of rank " + std::to_string(typeOf(x).getRank()));
+  for (auto [axis, count] : llvm::enumerate(*repeats)) {
+    if (count < 1)
+      return fail("Tile repeats must be positive, got " + std::to_string(count));
+    if (count == 1)
+      continue;
+    SmallVector<Value> copies(count, x);
+    FailureOr<Value> tiled =
+        valueOf(create<ConcatOp>(copies, builder.getI64IntegerAttr(int64_t(axis))));
+    if (failed(tiled))
+      return failure();
+    x = *tiled;
+  }
+  outs.push_back(Val{x, {}, {}});
+  return success();
+}
+
+/// Pad in mode `constant`: constant slabs concatenated before and after
+/// each padded axis; negative pads crop (a slice).
+LogicalResult Importer::importPad(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
+  std::string mode = attrs(node).getString("mode").value_or("constant");
+  if (mode != "constant")
+    return fail("Pad mode '" + mode + "' is not supported (only 'constant')");
+  Value x = use(*ins[0]);
+  int64_t rank = typeOf(x).getRank();
+  auto pads = constInts(ins[1], "Pad pads");
+  if (failed(pads))
+    return failure();
+  double value = 0;
+  if (ins.size() > 2 && ins[2]) {
+    if (!ins[2]->host || ins[2]->host->numel() != 1)
+      return fail("Pad constant_value must be a constant scalar");
+    value = ins[2]->host->values[0];
+  }
+  std::vector<int64_t> axes;
+  if (ins.size() > 3 && ins[3]) {
+    auto a = constInts(ins[3], "Pad axes");
+    if (failed(a))
+      return failure();
+    for (int64_t axis : *a) {
+      auto n = normAxis(axis, rank);
+      if (!n)
+        return fail("Pad axis " + std::to_string(axis) + " out of range");
+      axes.push_back(*n);
+    }
+  } else {
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  if (pads->size() != 2 * axes.size())
+    return fail("Pad pads has " + std::to_string(pads->size()) + " entries for " +
+                std::to_string(axes.size()) + " axes");
+  for (auto [k, axis] : llvm::enumerate(axes)) {
+    int64_t before = (*pads)[k], after = (*pads)[k + axes.size()];
+    RankedTensorType t = typeOf(x);
+    if (before < 0 || after < 0) {
+      SmallVector<int64_t> lo(rank, 0), hi(t.getShape()), step(rank, 1);
+      lo[axis] = std::max<int64_t>(0, -before);
+      hi[axis] = t.getDimSize(axis) - std::max<int64_t>(0, -after);
+      if (hi[axis] < lo[axis])
+        return fail("Pad crops more than axis " + std::to_string(axis) + " holds");
+      FailureOr<Value> cropped = valueOf(create<SliceOp>(
+          x, builder.getDenseI64ArrayAttr(lo), builder.getDenseI64ArrayAttr(hi),
+          builder.getDenseI64ArrayAttr(step)));
+      if (failed(cropped))
+        return failure();
+      x = *cropped;
+      t = typeOf(x);
+    }
+    SmallVector<Value> parts;
+    auto slab = [&](int64_t size) {
+      SmallVector<int64_t> shape(t.getShape());
+      shape[axis] = size;
+      parts.push_back(splat(builder, loc, t.clone(shape), value));
+    };
+    if (before > 0)
+      slab(before);
+    parts.push_back(x);
+    if (after > 0)
+      slab(after);
+    if (parts.size() == 1)
+      continue;
+    FailureOr<Value> padded =
+        valueOf(create<ConcatOp>(parts, builder.getI64IntegerAttr(int64_t(axis))));
+    if (failed(padded))
+      return failure();
+    x = *padded;
+  }
+  outs.push_back(Val{x, {}, {}});
+  return success();
+}
+
 const llvm::StringMap<Importer::Handler> &Importer::handlers() {
   static const llvm::StringMap<Handler> table = [] {
     llvm::StringMap<Handler> t;
@@ -764,6 +917,10 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["SequenceAt"] = &Importer::importSequenceAt;
     t["Gather"] = &Importer::importGather;
     t["Expand"] = &Importer::importExpand;
+    t["Not"] = &Importer::importNot;
+    t["Sum"] = t["Mean"] = &Importer::importSumMean;
+    t["Tile"] = &Importer::importTile;
+    t["Pad"] = &Importer::importPad;
     return t;
   }();
   return table;
