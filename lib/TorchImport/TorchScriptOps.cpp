@@ -721,6 +721,103 @@ LogicalResult TsImporter::importExpand(torch::jit::Node *, const std::string &,
   return push(expand(*ins[0], *size), outs);
 }
 
+/// aten::repeat: each dimension repeated by its count, as concatenations of
+/// copies (whose gradient adds the copies' up); counts beyond the tensor's
+/// rank add leading dimensions, as torch.Tensor.repeat does.
+LogicalResult TsImporter::importRepeat(torch::jit::Node *, const std::string &, Inputs ins,
+                                       Outputs &outs) {
+  FailureOr<std::vector<int64_t>> counts = toInts(*ins[1], "repeats");
+  if (failed(counts))
+    return failure();
+  std::vector<int64_t> shape = shapeOf(*ins[0]);
+  if (counts->size() < shape.size())
+    return fail("repeat needs a count for each of the " + std::to_string(shape.size()) +
+                " dimensions, got " + std::to_string(counts->size()));
+  shape.insert(shape.begin(), counts->size() - shape.size(), 1);
+  FailureOr<TVal> x = reshape(*ins[0], shape);
+  for (auto [dim, count] : llvm::enumerate(*counts)) {
+    if (failed(x))
+      return failure();
+    if (count < 1)
+      return fail("repeat counts must be positive, got " + std::to_string(count));
+    if (count == 1)
+      continue;
+    std::vector<TVal> copies(count, *x);
+    x = concat(copies, int64_t(dim));
+  }
+  return push(x, outs);
+}
+
+/// aten::pad (mode "constant") and aten::constant_pad_nd: slabs of the value
+/// (a broadcast scalar) before and after each padded dimension, the pairs
+/// given from the last dimension backwards; negative pads crop.
+LogicalResult TsImporter::importPad(torch::jit::Node *, const std::string &kind, Inputs ins,
+                                    Outputs &outs) {
+  FailureOr<std::vector<int64_t>> pads = toInts(*ins[1], "pad");
+  if (failed(pads))
+    return failure();
+  size_t valueAt = 2;
+  if (kind == "aten::pad") {
+    if (present(ins[2]) && ins[2]->str && *ins[2]->str != "constant")
+      return fail("pad mode '" + *ins[2]->str + "' is not supported (only 'constant')");
+    valueAt = 3;
+  }
+  double fill = 0;
+  if (ins.size() > valueAt && present(ins[valueAt])) {
+    FailureOr<double> v = toDouble(*ins[valueAt], "value");
+    if (failed(v))
+      return failure();
+    fill = *v;
+  }
+  std::vector<int64_t> shape = shapeOf(*ins[0]);
+  int64_t rank = int64_t(shape.size());
+  if (pads->size() % 2 || int64_t(pads->size()) > 2 * rank)
+    return fail("pad needs pairs for at most the " + std::to_string(rank) +
+                " dimensions, got " + std::to_string(pads->size()) + " values");
+  FailureOr<Value> x = tensor(*ins[0]);
+  for (size_t k = 0; k < pads->size() / 2 && succeeded(x); ++k) {
+    int64_t dim = rank - 1 - int64_t(k), before = (*pads)[2 * k], after = (*pads)[2 * k + 1];
+    TVal cur = runtime(*x);
+    if (before < 0 || after < 0) {
+      int64_t size = shapeOf(cur)[dim];
+      FailureOr<TVal> cropped =
+          slice(cur, dim, std::max<int64_t>(0, -before), size - std::max<int64_t>(0, -after), 1);
+      if (failed(cropped))
+        return failure();
+      cur = *cropped;
+    }
+    std::vector<TVal> parts;
+    auto slab = [&](int64_t size) -> LogicalResult {
+      auto type = mlir::cast<RankedTensorType>(cur.value.getType());
+      SmallVector<int64_t> slabShape(type.getShape());
+      slabShape[dim] = size;
+      TVal scalar;
+      scalar.host = HostTensor::scalar(fill, ox::dtypeOf(type.getElementType()));
+      FailureOr<Value> c = tensor(scalar);
+      if (failed(c))
+        return failure();
+      auto b = createTyped<BroadcastToOp>(type.clone(slabShape), *c);
+      if (failed(b))
+        return failure();
+      parts.push_back(runtime(b->getResult()));
+      return success();
+    };
+    if (before > 0 && failed(slab(before)))
+      return failure();
+    parts.push_back(cur);
+    if (after > 0 && failed(slab(after)))
+      return failure();
+    FailureOr<TVal> joined = parts.size() == 1 ? FailureOr<TVal>(cur) : concat(parts, dim);
+    if (failed(joined))
+      return failure();
+    x = tensor(*joined);
+  }
+  if (failed(x))
+    return failure();
+  outs.push_back(runtime(*x));
+  return success();
+}
+
 LogicalResult TsImporter::importCat(torch::jit::Node *, const std::string &, Inputs ins,
                                     Outputs &outs) {
   FailureOr<int64_t> dim = toInt(*ins[1], "dim");
@@ -975,6 +1072,8 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::transpose"] = t["aten::t"] = &TsImporter::importTranspose;
     t["aten::permute"] = &TsImporter::importPermute;
     t["aten::expand"] = &TsImporter::importExpand;
+    t["aten::repeat"] = &TsImporter::importRepeat;
+    t["aten::pad"] = t["aten::constant_pad_nd"] = &TsImporter::importPad;
     t["aten::cat"] = &TsImporter::importCat;
     t["aten::slice"] = &TsImporter::importSlice;
     for (const char *kind : {"aten::split", "aten::chunk", "aten::unbind"})

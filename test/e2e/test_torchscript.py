@@ -158,3 +158,42 @@ def test_scripted_modules(traced, name, tmp_path):
     assert globals_in(path, *shapes) == {n for n, _ in model.named_parameters()}
     traced_path, _, traced_shapes = traced(name)
     assert s["op_counts"] == summary(traced_path, *traced_shapes)["op_counts"]
+
+
+class RepeatPad(torch.nn.Module):
+    """torch.Tensor.repeat with a count for a new leading dimension, a
+    constant F.pad and a negative one (a crop): ONNX Tile and Pad from the
+    exporter, aten::repeat and aten::pad traced."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.proj(x).repeat(3, 2, 1)
+        y = torch.nn.functional.pad(y, (1, 2, 0, 1), value=0.5) * 2
+        return torch.nn.functional.pad(y, (0, 0, -1, 0))  # a crop
+
+
+@pytest.mark.parametrize("form", ["jit", "onnx"])
+def test_repeat_and_pad_match_pytorch(form, tmp_path):
+    """The traced aten::repeat and the exported Tile and Pad evaluate as
+    PyTorch does (colo-eval, the reference interpreter)."""
+    import numpy as np
+
+    torch.manual_seed(0)
+    model, x = RepeatPad().eval(), torch.randn(2, 4)
+    path = tmp_path / ("m.pt" if form == "jit" else "m.onnx")
+    if form == "jit":
+        torch.jit.trace(model, (x,)).save(str(path))
+    else:
+        torch.onnx.export(model, (x,), str(path), dynamo=False, opset_version=17)
+    np.save(tmp_path / "x.npy", x.numpy())
+    proc = subprocess.run([str(BIN / "colo-eval"), str(path), "--input", str(tmp_path / "x.npy"),
+                           "-o", str(tmp_path / "y.npy")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    with torch.no_grad():
+        expected = model(x).numpy()
+    actual = np.load(tmp_path / "y.npy")
+    assert actual.shape == expected.shape == (3, 4, 7)
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
