@@ -26,18 +26,23 @@
 using namespace llvm;
 
 namespace {
+// --help shows these, not the options of the LLVM libraries linked in.
+cl::OptionCategory evalOptions("colo-eval options");
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|model.pt|model.mlir>"),
-                               cl::Required);
-cl::list<std::string> inputPaths("input", cl::desc("An input as .npy (float32, float64 or "
-                                                   "int64), one per model input in order"),
-                                 cl::value_desc("file.npy"));
+                               cl::Required, cl::cat(evalOptions));
+cl::list<std::string> inputPaths("input", cl::desc("An input as .npy (float32, float64, "
+                                                   "int64, int32 or bool), one per model "
+                                                   "input in order"),
+                                 cl::value_desc("file.npy"), cl::cat(evalOptions));
 cl::list<std::string> inputShapes(
     "input-shape",
     cl::desc("Shape of an input of a TorchScript model, e.g. 2x16xi64 (default: "
              "taken from the --input arrays)"),
-    cl::value_desc("shape"));
-cl::opt<std::string> outputPath("o", cl::desc("Write the first result to this .npy file"),
-                                cl::value_desc("file.npy"), cl::Required);
+    cl::value_desc("shape"), cl::cat(evalOptions));
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Write the first result to this .npy file (the "
+                                         "others to FILE.1.npy, FILE.2.npy, ...)"),
+                                cl::value_desc("file.npy"), cl::Required, cl::cat(evalOptions));
 
 int reportError(const Twine &msg) {
   WithColor::error(errs(), "colo") << msg << "\n";
@@ -222,6 +227,7 @@ std::string shapeSpec(const Npy &npy) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(evalOptions);
   cl::ParseCommandLineOptions(
       argc, argv,
       "colo-eval: import a model and evaluate it with colo's reference interpreter\n");
