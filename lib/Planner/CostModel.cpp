@@ -501,11 +501,13 @@ double computeTime(const Devices &dev, const Shared &s) { return s.mcount * 3 * 
 
 /// Recomputation: full recompute repeats each microbatch's forward, selective
 /// recompute the attention core's FLOPs (whose probabilities it does not keep:
-/// PartCost::savedScores).
-double recomputeTime(const Plan &plan, const Devices &dev, const Shared &s) {
+/// PartCost::savedScores); with fused attention, which keeps none, selective
+/// has nothing to recompute.
+double recomputeTime(const ModelProfile &m, const Plan &plan, const Devices &dev,
+                     const Shared &s) {
   if (plan.recompute == Recompute::Full)
     return s.mcount * dev.forward;
-  if (plan.recompute == Recompute::Selective)
+  if (plan.recompute == Recompute::Selective && m.layer.savedScores > 0)
     return s.mcount * s.b * dev.maxAttention / s.tp / s.peak;
   return 0;
 }
@@ -937,7 +939,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
 
   TimeBreakdown &t = p.time;
   t.compute = computeTime(dev, s);
-  t.recompute = recomputeTime(plan, dev, s);
+  t.recompute = recomputeTime(m, plan, dev, s);
   for (const BudgetedLayers &b : budgeted)
     t.recompute = std::max(t.recompute, s.mcount * b.seconds);
   t.tensorParallel = tensorParallelTime(m, c, plan, dev, s);

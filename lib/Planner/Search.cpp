@@ -56,6 +56,10 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
               for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
                 if (!o.allowRecompute && rc != Recompute::None)
                   continue;
+                // Fused attention keeps no probabilities: selective
+                // recomputation would be the plain plan again.
+                if (rc == Recompute::Selective && c.fusedAttention > 0)
+                  continue;
                 for (Offload off : {Offload::None, Offload::Optimizer, Offload::OptimizerParams})
                   for (bool activations : {false, true}) {
                     if ((!o.allowOffload && off != Offload::None) ||
