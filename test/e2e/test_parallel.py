@@ -134,6 +134,16 @@ def megatron(tp, batch=BATCH):
     return LAYERS * 4 * ring_all_reduce_bytes(tp, batch * SEQ * HIDDEN)
 
 
+def megatron_dp(tp, dp, W):
+    """Megatron TP in each of the dp groups (ring bytes are linear in the
+    size, so the groups' b/dp samples add up to the whole batch) and, in each
+    of the tp data-parallel groups, the all-reduce of the rank's gradients
+    (blocks of the sharded parameters, the others whole) and of the loss."""
+    P = sum(w.size for w in W.values())
+    return megatron(tp) + ring_all_reduce_bytes(dp, P + (tp - 1) * tp_replicated(W)) + \
+        tp * ring_all_reduce_bytes(dp, 1)
+
+
 def sp_read(W):
     """Parameters that sequence-parallel regions read whole (norm scales and
     biases, the biases after row-parallel sums): each rank's tokens give part
@@ -268,7 +278,7 @@ PLANS = {
     ) + ring_all_reduce_bytes(2, 1),
     "tp=2": lambda P, W: megatron(2),
     "tp=4": lambda P, W: megatron(4),
-    "dp=2,tp=2": None,
+    "dp=2,tp=2": lambda P, W: megatron_dp(2, 2, W),
     "tp=2,sp": lambda P, W: megatron_sp(2, W),
     "dp=2,tp=2,sp": lambda P, W: megatron_sp(2, W, dp=2),
     # One sample per tensor-parallel group: the tokens are split along the
@@ -318,8 +328,10 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
     if PLANS[plan] and PLANS[plan](params, want_w) == 0:
         assert comm is None  # one rank
     elif PLANS[plan]:
-        # Clipping adds the all-reduce of the sharded gradients' squared norm.
-        clip = ring_all_reduce_bytes(2, 1) if opt == "adamw-clip" else 0
+        # Clipping adds the all-reduce of the sharded gradients' squared
+        # norm, in each of the dp tensor-parallel groups.
+        groups = int(m[1]) if (m := re.search(r"dp=(\d+)", plan)) else 1
+        clip = groups * ring_all_reduce_bytes(2, 1) if opt == "adamw-clip" else 0
         assert comm and comm[1] == PLANS[plan](params, want_w) + clip, (comm, params)
     else:
         assert comm is not None
