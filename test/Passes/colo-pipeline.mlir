@@ -1,6 +1,7 @@
 // RUN: colo-opt %s --colo-create-mesh=pp=2 --colo-split-batch=parts=2 --colo-pipeline-stages=stages=2 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="pp=2 micro=2 schedule=1f1b" | FileCheck %s
 // RUN: colo-opt %s --colo-create-mesh=pp=2 --colo-split-batch=parts=2 --colo-pipeline-stages=stages=2 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="pp=2 micro=2 schedule=gpipe" | FileCheck %s --check-prefix=GPIPE
 // RUN: colo-opt %s --colo-split-batch=parts=2 --colo-pipeline-stages=stages=1 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="micro=2" | FileCheck %s --check-prefix=ACCUMULATE
+// RUN: colo-opt %s --colo-create-mesh=pp=2 --colo-split-batch=parts=2 --colo-pipeline-stages=stages=4 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="pp=2 virtual=2 micro=2 schedule=interleaved" | FileCheck %s --check-prefix=INTERLEAVED
 
 // 1F1B on two ranks, two microbatches. Rank 0 runs F0, F1, B0, B1 (one
 // warm-up forward); it sends each microbatch's residual stream to rank 1 and
@@ -51,6 +52,32 @@
 // GPIPE-NOT: colo.cross_entropy
 // GPIPE: colo.cross_entropy_backward
 // GPIPE: colo.cross_entropy_backward
+
+// Interleaved 1F1B in Megatron-LM's order: two ranks of two chunks each
+// (rank 0 chunks 0 and 2, rank 1 chunks 1 and 3), two microbatches. Rank 0
+// warms up with all four forwards, chunk 0's then chunk 2's, and runs the
+// backwards in reverse, chunk 2's then chunk 0's. Rank 1, the last, warms
+// up with chunk 1's two forwards, then alternates chunk 3's forward and
+// backward per microbatch, and ends with chunk 1's backwards.
+// INTERLEAVED-LABEL: func.func @train_step_stage0
+// INTERLEAVED: colo.embedding {{.*}}colo.micro = 0 : i64, colo.stage = 0
+// INTERLEAVED: colo.embedding {{.*}}colo.micro = 1 : i64, colo.stage = 0
+// INTERLEAVED: colo.gelu {{.*}}colo.micro = 0 : i64, colo.stage = 2
+// INTERLEAVED: colo.gelu {{.*}}colo.micro = 1 : i64, colo.stage = 2
+// INTERLEAVED: colo.mul {{.*}}colo.micro = 0 : i64, colo.stage = 2
+// INTERLEAVED: colo.mul {{.*}}colo.micro = 1 : i64, colo.stage = 2
+// INTERLEAVED: colo.scatter_add {{.*}}colo.micro = 0 : i64, colo.stage = 0
+// INTERLEAVED: colo.scatter_add {{.*}}colo.micro = 1 : i64, colo.stage = 0
+// INTERLEAVED-LABEL: func.func @train_step_stage1
+// INTERLEAVED: colo.gelu {{.*}}colo.micro = 0 : i64, colo.stage = 1
+// INTERLEAVED: colo.gelu {{.*}}colo.micro = 1 : i64, colo.stage = 1
+// INTERLEAVED: colo.cross_entropy {{.*}}colo.micro = 0 : i64, colo.stage = 3
+// INTERLEAVED: colo.cross_entropy_backward {{.*}}colo.micro = 0 : i64, colo.stage = 3
+// INTERLEAVED: colo.cross_entropy {{.*}}colo.micro = 1 : i64, colo.stage = 3
+// INTERLEAVED: colo.cross_entropy_backward {{.*}}colo.micro = 1 : i64, colo.stage = 3
+// INTERLEAVED: colo.mul {{.*}}colo.micro = 0 : i64, colo.stage = 1
+// INTERLEAVED: colo.mul {{.*}}colo.micro = 1 : i64, colo.stage = 1
+// INTERLEAVED: return
 
 // One rank: gradient accumulation, no messages, still @train_step.
 // ACCUMULATE-LABEL: func.func @train_step(%{{.*}}: tensor<4x6xi64>)
