@@ -230,6 +230,23 @@ def pipeline(pp, W, chunks=None):
         2 * 4 * sum(tied)
 
 
+def three_d(dp, pp, tp, W):
+    """dp x pp x tp with ZeRO-1: Megatron TP's all-reduces (over the whole
+    batch, as the dp groups' samples add up); the pipeline's messages sent by
+    each tensor-parallel rank of a stage (the activations are replicated
+    over tp), with the loss and the tied embedding's gradient exchanged in
+    each of the dp x tp pipelines; and over dp, each rank's reduce-scatter
+    and all-gather of its parameters (blocks of the sharded ones, the others
+    whole, the last stage's copy of the tied embedding too) and the loss's
+    all-reduce."""
+    P = sum(w.size for w in W.values())
+    tied = sum(w.size for k, w in W.items() if k.endswith("wte.weight"))
+    boundary = (pp - 1) * 2 * BATCH * SEQ * HIDDEN * 4
+    local = P + (tp - 1) * tp_replicated(W) + tp * tied
+    return megatron(tp) + tp * boundary + dp * tp * ((pp - 1) * 4 + 2 * 4 * tied) + \
+        ring_all_reduce_bytes(dp, local) + tp * pp * ring_all_reduce_bytes(dp, 1)
+
+
 def ulysses(sp, P, W):
     """DeepSpeed-Ulysses: per layer the all-to-alls of q, k, v and the attention
     output in the forward and of their gradients in the backward, (p-1)/p of
@@ -291,7 +308,7 @@ PLANS = {
     "pp=2,micro=2,schedule=gpipe": lambda P, W: pipeline(2, W),
     "pp=4,micro=4,schedule=1f1b": lambda P, W: pipeline(4, W),
     "pp=2,micro=4,schedule=interleaved,v=2": lambda P, W: pipeline(2, W, chunks=4),
-    "dp=2,pp=2,tp=2,zero=1,micro=2": None,
+    "dp=2,pp=2,tp=2,zero=1,micro=2": lambda P, W: three_d(2, 2, 2, W),
     "ulysses=2": lambda P, W: ulysses(2, P, W),
 }
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
