@@ -30,20 +30,36 @@ int64_t groupSize(const runtime::Program &p, const runtime::Collective &c) {
   return n;
 }
 
-/// A collective on the ring of its group: an all-reduce sends twice
-/// (n-1)/n of its buffer, the others once; a message its buffer.
+/// The bytes a member of a collective's group sends on its ring: twice
+/// (n-1)/n of the buffer for an all-reduce, once for the others, a
+/// message's buffer; what it receives (a RECV, an ALL_SLICE) sends nothing.
+double bytesSent(const runtime::Program &p, const runtime::Collective &c) {
+  using K = runtime::Collective;
+  int64_t n = groupSize(p, c);
+  double bytes = double(bytesOf(p, c.input()));
+  switch (c.kind()) {
+  case K::RECV:
+  case K::ALL_SLICE:
+    return 0;
+  case K::SEND:
+    return bytes;
+  case K::ALL_REDUCE:
+    return 2.0 * (n - 1) / n * bytes;
+  case K::ALL_GATHER:
+    return double(n - 1) * bytes; // the input is one member's block
+  default:
+    return double(n - 1) / n * bytes;
+  }
+}
+
+/// A collective's time: its ring's bytes over the link (a receive waits
+/// for its message's), a slice a local copy.
 double collectiveSeconds(const runtime::Program &p, const runtime::Collective &c,
                          const ClusterSpec &spec) {
   using K = runtime::Collective;
-  int64_t n = groupSize(p, c);
-  double bytes = double(bytesOf(p, c.kind() == K::RECV ? c.output() : c.input()));
   if (c.kind() == K::ALL_SLICE)
-    return bytes / (spec.memoryBandwidth * spec.memoryEfficiency);
-  double sent = c.kind() == K::SEND || c.kind() == K::RECV ? bytes
-                : c.kind() == K::ALL_REDUCE                ? 2.0 * (n - 1) / n * bytes
-                                                           : double(n - 1) / n * bytes;
-  if (c.kind() == K::ALL_GATHER)
-    sent = double(n - 1) * bytes; // the input is one member's block
+    return double(bytesOf(p, c.input())) / (spec.memoryBandwidth * spec.memoryEfficiency);
+  double sent = c.kind() == K::RECV ? double(bytesOf(p, c.output())) : bytesSent(p, c);
   return spec.intraLatency + sent / spec.intraBandwidth;
 }
 
@@ -68,6 +84,8 @@ StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
     const runtime::Step &s = p.steps(i);
     t.start[i] = now;
     double seconds = 0;
+    if (s.has_collective())
+      t.bytesSent += bytesSent(p, s.collective());
     if (s.has_transfer()) {
       t.queuedBegin[i] = std::max(copyQueue, now);
       copyQueue = t.queuedBegin[i] + double(s.bytes()) / c.pcieBandwidth;

@@ -381,9 +381,13 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
     # The cost model's iteration beside the measured one: process 1, its
     # compute adding up to the predicted step, the bucket all-reduces on
     # the network track while the backward computes.
-    predicted = re.search(r"^predicted on local-cpu: ([\d.]+) ms per step, measured ([\d.]+) ms",
-                          outs[""], re.M)
+    predicted = re.search(r"^predicted on local-cpu: ([\d.]+) ms per step, measured ([\d.]+) ms"
+                          r".*; rank 0 sends (\d+) bytes per step by the cost model's rings, "
+                          r"(\d+) measured", outs[""], re.M)
     assert predicted, outs[""]
+    # The compiled program's collectives, counted on their rings: exactly
+    # what the communicator sent.
+    assert predicted[3] == predicted[4]
     compute = [e for e in trace if e.get("pid") == 1 and e.get("ph") == "X" and e["tid"] == 0]
     network = [e for e in trace if e.get("pid") == 1 and e.get("ph") == "X" and e["tid"] == 2]
     assert sum(e["dur"] for e in compute) / 1e3 == pytest.approx(float(predicted[1]), abs=0.06)

@@ -560,12 +560,14 @@ int run(const std::string &dir) {
         << rt::Checkpoint::latest(runCheckpointDir) << "\n";
   }
 
+  int64_t sentPerStep = 0; // rank 0's, for the prediction's comparison
   if (comm && stepsLeft > 0) {
     // What the program's collectives sent (not the run's own bookkeeping).
     int64_t all = stepBytes;
     comm->allReduce(&all, 1, rt::I64, rt::ReduceOp::Sum, comm->world());
+    sentPerStep = stepBytes / stepsLeft;
     out << formatv("communication: {0} bytes sent per step by rank 0, {1} by all ranks\n",
-                   stepBytes / stepsLeft, all / stepsLeft);
+                   sentPerStep, all / stepsLeft);
   }
   session.saveWeights(output);
   // What this run held in host memory, per rank: the program's buffers and
@@ -626,6 +628,10 @@ int run(const std::string &dir) {
       out << formatv(", measured {0:F1} ms (the median; {1}{2:F1}%)", measured,
                      error >= 0 ? "+" : "", error);
     }
+    if (comm)
+      out << formatv("; rank 0 sends {0:F0} bytes per step by the cost model's rings, "
+                     "{1} measured",
+                     predicted->bytesSent, sentPerStep);
     out << "\n";
   }
   if (!runProfile.empty()) {

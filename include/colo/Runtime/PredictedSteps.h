@@ -18,6 +18,8 @@ struct PredictedSteps {
   /// overlapped collective on the network; empty for the other steps.
   std::vector<double> queuedBegin, queuedEnd;
   double total = 0; ///< the iteration: the sum of `seconds`
+  /// Bytes the rank's collectives send on their rings per iteration.
+  double bytesSent = 0;
 };
 
 } // namespace colo::runtime
