@@ -86,9 +86,14 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
   return plans;
 }
 
+/// Faster first; of two equally fast plans the one that holds less device
+/// memory (ZeRO-2 over ZeRO-1 when the step is the same); then the plan's
+/// text, so that the order is deterministic.
 bool faster(const Prediction &a, const Prediction &b) {
   if (a.stepTime != b.stepTime)
     return a.stepTime < b.stepTime;
+  if (a.memory.total() != b.memory.total())
+    return a.memory.total() < b.memory.total();
   return a.plan.str() < b.plan.str();
 }
 

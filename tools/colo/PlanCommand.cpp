@@ -195,7 +195,9 @@ void printVersus(const Prediction &best, const Prediction &other, raw_ostream &o
                 100 * (other.stepTime - best.stepTime) / other.stepTime, other.plan.str());
   std::vector<std::pair<const char *, double>> terms = termsBetween(best, other);
   if (terms.empty())
-    os << " the same terms (they tie; the plan's text breaks it)";
+    os << (best.memory.total() < other.memory.total()
+               ? " the same step time; #1 holds less device memory"
+               : " the same step time and memory; the plans' text breaks the tie");
   for (auto [i, term] : llvm::enumerate(terms))
     os << formatv("{0} {1} {2}{3:F4} s", i ? "," : "", term.first, term.second > 0 ? "+" : "",
                   term.second);
