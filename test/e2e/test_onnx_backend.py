@@ -5,9 +5,12 @@ operators colo imports (`colo import --supported-ops`), colo-eval (the
 reference interpreter, in double precision) either reproduces the expected
 output within the suite's own tolerances (rtol 1e-3, atol 1e-7, as
 onnx.backend.test's runner) or refuses the model with one line naming what
-it does not take (an attribute value, a dtype, an input that must be a
-constant). A crash, a longer message or a wrong value fails. Tests with
-more than one output are left out (colo-eval writes one)."""
+it does not take (an attribute value, a dtype, a mode). Where colo asks for
+an input to be a constant (shapes, axes, pads: colo's shapes are static),
+the test's values of the inputs after the first are baked into the model
+as initializers and it is asked again. A crash, a longer message or a
+wrong value fails. Tests with more than one output are left out (colo-eval
+writes one)."""
 import re
 import subprocess
 from pathlib import Path
