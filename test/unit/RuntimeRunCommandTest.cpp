@@ -132,7 +132,22 @@ TEST(RuntimeRunCommand, TrainsAndWritesWeights) {
   EXPECT_NE(SafetensorsFile::open(dir / "s.safetensors")->find("step"), nullptr);
   EXPECT_NE(again.out.find("profile:"), std::string::npos);
   nlohmann::json trace = nlohmann::json::parse(readFile(dir / "trace.json"));
-  EXPECT_EQ(trace["traceEvents"].size(), 1u + 5 + 1);
+  // The run (process 0): its name, the iteration and its 5 steps. The cost
+  // model's iteration (process 1): its name, its 3 tracks, the 5 steps on
+  // the compute track.
+  size_t measured = 0, predictedSteps = 0, predictedTracks = 0;
+  for (const nlohmann::json &e : trace["traceEvents"]) {
+    if (e["pid"] == 0)
+      ++measured;
+    else if (e["ph"] == "X" && e["tid"] == 0)
+      ++predictedSteps;
+    else if (e["ph"] == "M")
+      ++predictedTracks;
+  }
+  EXPECT_EQ(measured, 1u + 5 + 1);
+  EXPECT_EQ(predictedSteps, 5u);
+  EXPECT_EQ(predictedTracks, 1u + 3);
+  EXPECT_NE(again.out.find("predicted on local-cpu: "), std::string::npos) << again.out;
 }
 
 TEST(RuntimeRunCommand, ErrorsAreOneLine) {
