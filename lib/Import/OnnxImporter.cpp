@@ -144,6 +144,38 @@ LogicalResult Importer::classifyInitializers() {
     if (!initializers.count(in.name()))
       info[in.name()] = {Kind::Runtime, false, {}};
 
+  // torch.export's graph signature, which the dynamo exporter keeps in the
+  // values' metadata: which initializers are parameters, and which constants
+  // its optimizer folded from which values. Where it is there, only
+  // parameters train: a folded constant (a causal mask, a scale) stays one.
+  llvm::StringMap<std::string> kindOf, foldedFrom;
+  auto readMetadata = [&](const std::string &name, const auto &props) {
+    for (const auto &p : props) {
+      if (p.key() == "pkg.torch.export.graph_signature.InputSpec.kind")
+        kindOf[name] = p.value();
+      else if (p.key() == "pkg.onnxscript.optimizer.folded_from")
+        foldedFrom[name] = p.value();
+    }
+  };
+  for (const auto &v : model.graph().value_info())
+    readMetadata(v.name(), v.metadata_props());
+  for (const auto &v : model.graph().input())
+    readMetadata(v.name(), v.metadata_props());
+  for (const auto &t : model.graph().initializer())
+    readMetadata(t.name(), t.metadata_props());
+  bool hasSignature = !kindOf.empty();
+  for (const auto &[name, from] : foldedFrom) {
+    // "['model.lm_head.weight']": one parameter, transposed.
+    StringRef source = StringRef(from).trim("[]'\" ");
+    const onnx::TensorProto *t = initializers.lookup(name);
+    const onnx::TensorProto *p = initializers.lookup(source);
+    if (!t || !p || source.contains(',') || kindOf.lookup(source) != "PARAMETER" ||
+        t->dims_size() != 2 || p->dims_size() != 2 || t->dims(0) != p->dims(1) ||
+        t->dims(1) != p->dims(0) || t->data_type() != p->data_type())
+      continue;
+    transposeOf[name] = source.str();
+  }
+
   for (const auto &node : model.graph().node()) {
     bool anyRuntime = false, anyInit = false, anyConst = false;
     for (const std::string &name : node.input()) {
@@ -163,9 +195,10 @@ LogicalResult Importer::classifyInitializers() {
       out.kind = Kind::Runtime;
       for (const std::string &name : node.input())
         for (llvm::StringRef init : info.lookup(name).inits)
-          if (!stateBuffers.contains(init) &&
+          if (!stateBuffers.contains(init) && !transposeOf.count(init) &&
               isFloatDType(initializers.lookup(init)->data_type()) &&
-              initializers.lookup(init)->dims_size() > 0)
+              initializers.lookup(init)->dims_size() > 0 &&
+              (!hasSignature || kindOf.lookup(init) == "PARAMETER"))
             params.insert(init);
     } else if (anyInit && !(anyConst && !passesThrough(node.op_type()))) {
       out.kind = Kind::Init;
@@ -481,20 +514,38 @@ LogicalResult Importer::lookupInputs(const onnx::NodeProto &node,
       ins.push_back(nullptr);
       continue;
     }
-    auto it = values.find(name);
-    if (it == values.end()) {
-      auto init = initializers.find(name);
-      if (init == initializers.end())
-        return fail("input '" + name + "' is not defined by any earlier node, "
-                    "initializer or graph input");
-      FailureOr<Val> v = initializerValue(*init->second);
-      if (failed(v))
-        return failure();
-      it = values.insert({name, std::move(*v)}).first;
-    }
-    ins.push_back(&it->second);
+    FailureOr<Val *> v = initializerOrValue(name);
+    if (failed(v))
+      return failure();
+    ins.push_back(*v);
   }
   return success();
+}
+
+FailureOr<Val *> Importer::initializerOrValue(const std::string &name) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return &it->second;
+  auto init = initializers.find(name);
+  if (init == initializers.end())
+    return fail("input '" + name + "' is not defined by any earlier node, "
+                "initializer or graph input");
+  FailureOr<Val> v = failure();
+  if (auto tied = transposeOf.find(name); tied != transposeOf.end()) {
+    FailureOr<Val *> param = initializerOrValue(tied->second);
+    if (failed(param))
+      return failure();
+    Value load = use(**param);
+    auto t = create<TransposeOp>(load, builder.getDenseI64ArrayAttr({1, 0}));
+    if (failed(t))
+      return failure();
+    v = Val{t->getResult(), {}, {}};
+  } else {
+    v = initializerValue(*init->second);
+  }
+  if (failed(v))
+    return failure();
+  return &values.insert({name, std::move(*v)}).first->second;
 }
 
 NodeAttrs Importer::attrs(const onnx::NodeProto &node) {

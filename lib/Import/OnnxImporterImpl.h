@@ -55,6 +55,9 @@ private:
   mlir::LogicalResult classifyInitializers();
   mlir::LogicalResult importGraphInputs();
   mlir::LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  /// The value of a node input: an earlier node's output, a graph input or
+  /// an initializer (imported on first use).
+  mlir::FailureOr<Val *> initializerOrValue(const std::string &name);
   mlir::LogicalResult lookupInputs(const onnx::NodeProto &node,
                                    llvm::SmallVectorImpl<Val *> &ins);
   mlir::FailureOr<Val> initializerValue(const onnx::TensorProto &t);
@@ -83,6 +86,11 @@ private:
   llvm::StringMap<Val> values;
   llvm::StringMap<const onnx::TensorProto *> initializers;
   llvm::StringSet<> params, stateBuffers;
+  /// An initializer the exporter folded from one parameter by transposing
+  /// it (the dynamo exporter's pre-transposed LM head, tied to the
+  /// embedding): imported as the parameter's transpose, so that the tie
+  /// stays one global with one summed gradient.
+  llvm::StringMap<std::string> transposeOf;
 };
 
 } // namespace colo::onnx_import

@@ -178,3 +178,34 @@ def test_dynamic_axes_fixed_by_input_shape(tmp_path):
     assert s["parameters"] == models.parameter_count(model)
     bad = run_colo("import", path, "--input-shape", "4x8x2", check=False)
     assert bad.returncode == 1 and "rank" in bad.stderr
+
+
+def test_dynamo_constants_do_not_train_and_the_tied_head_stays_tied(tmp_path):
+    """The dynamo exporter's optimizer folds constants (a causal mask, the
+    attention's scale) into initializers and pre-transposes the LM head's
+    weight, tied to the token embedding, into one more; its graph signature,
+    kept in the values' metadata, says which initializers are parameters.
+    Only those train, and the folded transpose of one is imported as its
+    transpose: one global for the tie."""
+    import re
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(models.SEED)
+    gpt2 = tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64,
+                                            n_positions=16, use_cache=False))
+    path = models.export(models.LogitsOnly(gpt2).train(), (torch.randint(0, 64, (2, 16)),),
+                         tmp_path / "gpt2.onnx", "dynamo")
+    graph = onnx.load(str(path), load_external_data=False).graph
+    parameters = {v.name for v in list(graph.value_info) + list(graph.input)
+                  for p in v.metadata_props
+                  if p.key.endswith("InputSpec.kind") and p.value == "PARAMETER"}
+    folded = [v.name for v in graph.value_info for p in v.metadata_props
+              if p.key.endswith("folded_from") and p.value == "['model.lm_head.weight']"]
+    assert "model.lm_head.weight" in parameters and folded, "the export changed shape"
+    ir = run_colo("import", path, "--elide-weights").stdout
+    trainable = set(re.findall(r'colo\.global trainable @"?([^" :]+)"?', ir))
+    assert trainable and trainable <= parameters, trainable - parameters
+    assert not any(f"@{name}" in ir for name in folded)
+    load = re.search(r"(%\S+) = colo\.global_load @model\.lm_head\.weight", ir)[1]
+    assert re.search(rf"colo\.transpose {re.escape(load)} permutation = \[1, 0\]", ir)
