@@ -375,8 +375,14 @@ void Executable::validateSteps() {
 
     auto space = [&](int32_t id) { return buffer(storage_[id]).space(); };
     // Library steps and collectives run on the device; kernels run where
-    // their buffers are.
-    if (!step.has_kernel() && !step.has_copy() && !step.has_transfer())
+    // their buffers are, and so does an all_slice, a local copy of the
+    // rank's block (ZeRO's update of parameters offloaded to the host).
+    bool localSlice = step.has_collective() &&
+                      step.collective().kind() == Collective::ALL_SLICE &&
+                      step.collective().input() >= 0 && step.collective().input() < count &&
+                      step.collective().output() >= 0 && step.collective().output() < count &&
+                      space(step.collective().input()) == space(step.collective().output());
+    if (!step.has_kernel() && !step.has_copy() && !step.has_transfer() && !localSlice)
       forEachBuffer(step, [&](int32_t id) {
         if (id >= 0 && id < count && space(id) != Buffer::DEVICE)
           fail(where + ": " + describeBuffer(id) + " is in " + Buffer::Space_Name(space(id)) +

@@ -37,7 +37,10 @@ PARAMS = [(name, parallel, "offload=optimizer+params")
           for name in ("gpt2", "llama", "resnet18")
           for parallel in ("", "dp=2", "pp=2,micro=2") if not (name == "resnet18" and "pp" in parallel)] + \
          [("llama", "", "recompute=full,offload=optimizer+params"),
-          ("llama", "dp=2,zero=3", "offload=optimizer+params")]
+          ("llama", "dp=2,zero=3", "offload=optimizer+params"),
+          # ZeRO-1/2 slice the host's parameter for the update: a local copy
+          # in host memory.
+          ("gpt2", "dp=2,zero=1,micro=2", "offload=optimizer+params")]
 ACTIVATIONS = [(name, parallel, "offload=activations")
                for name in ("gpt2", "llama", "resnet18")
                for parallel in ("", "dp=2", "pp=2,micro=2")
