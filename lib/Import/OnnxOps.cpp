@@ -840,8 +840,8 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node, Inputs ins, Outpu
   if (pads->size() != 2 * axes.size())
     return fail("Pad pads has " + std::to_string(pads->size()) + " entries for " +
                 std::to_string(axes.size()) + " axes");
-  for (auto [k, axis] : llvm::enumerate(axes)) {
-    int64_t before = (*pads)[k], after = (*pads)[k + axes.size()];
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t axis = axes[k], before = (*pads)[k], after = (*pads)[k + axes.size()];
     RankedTensorType t = typeOf(x);
     if (before < 0 || after < 0) {
       SmallVector<int64_t> lo(rank, 0), hi(t.getShape()), step(rank, 1);
