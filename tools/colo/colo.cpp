@@ -29,11 +29,6 @@ int main(int argc, char **argv) {
                                 &planCommand(), &compileCommand(), &runCommand(),
                                 &trainCommand(), &checkpointCommand()};
   (void)commands;
-  // colo's options belong to its subcommands; the top level's are the linked
-  // LLVM libraries' (code generation, Polly), which colo --help leaves out.
-  for (auto &entry : cl::getRegisteredOptions(cl::SubCommand::getTopLevel()))
-    if (!llvm::is_contained({"help", "help-list", "version"}, entry.first))
-      entry.second->setHiddenFlag(cl::ReallyHidden);
   cl::ParseCommandLineOptions(
       argc, argv,
       "colo: compile and plan the training of neural networks\n\n"
