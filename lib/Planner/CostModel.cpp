@@ -352,9 +352,6 @@ enum { Matmul = 1, Memory = 2, Launch = 4, All = 7 };
 /// `what` kinds of it): matmul FLOPs at the achievable peak, memory-bound
 /// bytes at the achievable bandwidth, and a launch per kernel.
 double partTime(const PartCost &part, int64_t split, const Shared &s, int what = All) {
-  // Every kernel launch costs a few microseconds whatever its size; it is what
-  // bounds small models.
-  const double launch = 4e-6;
   // Without sequence parallelism the hidden-size ops (norms, dropout,
   // residuals) are replicated on every tensor-parallel rank: their share of
   // the memory-bound bytes is taken as their share of the saved bytes, not
@@ -367,7 +364,7 @@ double partTime(const PartCost &part, int64_t split, const Shared &s, int what =
   double memShare = s.sequenceParallel ? 1.0 / split : repl + (1 - repl) / split;
   return (what & Matmul ? s.b * part.matmulFlops / split / s.peak : 0) +
          (what & Memory ? s.b * part.memoryBytes * memShare / s.bw : 0) +
-         (what & Launch ? part.ops * launch : 0);
+         (what & Launch ? part.ops * kKernelLaunchSeconds : 0);
 }
 
 /// The pipeline's pp * v chunks.

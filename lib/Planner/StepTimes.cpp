@@ -8,9 +8,6 @@
 namespace colo::planner {
 
 namespace {
-/// Every kernel launch costs a few microseconds whatever its size (as the
-/// cost model's partTime charges each op).
-constexpr double kLaunch = 4e-6;
 
 int64_t bytesOf(const runtime::Program &p, int32_t id) {
   if (id < 0 || id >= p.buffers_size())
@@ -107,7 +104,8 @@ StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
       bool half = s.has_gemm() && sixteenBit(p, s.gemm().a());
       double peak = (half ? c.peakFlops16 : c.peakFlops32) * c.matmulEfficiency;
       seconds = double(s.flops()) / peak +
-                double(s.bytes()) / (c.memoryBandwidth * c.memoryEfficiency) + kLaunch;
+                double(s.bytes()) / (c.memoryBandwidth * c.memoryEfficiency) +
+                kKernelLaunchSeconds;
     }
     t.seconds[i] = seconds;
     now += seconds;

@@ -23,6 +23,11 @@
 namespace colo {
 namespace planner {
 
+/// What a kernel launch costs whatever its size (what bounds small models):
+/// the analytic model charges it per op, the compiled program's timeline per
+/// step.
+constexpr double kKernelLaunchSeconds = 4e-6;
+
 struct ClusterSpec {
   std::string name;
   int64_t nodes = 1, devicesPerNode = 1;
