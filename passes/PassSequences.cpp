@@ -118,7 +118,8 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
     pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{
         parallel.dp, parallel.tp, parallel.pp, parallel.ulysses}));
   if (parallel.dp * parallel.micro > 1)
-    pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{parallel.dp * parallel.micro}));
+    pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{
+        parallel.dp * parallel.micro, parallel.localBatchNorm ? 1 : parallel.dp}));
   if (parallel.ulysses > 1)
     pm.addPass(createColoUlysses(ColoUlyssesOptions{parallel.ulysses}));
   if (parallel.vocabParallel && parallel.tp < 2) {

@@ -488,6 +488,8 @@ LogicalResult BatchNormOp::verify() {
   if (getMomentum().convertToDouble() < 0 || getMomentum().convertToDouble() > 1)
     return emitOpError() << "momentum " << getMomentum().convertToDouble()
                          << " outside [0, 1]";
+  if (static_cast<bool>(getSyncGrid()) != static_cast<bool>(getSyncAxes()))
+    return emitOpError("needs both sync_grid and sync_axes, or neither");
   return success();
 }
 

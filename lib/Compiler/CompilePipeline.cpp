@@ -66,6 +66,7 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   // vocabulary tp does not divide.
   options.vocabParallel = plan.vocabParallel;
   options.zero = plan.zero;
+  options.localBatchNorm = plan.localBatchNorm;
   options.pp = plan.pp;
   options.micro = plan.microBatches;
   options.virtualStages = plan.virtualStages;

@@ -375,7 +375,8 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node, Inputs ins,
                        params[0], params[1], params[2], params[3],
                        builder.getF64FloatAttr(at.getFloat("epsilon").value_or(1e-5)),
                        builder.getF64FloatAttr(momentum),
-                       training ? builder.getUnitAttr() : UnitAttr()),
+                       training ? builder.getUnitAttr() : UnitAttr(), FlatSymbolRefAttr(),
+                       DenseI16ArrayAttr()),
                    outs);
 }
 

@@ -474,6 +474,9 @@ LogicalResult Evaluator::evalNorm(Operation *op, Value input, Value scale, Value
 }
 
 LogicalResult Evaluator::evalBatchNorm(BatchNormOp op) {
+  if (op.getTraining() && op.getSyncGrid())
+    return op.emitOpError("synchronizes its statistics over ranks: the interpreter runs one "
+                          "rank (colo-build-train-step expands it into collectives)");
   const HostArray &x = get(op.getInput()), &g = get(op.getScale()),
                   &b = get(op.getBias()), &rm = get(op.getRunningMean()),
                   &rv = get(op.getRunningVar());

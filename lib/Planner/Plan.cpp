@@ -56,6 +56,8 @@ std::string Plan::str() const {
     s += ",recompute=" + recomputeName(recompute).str();
   if (offload != Offload::None || offloadActivations)
     s += ",offload=" + offloadName(offload, offloadActivations);
+  if (localBatchNorm)
+    s += ",bn=local";
   return s;
 }
 
@@ -92,6 +94,13 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
   }
   if (key == "vocab") {
     p.vocabParallel = value.empty() || value == "1" || value == "true";
+    return Error::success();
+  }
+  if (key == "bn") {
+    if (value != "sync" && value != "local")
+      return bad(what + ": unknown batch norm statistics '" + value +
+                 "' (sync: over the data-parallel group, local: per rank)");
+    p.localBatchNorm = value == "local";
     return Error::success();
   }
   if (key == "schedule") {
@@ -258,7 +267,7 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
           {"sequence_parallel", "sp"}, {"zero", "zero"}, {"micro_batch", "mbs"},
           {"micro_batches", "micro"}, {"schedule", "schedule"},
           {"virtual_stages", "v"}, {"recompute", "recompute"}, {"offload", "offload"},
-          {"ulysses", "ulysses"}, {"vocab", "vocab"}};
+          {"ulysses", "ulysses"}, {"vocab", "vocab"}, {"batch_norm", "bn"}};
       const char *field = nullptr;
       for (auto [jsonKey, f] : keys)
         if (k == jsonKey)
@@ -266,7 +275,7 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
       if (!field)
         return bad(what + ": unknown key '" + k +
                    "' (mesh, sequence_parallel, vocab, ulysses, zero, micro_batch, micro_batches, "
-                   "schedule, virtual_stages, recompute, offload, stages)");
+                   "schedule, virtual_stages, recompute, offload, batch_norm, stages)");
       std::string text;
       bool flag = k == "sequence_parallel" || k == "vocab";
       if (auto b = value.getAsBoolean(); b && flag) text = *b ? "true" : "false";
@@ -307,6 +316,8 @@ json::Value toJSON(const Plan &p) {
     o["ulysses"] = p.ulysses;
   if (p.vocabParallel)
     o["vocab"] = true;
+  if (p.localBatchNorm)
+    o["batch_norm"] = "local";
   return o;
 }
 

@@ -480,7 +480,8 @@ LogicalResult TsImporter::importBatchNorm(torch::jit::Node *, const std::string 
                                      params[3].getType(), *x, params[0], params[1],
                                      params[2], params[3], builder.getF64FloatAttr(*eps),
                                      builder.getF64FloatAttr(*momentum),
-                                     *training ? builder.getUnitAttr() : UnitAttr());
+                                     *training ? builder.getUnitAttr() : UnitAttr(),
+                                     FlatSymbolRefAttr(), DenseI16ArrayAttr());
   if (failed(op))
     return failure();
   outs.push_back(runtime(op->getResult()));

@@ -301,6 +301,9 @@ struct BatchNormPattern : OpConversionPattern<BatchNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(BatchNormOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
+    if (op.getTraining() && op.getSyncGrid())
+      return op.emitOpError("synchronizes its statistics over ranks and must be expanded "
+                            "into collectives first (colo-build-train-step)");
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
     Value x = adaptor.getInput();

@@ -119,30 +119,26 @@ private:
     if (stages != pp * v)
       return step.emitError() << "the step has " << stages << " pipeline stages, the plan "
                               << pp << " ranks x " << v << " virtual stages";
-    bool pastLoss = false;
-    for (Operation &op : body.without_terminator()) {
-      if (isa<BatchNormOp>(op))
-        return op.emitError("batch norm is not supported with pipeline parallelism or "
-                            "microbatches (its running statistics would be per microbatch)");
-      bool isVarying = llvm::any_of(op.getOperands(), [&](Value x) {
-        Operation *def = x.getDefiningOp();
-        return !def || varying.contains(def);
-      });
-      if (isVarying)
-        varying.insert(&op);
-      if (isa<GlobalStoreOp>(op))
-        stores.push_back(&op);
-      else if (isVarying && getStage(&op)) {
-        perMicro.insert(&op);
-        if (pastLoss)
-          backward.insert(&op);
-      } else if (isVarying) {
-        perStep.insert(&op);
-      }
-      if (auto load = dyn_cast<GlobalLoadOp>(op); load && getStage(&op))
-        held[rankOf(&op)].insert(load.getGlobal());
-      pastLoss |= &op == lossOp;
+    classify(lossOp);
+    // State the forward updates (batch norm's running statistics) is carried
+    // from microbatch to microbatch: its loads vary too, so classify again.
+    for (Operation *store : stores) {
+      auto s = cast<GlobalStoreOp>(store);
+      Operation *def = s.getValue().getDefiningOp();
+      if (!def || !isPerMicro(def) || backward.contains(def))
+        continue;
+      carried[s.getGlobalAttr().getAttr()] = s.getValue();
     }
+    if (!carried.empty())
+      classify(lossOp);
+    for (Operation &op : body.without_terminator())
+      if (auto load = dyn_cast<GlobalLoadOp>(op)) {
+        Value value = carried.lookup(load.getGlobalAttr().getAttr());
+        if (value && rankOf(load) != rankOf(value.getDefiningOp()))
+          return load.emitError() << "@" << load.getGlobal()
+                                  << " is updated by the forward on another pipeline rank "
+                                     "than the one that reads it";
+      }
 
     // Which ranks run each parameter update: those holding every parameter
     // whose gradient it reads (all ranks for updates that read none).
@@ -152,6 +148,8 @@ private:
         std::set<StringRef> params;
         collectParams(store, params);
         bool mine = llvm::all_of(params, [&](StringRef p) { return held[r].count(p); });
+        if (Value value = carriedValue(store))
+          mine = rankOf(value.getDefiningOp()) == r;
         if (!params.empty() && llvm::none_of(llvm::seq<int64_t>(0, pp), [&](int64_t q) {
               return llvm::all_of(params, [&](StringRef p) { return held[q].count(p); });
             }))
@@ -173,7 +171,9 @@ private:
           Operation *def = x.getDefiningOp();
           if (!def)
             return op->emitError("colo-pipeline: an update reads a step input directly");
-          if (isPerMicro(def)) {
+          if (isPerMicro(def) && carriedValue(op) == x) {
+            continue; // the last microbatch's
+          } else if (isPerMicro(def)) {
             if (!backward.contains(def) && x != loss)
               return op->emitError("colo-pipeline: an update reads a forward value; "
                                    "every forward op needs a stage");
@@ -185,6 +185,46 @@ private:
       }
     }
     return success();
+  }
+
+  /// Sorts the step's ops into per-microbatch (forward and backward),
+  /// per-step and invariant ones; loads of carried globals vary.
+  void classify(Operation *lossOp) {
+    varying.clear();
+    perMicro.clear();
+    backward.clear();
+    perStep.clear();
+    stores.clear();
+    held.clear();
+    bool pastLoss = false;
+    for (Operation &op : body.without_terminator()) {
+      auto load = dyn_cast<GlobalLoadOp>(op);
+      bool isVarying = (load && carried.count(load.getGlobalAttr().getAttr())) ||
+                       llvm::any_of(op.getOperands(), [&](Value x) {
+                         Operation *def = x.getDefiningOp();
+                         return !def || varying.contains(def);
+                       });
+      if (isVarying)
+        varying.insert(&op);
+      if (isa<GlobalStoreOp>(op))
+        stores.push_back(&op);
+      else if (isVarying && getStage(&op)) {
+        perMicro.insert(&op);
+        if (pastLoss)
+          backward.insert(&op);
+      } else if (isVarying) {
+        perStep.insert(&op);
+      }
+      if (load && getStage(&op))
+        held[rankOf(&op)].insert(load.getGlobal());
+      pastLoss |= &op == lossOp;
+    }
+  }
+
+  /// The per-microbatch value `op` stores when it updates a carried global.
+  Value carriedValue(Operation *op) const {
+    auto store = dyn_cast<GlobalStoreOp>(op);
+    return store ? carried.lookup(store.getGlobalAttr().getAttr()) : Value();
   }
 
   /// The parameters whose gradient markers `op` depends on through updates.
@@ -273,6 +313,8 @@ private:
       return rank.perStep.lookup(x);
     if (rankOf(def) != rank.r)
       return receive(rank, x, m);
+    if (m < 0 && llvm::any_of(carried, [&](auto &c) { return c.second == x; }))
+      return rank.at[micro - 1].lookup(x);
     return m < 0 ? rank.average.lookup(x) : rank.at[m].lookup(x);
   }
 
@@ -302,6 +344,13 @@ private:
   }
 
   void cloneForMicro(Rank &rank, Operation *op, int64_t m) {
+    // After the first microbatch, a carried global is what the one before
+    // stored (the same rank computed it: analyze checks).
+    if (auto load = dyn_cast<GlobalLoadOp>(op); load && m > 0)
+      if (Value value = carried.lookup(load.getGlobalAttr().getAttr())) {
+        rank.at[m].map(load.getResult(), rank.at[m - 1].lookup(value));
+        return;
+      }
     IRMapping map;
     for (Value x : op->getOperands())
       map.map(x, get(rank, x, m));
@@ -423,6 +472,8 @@ private:
   MeshAxis ppAxis;
   Value loss;
   DenseSet<Operation *> varying, perMicro, backward, perStep;
+  /// Globals the forward updates, with the value stored (per microbatch).
+  DenseMap<Attribute, Value> carried;
   SmallVector<Operation *> stores;
   std::map<int64_t, std::set<StringRef>> held;
   std::map<int64_t, DenseSet<Operation *>> perStepOf;

@@ -3,7 +3,9 @@
 // leading dimension is divided by `parts` and every value derived from it
 // takes its local type; anything whose per-slice form would compute
 // something else (a reduction over the batch, a reshape that interleaves
-// samples, a partial slice of the batch) is an error.
+// samples, a partial slice of the batch) is an error. Batch norms on the
+// batch are marked to synchronize their statistics over the data-parallel
+// ranks (SyncBatchNorm) when asked.
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/SplitPropagation.h"
 #include "Parallel/Mesh.h"
@@ -35,7 +37,9 @@ struct BatchSplit {
 /// are replaced by local copies); the verifier checks the result.
 class BatchSplitter {
 public:
-  BatchSplitter(int64_t parts, int64_t &numOps) : parts(parts), numOps(numOps) {}
+  /// `sync`: the mesh axis whose ranks' batch norms share statistics.
+  BatchSplitter(int64_t parts, std::optional<MeshAxis> sync, int64_t &numOps)
+      : parts(parts), sync(sync), numOps(numOps) {}
 
   LogicalResult run(func::FuncOp func) {
     if (!func.getBody().hasOneBlock())
@@ -115,6 +119,10 @@ private:
     if (global.getDimSize(e) % parts != 0)
       return op->emitError() << "result dimension " << e << " of " << global
                              << " is not divisible into " << parts << " parts";
+    if (auto bn = dyn_cast<BatchNormOp>(op); bn && sync) {
+      bn.setSyncGridAttr(FlatSymbolRefAttr::get(sync->grid.getSymNameAttr()));
+      bn.setSyncAxes(ArrayRef<int16_t>{sync->axis});
+    }
     return batch.setLocal(op, e, parts, {e}, "colo-split-batch");
   }
 
@@ -205,6 +213,7 @@ private:
   }
 
   int64_t parts;
+  std::optional<MeshAxis> sync;
   int64_t &numOps;
   Propagation batch;                                   // value -> carrying dim
   DenseMap<std::pair<Value, int64_t>, Value> copies;   // local copies made
@@ -216,8 +225,19 @@ struct ColoSplitBatchPass : SplittingPass<colo::impl::ColoSplitBatchBase<ColoSpl
   PlanTarget target() override { return {"parts", parts}; }
 
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
+    std::optional<MeshAxis> sync;
+    if (syncRanks > 1) {
+      if (parts % syncRanks != 0)
+        return f.emitError() << "sync-ranks=" << static_cast<int64_t>(syncRanks)
+                             << " does not divide the " << static_cast<int64_t>(parts)
+                             << " slices of the batch";
+      FailureOr<MeshAxis> dp = getOrCreateMeshAxis(module, "dp", syncRanks, f);
+      if (failed(dp))
+        return failure();
+      sync = *dp;
+    }
     int64_t count = 0;
-    if (failed(BatchSplitter(parts, count).run(f)))
+    if (failed(BatchSplitter(parts, sync, count).run(f)))
       return failure();
     numOps += count;
     // Record the split, compounding when the pass runs again.

@@ -56,6 +56,8 @@ public:
     if (failed(loss))
       return failure();
     storeRunningStatistics();
+    if (failed(expandSyncBatchNorms(step)))
+      return failure();
     Value scale = lossScale();
     FailureOr<llvm::MapVector<GlobalOp, Value>> grads = buildBackward(*loss, scale);
     if (failed(grads))

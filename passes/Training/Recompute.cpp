@@ -84,7 +84,7 @@ public:
         if (!isa<RankedTensorType>(v.getType()) || isBoundary(v))
           continue;
         for (Operation *user : v.getUsers())
-          if (isBackward(user)) {
+          if (recomputesFor(user)) {
             r.saved.insert(v);
             if (!r.firstUse || order.lookup(user) < order.lookup(r.firstUse))
               r.firstUse = user;
@@ -124,7 +124,7 @@ public:
     // Every backward reader comes at or after the first, where the clones are.
     for (Value v : r.saved)
       v.replaceUsesWithIf(map.lookup(v),
-                          [&](OpOperand &use) { return isBackward(use.getOwner()); });
+                          [&](OpOperand &use) { return recomputesFor(use.getOwner()); });
     return cloned;
   }
 
@@ -135,6 +135,13 @@ private:
     auto it = order.find(op);
     return it != order.end() && it->second > lossPosition &&
            !op->hasTrait<OpTrait::IsTerminator>();
+  }
+
+  /// A backward op that would read recomputed values: not a store of state
+  /// the forward updated (batch norm's running statistics), which keeps
+  /// the forward's value (colo-pipeline carries it between microbatches).
+  bool recomputesFor(Operation *op) const {
+    return isBackward(op) && !isa<GlobalStoreOp>(op);
   }
 
   llvm::DenseMap<Operation *, int64_t> order;

@@ -1,5 +1,9 @@
 // RUN: colo-opt %s --split-input-file --verify-diagnostics --colo-split-batch=parts=2
 // RUN: not colo-opt %s --split-input-file --colo-split-batch=parts=0 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not colo-opt %s --split-input-file --colo-split-batch="parts=2 sync-ranks=4" 2>&1 | FileCheck %s --check-prefix=SYNC
+// RUN: not colo-opt %s --split-input-file --colo-create-mesh=dp=4 --colo-split-batch="parts=4 sync-ranks=2" 2>&1 | FileCheck %s --check-prefix=MESH
+// SYNC: error: sync-ranks=4 does not divide the 2 slices of the batch
+// MESH: error: the mesh's 'dp' axis has size 4, the plan says 2
 
 // ZERO: error: colo-split-batch needs parts >= 1, got 0
 

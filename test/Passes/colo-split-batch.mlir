@@ -1,6 +1,7 @@
 // RUN: colo-opt %s --split-input-file --colo-split-batch=parts=2 | FileCheck %s
 // RUN: colo-opt %s --split-input-file --colo-split-batch=parts=2 --colo-split-batch=parts=2 | FileCheck %s --check-prefix=FOUR
 // RUN: colo-opt %s --split-input-file --colo-split-batch=parts=1 | FileCheck %s --check-prefix=ONE
+// RUN: colo-opt %s --split-input-file --colo-create-mesh=dp=2 --colo-split-batch="parts=2 sync-ranks=2" | FileCheck %s --check-prefix=SYNC
 
 // An MLP: the batch flows through matmuls, a broadcast bias, GELU, layer
 // norm and log-softmax over the features; parameters keep their types.
@@ -124,6 +125,8 @@ func.func @forward(%ids: tensor<4x8xi64>) -> tensor<4x8x32xf32> {
 // CHECK: %[[F:.*]] = colo.reshape %[[AP]] : tensor<4x4x4x4xf32> -> tensor<4x64xf32>
 // CHECK: %[[O:.*]] = colo.matmul %[[F]], %{{.*}} : tensor<4x64xf32>, tensor<64x10xf32>
 // CHECK: return %[[O]], %[[M]] : tensor<4x10xf32>, tensor<4xf32>
+// With sync-ranks the batch norm's statistics span the mesh's dp axis.
+// SYNC: colo.batch_norm {{.*}} {epsilon = 1.000000e-05 : f64, momentum = 1.000000e-01 : f64, sync_axes = array<i16: 0>, sync_grid = @mesh, training} : tensor<4x4x16x16xf32>
 colo.global trainable @conv.weight : tensor<4x3x3x3xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 0.1 : f64>
 colo.global trainable @conv.bias : tensor<4xf32> = #colo.init<distribution = "zeros", a = 0.0 : f64, b = 0.0 : f64>
 colo.global trainable @bn.weight : tensor<4xf32> = #colo.init<distribution = "ones", a = 0.0 : f64, b = 0.0 : f64>

@@ -386,6 +386,20 @@ TEST(PlannerPlan, VocabInlineAndJson) {
   EXPECT_FALSE(cantFail(parsePlan("tp=2")).vocabParallel);
 }
 
+TEST(PlannerPlan, BatchNormStatisticsInlineAndJson) {
+  Plan p = cantFail(parsePlan("dp=2,bn=local"));
+  EXPECT_TRUE(p.localBatchNorm);
+  EXPECT_EQ(p.str(), "dp=2,tp=1,pp=1,zero=0,mbs=1,micro=1,bn=local");
+  EXPECT_EQ(cantFail(parsePlanJSON(llvm::formatv("{0}", toJSON(p)).str(), "test")).str(),
+            p.str());
+  EXPECT_FALSE(cantFail(parsePlan("dp=2,bn=sync")).localBatchNorm);
+  EXPECT_FALSE(cantFail(parsePlan("dp=2")).localBatchNorm);
+  auto error = parsePlan("dp=2,bn=global");
+  ASSERT_FALSE(static_cast<bool>(error));
+  EXPECT_NE(toString(error.takeError()).find("unknown batch norm statistics 'global'"),
+            std::string::npos);
+}
+
 TEST(PlannerPlan, InvalidPlansNameTheConstraint) {
   auto message = [](const char *text) {
     auto p = parsePlan(text);

@@ -19,6 +19,11 @@ namespace colo {
 /// colo.attention as matmul, masks, softmax and matmul (colo-decompose-attention).
 void populateDecomposeAttentionPatterns(mlir::RewritePatternSet &patterns);
 
+/// Replaces each training-mode colo.batch_norm with `sync_grid` under `root`
+/// by sums over the batch, their all_reduce over the grid axes and the
+/// normalization (colo-build-train-step, before differentiating).
+mlir::LogicalResult expandSyncBatchNorms(mlir::Operation *root);
+
 /// The cleanup every imported graph goes through: canonicalization, raising
 /// of decomposed norms, activations and attention, CSE. The CLI, colo-opt
 /// (`--colo-import-pipeline`) and Python all call this one function.
@@ -53,6 +58,9 @@ struct ParallelOptions {
   bool offloadActivations = false; ///< colo-offload-activations
   double chunkMb = 32;           ///< colo-offload's and colo-offload-activations' chunk-mb
   double residentMb = -1;        ///< colo-offload's resident-mb (negative: one chunk)
+  /// Batch norm statistics per data-parallel rank, not over the dp group
+  /// (colo-split-batch's sync-ranks=1).
+  bool localBatchNorm = false;
 };
 
 /// The training step, typed: colo-build-train-step's options and the

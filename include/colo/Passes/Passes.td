@@ -728,8 +728,14 @@ def ColoPipeline : Pass<"colo-pipeline", "::mlir::ModuleOp"> {
     `@name.pp<r>` on the others, with `colo.param_name`). Every rank returns
     the loss.
 
-    Errors: a step without stages, batch norm (running statistics per
-    microbatch), gradient clipping across ranks, a schedule that does not fit
+    State the forward updates (a `global_store` of a forward value: batch
+    norm's running statistics) is carried from microbatch to microbatch in
+    order, as PyTorch's forward calls update it under gradient accumulation:
+    microbatch `m > 0` reads what microbatch `m - 1` stored, and the step
+    stores the last one's.
+
+    Errors: a step without stages, state read and updated on different
+    ranks, gradient clipping across ranks, a schedule that does not fit
     (`interleaved` without `micro` a multiple of `pp`).
   }];
   let options = [
@@ -774,10 +780,14 @@ def ColoSplitBatch : Pass<"colo-split-batch", "::mlir::ModuleOp"> {
     a batch-dependent value (`global_store`, the training-step ops: split
     `@forward` before `colo-build-train-step`).
 
-    `colo.batch_norm` in training mode computes its statistics over the
-    batch; it is allowed and becomes per-slice statistics, as PyTorch's
-    DistributedDataParallel without SyncBatchNorm does (the running
-    statistics it returns are the slice's). A keyed `colo.dropout` draws its
+    `colo.batch_norm` computes its training statistics over the batch. With
+    `sync-ranks=N` (data parallelism over the mesh's `dp` axis of N ranks)
+    each batch norm on the batch gets `sync_grid`/`sync_axes` naming that
+    axis: its statistics are the whole batch's over the N ranks, PyTorch's
+    SyncBatchNorm (under gradient accumulation, `parts` = N x microbatches:
+    the microbatch's over the ranks, as PyTorch computes them per forward
+    call). With `sync-ranks=1` they are the slice's, as DistributedDataParallel
+    without SyncBatchNorm computes them. A keyed `colo.dropout` draws its
     mask by local element index, so slices see different masks than the
     whole batch would (inference dropout, without a key, is unaffected).
 
@@ -807,6 +817,9 @@ def ColoSplitBatch : Pass<"colo-split-batch", "::mlir::ModuleOp"> {
   let options = [
     Option<"parts", "parts", "int64_t", "0",
            "Number of slices the batch is split into (required, >= 1)">,
+    Option<"syncRanks", "sync-ranks", "int64_t", "1",
+           "Data-parallel ranks (the mesh's dp axis) over which batch norms "
+           "compute their statistics (1: each slice its own)">,
     Option<"func", "func", "std::string", "\"forward\"",
            "Name of the function to split">,
   ];

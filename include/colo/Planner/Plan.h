@@ -37,6 +37,9 @@ struct Plan {
   Offload offload = Offload::None;
   /// The activations the backward reads from the forward wait in host memory.
   bool offloadActivations = false;
+  /// Batch norm statistics per data-parallel rank (DistributedDataParallel
+  /// without SyncBatchNorm) instead of over the whole batch.
+  bool localBatchNorm = false;
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 

@@ -419,6 +419,13 @@ def Colo_BatchNormOp : Colo_CostedOp<"batch_norm", [DeclareOpInterfaceMethods<Co
     as PyTorch does); otherwise normalizes with the running statistics and
     returns them unchanged.
 
+    With `sync_grid` and `sync_axes` (set by `colo-split-batch` under data
+    parallelism) the input is one rank's slice of the batch and the training
+    statistics are those of the whole batch, over every rank of those grid
+    axes: PyTorch's SyncBatchNorm. `colo-build-train-step` expands such a
+    training-mode batch norm into its sums, their `shard.all_reduce`s and the
+    normalization; it does not reach the interpreter or the lowering.
+
     ```mlir
     %y, %m, %v = colo.batch_norm %x, %g, %b, %rm, %rv
         {epsilon = 1.0e-05 : f64, momentum = 0.1 : f64, training}
@@ -428,7 +435,8 @@ def Colo_BatchNormOp : Colo_CostedOp<"batch_norm", [DeclareOpInterfaceMethods<Co
   let arguments = (ins Colo_FloatTensor:$input, Colo_FloatTensor:$scale,
       Colo_FloatTensor:$bias, Colo_FloatTensor:$running_mean,
       Colo_FloatTensor:$running_var, F64Attr:$epsilon, F64Attr:$momentum,
-      UnitAttr:$training);
+      UnitAttr:$training, OptionalAttr<FlatSymbolRefAttr>:$sync_grid,
+      OptionalAttr<DenseI16ArrayAttr>:$sync_axes);
   let results = (outs Colo_FloatTensor:$result,
                       Colo_FloatTensor:$new_running_mean,
                       Colo_FloatTensor:$new_running_var);
