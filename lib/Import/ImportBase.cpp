@@ -68,6 +68,40 @@ FailureOr<Value> ImportBase::createUnary(llvm::StringRef mnemonic, Value x) {
   return op->getResult(0);
 }
 
+FailureOr<Value> ImportBase::pool2d(bool max, Value x, ArrayRef<int64_t> kernel,
+                                    ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                    bool ceilMode, bool countIncludePad) {
+  SmallVector<int64_t> padding(pads);
+  bool padded = llvm::any_of(pads, [](int64_t p) { return p != 0; });
+  auto shape = cast<RankedTensorType>(x.getType()).getShape();
+  for (int i = 0; ceilMode && i < 2; ++i) {
+    int64_t span = shape[2 + i] + padding[i] + padding[2 + i] - kernel[i];
+    if (span < 0)
+      break; // the op reports a window larger than the input
+    int64_t out = (span + strides[i] - 1) / strides[i] + 1;
+    // PyTorch's and ONNX's rule: no window starts in the trailing padding.
+    if ((out - 1) * strides[i] >= shape[2 + i] + padding[i])
+      --out;
+    int64_t extra = (out - 1) * strides[i] + kernel[i] - (span + kernel[i]);
+    if (extra <= 0)
+      continue;
+    // An average counts the given padding but not the rounding's.
+    if (!max && countIncludePad && padded)
+      return fail("ceil_mode with count_include_pad and padding is not supported");
+    padding[2 + i] += extra;
+  }
+  // Without given padding, counting padding only counts the rounding's.
+  UnitAttr countPad = countIncludePad && padded ? builder.getUnitAttr() : UnitAttr();
+  auto k = builder.getDenseI64ArrayAttr(kernel), s = builder.getDenseI64ArrayAttr(strides),
+       p = builder.getDenseI64ArrayAttr(padding);
+  if (max) {
+    FailureOr<MaxPool2dOp> op = create<MaxPool2dOp>(x, k, s, p, UnitAttr());
+    return failed(op) ? FailureOr<Value>(failure()) : FailureOr<Value>(op->getResult());
+  }
+  FailureOr<AvgPool2dOp> op = create<AvgPool2dOp>(x, k, s, p, countPad);
+  return failed(op) ? FailureOr<Value>(failure()) : FailureOr<Value>(op->getResult());
+}
+
 std::optional<std::string>
 ImportBase::capture(llvm::function_ref<LogicalResult()> importOne) {
   std::string captured;

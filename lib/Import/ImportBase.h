@@ -58,6 +58,15 @@ public:
   /// exp, ...) on `x`, verified.
   mlir::FailureOr<mlir::Value> createUnary(llvm::StringRef mnemonic, mlir::Value x);
 
+  /// 2-D max or average pooling of NCHW `x` as both exporters describe it:
+  /// `pads` top, left, bottom, right; `ceilMode` rounds the output size up
+  /// (a last window that starts in the input or its leading padding), which
+  /// becomes more padding at the end that no average counts.
+  mlir::FailureOr<mlir::Value> pool2d(bool max, mlir::Value x, llvm::ArrayRef<int64_t> kernel,
+                                      llvm::ArrayRef<int64_t> strides,
+                                      llvm::ArrayRef<int64_t> pads, bool ceilMode,
+                                      bool countIncludePad);
+
   /// Runs `importOne` with diagnostics captured; on failure returns the
   /// problem (the recorded node error, else the first diagnostic).
   std::optional<std::string> capture(llvm::function_ref<mlir::LogicalResult()> importOne);

@@ -427,24 +427,20 @@ LogicalResult Importer::importPool(const onnx::NodeProto &node, Inputs ins,
   auto kernel = at.getInts("kernel_shape").value_or(std::vector<int64_t>());
   if (kernel.size() != 2)
     return fail("kernel_shape must have 2 entries, got " + join<int64_t>(kernel));
-  if (at.getInt("ceil_mode").value_or(0))
-    return fail("ceil_mode=1 is not supported");
   SmallVector<int64_t> strides, pads, dilations;
   if (failed(windowAttrs(*this, node, typeOf(x), kernel, strides, pads, dilations)))
     return failure();
   if (dilations[0] != 1 || dilations[1] != 1)
     return fail("dilated pooling is not supported");
-  auto k = builder.getDenseI64ArrayAttr(kernel);
-  auto s = builder.getDenseI64ArrayAttr(strides);
-  auto p = builder.getDenseI64ArrayAttr(pads);
-  if (node.op_type() == "MaxPool") {
-    if (node.output_size() > 1 && !node.output(1).empty())
-      return fail("the Indices output of MaxPool is not supported");
-    return setResult(create<MaxPool2dOp>(x, k, s, p, UnitAttr()), outs);
-  }
-  UnitAttr countPad =
-      at.getInt("count_include_pad").value_or(0) ? builder.getUnitAttr() : UnitAttr();
-  return setResult(create<AvgPool2dOp>(x, k, s, p, countPad), outs);
+  bool max = node.op_type() == "MaxPool";
+  if (max && node.output_size() > 1 && !node.output(1).empty())
+    return fail("the Indices output of MaxPool is not supported");
+  FailureOr<Value> y = pool2d(max, x, kernel, strides, pads, at.getInt("ceil_mode").value_or(0),
+                              at.getInt("count_include_pad").value_or(0));
+  if (failed(y))
+    return failure();
+  outs.push_back(Val{*y, {}, {}});
+  return success();
 }
 
 LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &, Inputs ins,

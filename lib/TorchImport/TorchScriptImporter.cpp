@@ -510,3 +510,7 @@ colo::importTorchScriptFile(llvm::StringRef path, MLIRContext &context,
                             llvm::ArrayRef<std::string> inputShapes) {
   return torch_import::TsImporter(context, path, inputShapes).run();
 }
+
+std::vector<std::string> colo::supportedTorchScriptOps() {
+  return torch_import::TsImporter::kinds();
+}

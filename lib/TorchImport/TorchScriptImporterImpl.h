@@ -51,6 +51,8 @@ public:
              llvm::ArrayRef<std::string> shapes)
       : ImportBase(ctx), path(path.str()), inputShapes(shapes.begin(), shapes.end()) {}
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> run();
+  /// The node kinds that have a translation, sorted.
+  static std::vector<std::string> kinds();
 
   // --- used by the op translations ---------------------------------------
   using Inputs = llvm::ArrayRef<TVal *>;

@@ -15,16 +15,44 @@ using namespace mlir;
 
 bool colo::haveTorchScriptImporter() { return true; }
 
+/// colo-torch-import, next to the running executable.
+static llvm::SmallString<256> helperPath() {
+  static int anchor;
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+  llvm::SmallString<256> helper(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(helper, "colo-torch-import");
+  return helper;
+}
+
+std::vector<std::string> colo::supportedTorchScriptOps() {
+  llvm::SmallString<256> helper = helperPath();
+  llvm::SmallString<128> out;
+  if (!llvm::sys::fs::can_execute(helper) ||
+      llvm::sys::fs::createTemporaryFile("colo-torch-ops", "txt", out))
+    return {};
+  llvm::FileRemover removeOut(out);
+  llvm::StringRef args[] = {helper, "--supported-ops"};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out),
+                                                std::nullopt};
+  std::vector<std::string> kinds;
+  if (llvm::sys::ExecuteAndWait(helper, args, std::nullopt, redirects) != 0)
+    return kinds;
+  if (auto buf = llvm::MemoryBuffer::getFile(out)) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*buf)->getBuffer().split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      kinds.push_back(line.trim().str());
+  }
+  return kinds;
+}
+
 FailureOr<OwningOpRef<ModuleOp>>
 colo::importTorchScriptFile(llvm::StringRef path, MLIRContext &context,
                             llvm::ArrayRef<std::string> inputShapes) {
   auto fail = [&](const llvm::Twine &msg) {
     return emitError(UnknownLoc::get(&context)) << msg;
   };
-  static int anchor;
-  std::string self = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
-  llvm::SmallString<256> helper(llvm::sys::path::parent_path(self));
-  llvm::sys::path::append(helper, "colo-torch-import");
+  llvm::SmallString<256> helper = helperPath();
   if (!llvm::sys::fs::can_execute(helper))
     return fail("cannot read TorchScript: '" + helper + "' is missing");
 

@@ -5,6 +5,8 @@
 
 bool colo::haveTorchScriptImporter() { return false; }
 
+std::vector<std::string> colo::supportedTorchScriptOps() { return {}; }
+
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 colo::importTorchScriptFile(llvm::StringRef path, mlir::MLIRContext &context,
                             llvm::ArrayRef<std::string>) {

@@ -589,24 +589,47 @@ LogicalResult TsImporter::importAdaptiveAvgPool(torch::jit::Node *, const std::s
                 outs);
 }
 
-LogicalResult TsImporter::importMaxPool(torch::jit::Node *, const std::string &,
-                                        Inputs ins, Outputs &outs) {
+/// aten::max_pool2d(x, kernel, stride, padding, dilation, ceil_mode),
+/// aten::avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad,
+/// divisor_override).
+LogicalResult TsImporter::importPool(torch::jit::Node *node, const std::string &,
+                                     Inputs ins, Outputs &outs) {
+  bool max = node->kind().toQualString() == std::string("aten::max_pool2d");
   FailureOr<Value> x = input(ins, 0);
   FailureOr<std::vector<int64_t>> k = toInts(*ins[1], "kernel_size"),
                                   s = toInts(*ins[2], "stride"),
-                                  p = toInts(*ins[3], "padding"),
-                                  d = toInts(*ins[4], "dilation");
-  FailureOr<int64_t> ceil = toInt(*ins[5], "ceil_mode");
-  if (failed(x) || failed(k) || failed(s) || failed(p) || failed(d) || failed(ceil))
+                                  p = toInts(*ins[3], "padding");
+  FailureOr<int64_t> ceil = toInt(*ins[max ? 5 : 4], "ceil_mode");
+  if (failed(x) || failed(k) || failed(s) || failed(p) || failed(ceil))
     return failure();
-  if (*ceil || (*d)[0] != 1 || (*d)[1] != 1)
-    return fail("ceil_mode and dilated pooling are not supported");
-  if (s->empty())
-    s = k;
-  return pushOp(create<MaxPool2dOp>(
-      *x, builder.getDenseI64ArrayAttr(*k), builder.getDenseI64ArrayAttr(*s),
-      builder.getDenseI64ArrayAttr({(*p)[0], (*p)[1], (*p)[0], (*p)[1]}), UnitAttr()),
-      outs);
+  auto pair = [](std::vector<int64_t> v) {
+    return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+  };
+  std::vector<int64_t> kernel = pair(*k), stride = s->empty() ? kernel : pair(*s),
+                       pad = pair(*p);
+  if (kernel.size() != 2 || stride.size() != 2 || pad.size() != 2)
+    return fail("only 2-D pooling is supported");
+  int64_t countPad = 0;
+  if (max) {
+    FailureOr<std::vector<int64_t>> d = toInts(*ins[4], "dilation");
+    if (failed(d))
+      return failure();
+    if (llvm::any_of(*d, [](int64_t v) { return v != 1; }))
+      return fail("dilated pooling is not supported");
+  } else {
+    FailureOr<int64_t> c = toInt(*ins[5], "count_include_pad");
+    if (failed(c))
+      return failure();
+    countPad = *c;
+    if (ins.size() > 6 && present(ins[6]))
+      return fail("divisor_override is not supported");
+  }
+  FailureOr<Value> y = pool2d(max, *x, kernel, stride, {pad[0], pad[1], pad[0], pad[1]},
+                              *ceil, countPad);
+  if (failed(y))
+    return failure();
+  outs.push_back(runtime(*y));
+  return success();
 }
 
 // Shape manipulation.
@@ -1064,7 +1087,8 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::softmax"] = t["aten::log_softmax"] = &TsImporter::importSoftmax;
     t["aten::mean"] = t["aten::sum"] = &TsImporter::importReduce;
     t["aten::adaptive_avg_pool2d"] = &TsImporter::importAdaptiveAvgPool;
-    t["aten::max_pool2d"] = &TsImporter::importMaxPool;
+    t["aten::max_pool2d"] = &TsImporter::importPool;
+    t["aten::avg_pool2d"] = &TsImporter::importPool;
     t["aten::view"] = t["aten::reshape"] = &TsImporter::importView;
     t["aten::flatten"] = &TsImporter::importFlatten;
     t["aten::unflatten"] = &TsImporter::importUnflatten;
@@ -1089,6 +1113,14 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     return t;
   }();
   return table;
+}
+
+std::vector<std::string> TsImporter::kinds() {
+  std::vector<std::string> all;
+  for (const auto &entry : handlers())
+    all.push_back(entry.getKey().str());
+  llvm::sort(all);
+  return all;
 }
 
 } // namespace colo::torch_import

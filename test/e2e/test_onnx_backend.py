@@ -129,10 +129,18 @@ def test_node(name, directory, tmp_path):
 
 
 def test_the_documented_operators_are_the_importers():
-    """docs/importer.md lists what `colo import --supported-ops` prints."""
+    """docs/importer.md lists what `colo import --supported-ops` prints: the
+    ONNX operators, then the TorchScript node kinds (aten::, prim::)."""
     text = (ROOT / "docs" / "importer.md").read_text()
-    listed = text.split("<!-- colo import --supported-ops -->")[1].split("<!-- end -->")[0]
-    assert set(listed.replace("`", " ").split()) == supported_ops()
+
+    def listed(marker):
+        return set(text.split(marker)[1].split("<!-- end -->")[0].replace("`", " ").split())
+
+    ops = supported_ops()
+    assert listed("<!-- colo import --supported-ops -->") == {o for o in ops if "::" not in o}
+    torchscript = {o for o in ops if "::" in o}
+    assert {"aten::avg_pool2d", "aten::max_pool2d", "prim::Constant"} <= torchscript
+    assert listed("<!-- colo import --supported-ops: TorchScript -->") == torchscript
 
 
 def test_zz_summary():

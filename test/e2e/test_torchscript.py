@@ -175,14 +175,32 @@ class RepeatPad(torch.nn.Module):
         return torch.nn.functional.pad(y, (0, 0, -1, 0))  # a crop
 
 
+def ceil_pools():
+    """Pooling with ceil_mode (SqueezeNet's max pools): windows past the
+    input's end count only what they cover, and none starts in the trailing
+    padding; averages with and without the given padding counted."""
+    return torch.nn.Sequential(
+        torch.nn.AvgPool2d(3, 2, ceil_mode=True),
+        torch.nn.MaxPool2d(3, 2, padding=1, ceil_mode=True),
+        torch.nn.AvgPool2d(2, 2, padding=1, ceil_mode=True, count_include_pad=False),
+        torch.nn.AvgPool2d(3, 1, padding=1))
+
+
+# (module, input, output shape): traced as aten ops, exported as ONNX ops.
+OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
+            "ceil_pool": (ceil_pools, (2, 3, 13, 13), (2, 3, 3, 3))}
+
+
 @pytest.mark.parametrize("form", ["jit", "onnx"])
-def test_repeat_and_pad_match_pytorch(form, tmp_path):
-    """The traced aten::repeat and the exported Tile and Pad evaluate as
-    PyTorch does (colo-eval, the reference interpreter)."""
+@pytest.mark.parametrize("case", OP_CASES)
+def test_ops_match_pytorch(case, form, tmp_path):
+    """Traced aten ops and their exported ONNX forms evaluate as PyTorch does
+    (colo-eval, the reference interpreter)."""
     import numpy as np
 
     torch.manual_seed(0)
-    model, x = RepeatPad().eval(), torch.randn(2, 4)
+    build, shape, out_shape = OP_CASES[case]
+    model, x = build().eval(), torch.randn(*shape)
     path = tmp_path / ("m.pt" if form == "jit" else "m.onnx")
     if form == "jit":
         torch.jit.trace(model, (x,)).save(str(path))
@@ -195,5 +213,5 @@ def test_repeat_and_pad_match_pytorch(form, tmp_path):
     with torch.no_grad():
         expected = model(x).numpy()
     actual = np.load(tmp_path / "y.npy")
-    assert actual.shape == expected.shape == (3, 4, 7)
+    assert actual.shape == expected.shape == out_shape
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)

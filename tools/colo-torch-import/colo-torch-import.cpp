@@ -14,15 +14,26 @@
 
 using namespace llvm;
 
-static cl::opt<std::string> input(cl::Positional, cl::desc("<model.pt>"), cl::Required);
+static cl::opt<std::string> input(cl::Positional, cl::desc("<model.pt>"));
 static cl::opt<std::string> output("o", cl::desc("Bytecode output file"),
-                                   cl::value_desc("file"), cl::Required);
+                                   cl::value_desc("file"));
+static cl::opt<bool> supportedOps("supported-ops",
+                                  cl::desc("Print the node kinds the importer translates"));
 static cl::list<std::string> shapes("input-shape",
                                     cl::desc("Shape of each input, e.g. 2x16xi64"));
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "TorchScript archive -> colo bytecode\n");
+  if (supportedOps) {
+    for (const std::string &kind : colo::supportedTorchScriptOps())
+      outs() << kind << "\n";
+    return 0;
+  }
+  if (input.empty() || output.empty()) {
+    WithColor::error(errs(), "colo") << "give a model.pt and -o FILE\n";
+    return 1;
+  }
   mlir::MLIRContext ctx;
   bool reported = false;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {

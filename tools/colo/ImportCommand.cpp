@@ -4,6 +4,7 @@
 #include "colo/Analysis/ModelSummary.h"
 #include "colo/Driver/Driver.h"
 #include "colo/Import/OnnxImporter.h"
+#include "colo/Import/TorchScriptImporter.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/Support/FileUtilities.h"
@@ -20,7 +21,8 @@ cl::opt<std::string> importInput(cl::Positional, cl::desc("<model.onnx|model.pt|
                                  cl::sub(importCmd));
 cl::opt<bool> importSupportedOps(
     "supported-ops",
-    cl::desc("List the ONNX operators the importer translates, one per line, and exit"),
+    cl::desc("List the ONNX operators, then the TorchScript node kinds (aten::, prim::), "
+             "the importers translate, one per line, and exit"),
     cl::sub(importCmd));
 cl::opt<std::string> importOutput("o", cl::desc("Write the IR to this file"),
                                   cl::value_desc("file"), cl::sub(importCmd));
@@ -59,6 +61,8 @@ int colo::tool::runImport(mlir::MLIRContext &ctx) {
   if (importSupportedOps) {
     for (const std::string &op : colo::supportedOnnxOps())
       outs() << op << "\n";
+    for (const std::string &kind : colo::supportedTorchScriptOps())
+      outs() << kind << "\n";
     return 0;
   }
   if (importInput.empty())

@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
+#include <vector>
 
 namespace colo {
 
@@ -24,6 +25,11 @@ bool haveTorchScriptImporter();
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 importTorchScriptFile(llvm::StringRef path, mlir::MLIRContext &context,
                       llvm::ArrayRef<std::string> inputShapes);
+
+/// The TorchScript node kinds the importer translates ("aten::add",
+/// "prim::Constant", ...), sorted: the keys of its table of handlers (empty
+/// without libtorch; through colo-torch-import for processes without it).
+std::vector<std::string> supportedTorchScriptOps();
 
 } // namespace colo
 
