@@ -669,6 +669,50 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
     return EvalResult::ok({std::move(out)});
   }
 
+  // Hugging Face decoders build their causal masks with it (static shapes
+  // make every operand a constant).
+  if (op == "ScatterND") {
+    const HostTensor &x = *in[0], &idx = *in[1], &updates = *in[2];
+    std::string reduction = attrs.getString("reduction").value_or("none");
+    if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+        reduction != "max" && reduction != "min")
+      return EvalResult::fail("unknown reduction '" + reduction + "'");
+    if (idx.shape.empty())
+      return EvalResult::fail("indices must have rank >= 1");
+    int64_t k = idx.shape.back();
+    if (k < 1 || k > static_cast<int64_t>(x.shape.size()))
+      return EvalResult::fail("index depth out of range");
+    SmallVector<int64_t> strides = stridesOf(x.shape);
+    int64_t slice = 1;
+    for (size_t d = k; d < x.shape.size(); ++d)
+      slice *= x.shape[d];
+    int64_t count = idx.numel() / k;
+    if (updates.numel() != count * slice)
+      return EvalResult::fail("updates do not match the indexed slices");
+    HostTensor out = x;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t offset = 0;
+      for (int64_t d = 0; d < k; ++d) {
+        int64_t j = idx.asInt(i * k + d);
+        if (j < 0)
+          j += x.shape[d];
+        if (j < 0 || j >= x.shape[d])
+          return EvalResult::fail("index out of range");
+        offset += j * strides[d];
+      }
+      for (int64_t e = 0; e < slice; ++e) {
+        double &o = out.values[offset + e], u = updates.values[i * slice + e];
+        o = reduction == "add"   ? o + u
+            : reduction == "mul" ? o * u
+            : reduction == "max" ? std::max(o, u)
+            : reduction == "min" ? std::min(o, u)
+                                 : u;
+        o = HostTensor::convert(o, x.dtype);
+      }
+    }
+    return EvalResult::ok({std::move(out)});
+  }
+
   return EvalResult::notFoldable();
 }
 

@@ -60,6 +60,7 @@ struct Attrs {
   std::map<std::string, double> floatAttrs;
   std::map<std::string, std::vector<int64_t>> intsAttrs;
   std::map<std::string, HostTensor> tensorAttrs;
+  std::map<std::string, std::string> stringAttrs;
   int64_t opsetVersion = 17;
 
   Attrs &i(const std::string &name, int64_t v) { intAttrs[name] = v; return *this; }
@@ -70,6 +71,10 @@ struct Attrs {
   }
   Attrs &t(const std::string &name, HostTensor v) {
     tensorAttrs[name] = std::move(v);
+    return *this;
+  }
+  Attrs &s(const std::string &name, std::string v) {
+    stringAttrs[name] = std::move(v);
     return *this;
   }
   Attrs &opset(int64_t v) { opsetVersion = v; return *this; }
@@ -98,6 +103,12 @@ struct Attrs {
     a.getTensor = [ta](llvm::StringRef n) -> std::optional<HostTensor> {
       auto it = ta.find(n.str());
       if (it == ta.end()) return std::nullopt;
+      return it->second;
+    };
+    auto sa = stringAttrs;
+    a.getString = [sa](llvm::StringRef n) -> std::optional<std::string> {
+      auto it = sa.find(n.str());
+      if (it == sa.end()) return std::nullopt;
       return it->second;
     };
     a.opset = opsetVersion;
@@ -1102,6 +1113,35 @@ TEST(MatMul, Errors) {
   HostTensor c = f32({2, 2, 2}, std::vector<double>(8, 1));
   HostTensor d = f32({3, 2, 2}, std::vector<double>(12, 1));
   expectError(eval("MatMul", {&c, &d}), "batch");
+}
+
+// ONNX's specification examples.
+TEST(ScatterND, Elements) {
+  HostTensor data = f32({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  HostTensor idx = i64({4, 1}, {4, 3, 1, 7}), updates = f32({4}, {9, 10, 11, 12});
+  expectFolded(eval("ScatterND", {&data, &idx, &updates}), kFloat, {8},
+               {1, 11, 3, 10, 9, 6, 7, 12});
+  expectFolded(eval("ScatterND", {&data, &idx, &updates}, Attrs().s("reduction", "add")),
+               kFloat, {8}, {1, 13, 3, 14, 14, 6, 7, 20});
+}
+
+TEST(ScatterND, SlicesAndNegativeIndices) {
+  // Rows 0 and 2 (as -2) of a 4x2 matrix replaced.
+  HostTensor data = i64({4, 2}, {0, 0, 1, 1, 2, 2, 3, 3});
+  HostTensor idx = i64({2, 1}, {0, -2}), updates = i64({2, 2}, {7, 8, 9, 10});
+  expectFolded(eval("ScatterND", {&data, &idx, &updates}), kInt64, {4, 2},
+               {7, 8, 1, 1, 9, 10, 3, 3});
+}
+
+TEST(ScatterND, Errors) {
+  HostTensor data = f32({4}, {1, 2, 3, 4});
+  HostTensor idx = i64({1, 1}, {4}), updates = f32({1}, {0});
+  expectError(eval("ScatterND", {&data, &idx, &updates}), "out of range");
+  HostTensor two = f32({2}, {0, 0});
+  HostTensor ok = i64({1, 1}, {0});
+  expectError(eval("ScatterND", {&data, &ok, &two}), "updates");
+  expectError(eval("ScatterND", {&data, &ok, &updates}, Attrs().s("reduction", "mean")),
+              "reduction");
 }
 
 TEST(CumSum, Vector) {
