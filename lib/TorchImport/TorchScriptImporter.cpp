@@ -195,10 +195,7 @@ FailureOr<TVal> TsImporter::cast(TVal &x, int32_t dtype) {
   return runtime(op->getResult());
 }
 
-FailureOr<TVal> TsImporter::binary(llvm::StringRef onnxOp, TVal &a, TVal &b) {
-  if (a.host && b.host)
-    return evalHost(onnxOp, {&*a.host, &*b.host}, attrs());
-  // A number takes the element type of the tensor it meets, as in PyTorch.
+FailureOr<std::pair<Value, Value>> TsImporter::operands(TVal &a, TVal &b) {
   TVal l = a, r = b;
   for (auto [num, other] : {std::pair(&l, &r), std::pair(&r, &l)})
     if (num->host && num->host->shape.empty() && other->value) {
@@ -210,17 +207,51 @@ FailureOr<TVal> TsImporter::binary(llvm::StringRef onnxOp, TVal &a, TVal &b) {
   FailureOr<Value> lv = tensor(l), rv = tensor(r);
   if (failed(lv) || failed(rv))
     return failure();
+  return std::pair(*lv, *rv);
+}
+
+FailureOr<TVal> TsImporter::compare(ComparePredicate p, TVal &a, TVal &b) {
+  FailureOr<std::pair<Value, Value>> xy = operands(a, b);
+  if (failed(xy))
+    return failure();
+  auto op = create<CompareOp>(ComparePredicateAttr::get(&ctx, p), xy->first, xy->second);
+  if (failed(op))
+    return failure();
+  return runtime(op->getResult());
+}
+
+FailureOr<TVal> TsImporter::binary(llvm::StringRef onnxOp, TVal &a, TVal &b) {
+  if (a.host && b.host) {
+    // PyTorch's promotion: a 0-d operand of the same kind (float or
+    // integer) takes the element type of a tensor with dimensions
+    // (torch.finfo(f32).min, traced as a double, times an f32 mask).
+    HostTensor l = *a.host, r = *b.host;
+    for (auto [num, other] : {std::pair(&l, &r), std::pair(&r, &l)})
+      if (num->shape.empty() && !other->shape.empty() &&
+          ox::isFloatDType(num->dtype) == ox::isFloatDType(other->dtype)) {
+        num->dtype = other->dtype;
+        for (double &v : num->values)
+          v = HostTensor::convert(v, other->dtype);
+      }
+    return evalHost(onnxOp, {&l, &r}, attrs());
+  }
+  FailureOr<std::pair<Value, Value>> xy = operands(a, b);
+  if (failed(xy))
+    return failure();
+  auto [lv, rv] = *xy;
   FailureOr<Operation *> op = failure();
   auto wrap = [](auto r) -> FailureOr<Operation *> {
     if (failed(r))
       return failure();
     return r->getOperation();
   };
-  if (onnxOp == "Add") op = wrap(create<AddOp>(*lv, *rv));
-  else if (onnxOp == "Sub") op = wrap(create<SubOp>(*lv, *rv));
-  else if (onnxOp == "Mul") op = wrap(create<MulOp>(*lv, *rv));
-  else if (onnxOp == "Div") op = wrap(create<DivOp>(*lv, *rv));
-  else if (onnxOp == "Pow") op = wrap(create<PowOp>(*lv, *rv));
+  if (onnxOp == "Add") op = wrap(create<AddOp>(lv, rv));
+  else if (onnxOp == "Sub") op = wrap(create<SubOp>(lv, rv));
+  else if (onnxOp == "Mul") op = wrap(create<MulOp>(lv, rv));
+  else if (onnxOp == "Div") op = wrap(create<DivOp>(lv, rv));
+  else if (onnxOp == "Pow") op = wrap(create<PowOp>(lv, rv));
+  else if (onnxOp == "Max") op = wrap(create<MaximumOp>(lv, rv));
+  else if (onnxOp == "Min") op = wrap(create<MinimumOp>(lv, rv));
   else return fail("unsupported binary op " + onnxOp);
   if (failed(op))
     return failure();
@@ -306,8 +337,10 @@ LogicalResult TsImporter::importGraph(torch::jit::Graph &graph, const std::strin
     env[graph.inputs()[i]] = std::move(args[i]);
   if (failed(importBlock(*graph.block(), scope, env)))
     return failure();
-  for (const torch::jit::Value *v : graph.outputs())
+  for (const torch::jit::Value *v : graph.outputs()) {
     results.push_back(env.at(v));
+    results.back().view.reset(); // its root is one of this call's values
+  }
   return success();
 }
 
@@ -457,7 +490,9 @@ FailureOr<OwningOpRef<ModuleOp>> TsImporter::run() {
   Block *entry = func.addEntryBlock();
   for (BlockArgument a : entry->getArguments()) {
     // Inputs are named after forward's parameters (debug names "x" or "x.1").
-    StringRef name = graph->inputs()[a.getArgNumber() + 1]->debugName();
+    // (debugName returns a copy: keep it while `name` points into it.)
+    std::string debugName = graph->inputs()[a.getArgNumber() + 1]->debugName();
+    StringRef name = debugName;
     auto [stem, suffix] = name.rsplit('.');
     if (!suffix.empty() && llvm::all_of(suffix, [](char c) { return llvm::isDigit(c); }))
       name = stem;

@@ -13,6 +13,7 @@
 #include <torch/script.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +21,16 @@
 #include <vector>
 
 namespace colo::torch_import {
+
+struct TVal;
+
+/// Where a slice of a tensor known at import time lies in the tensor it was
+/// sliced from, so that an in-place write to it (aten::copy_) updates that
+/// tensor: the root value and, per dimension, the root's indices it holds.
+struct HostView {
+  TVal *root;
+  std::vector<std::vector<int64_t>> indices;
+};
 
 /// A TorchScript value during import.
 struct TVal {
@@ -30,6 +41,7 @@ struct TVal {
   std::string name;                            // module path, or buffer name
   std::optional<std::string> str;
   bool none = false;
+  std::shared_ptr<HostView> view;              // a slice of a host tensor
 };
 
 int32_t dtypeOf(c10::ScalarType t);
@@ -96,6 +108,12 @@ private:
   mlir::FailureOr<TVal> slice(TVal &x, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
   mlir::FailureOr<TVal> binary(llvm::StringRef onnxOp, TVal &a, TVal &b);
+  /// `a <p> b` elementwise on run-time values (a number takes the tensor's
+  /// element type).
+  mlir::FailureOr<TVal> compare(ComparePredicate p, TVal &a, TVal &b);
+  /// Both operands of an elementwise op as tensors, a number taking the
+  /// element type of the tensor it meets, as in PyTorch.
+  mlir::FailureOr<std::pair<mlir::Value, mlir::Value>> operands(TVal &a, TVal &b);
   mlir::FailureOr<TVal> cast(TVal &x, int32_t dtype);
   mlir::FailureOr<TVal> concat(std::vector<TVal> &xs, int64_t dim);
   mlir::FailureOr<TVal> expand(TVal &x, llvm::ArrayRef<int64_t> shape);

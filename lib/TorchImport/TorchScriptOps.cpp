@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using colo::onnx_import::HostTensor;
@@ -76,7 +77,14 @@ const std::map<std::string, std::string> &binaries() {
       {"aten::sub_", "Sub"}, {"aten::mul", "Mul"}, {"aten::mul_", "Mul"},
       {"aten::div", "Div"}, {"aten::div_", "Div"}, {"aten::floor_divide", "Div"},
       {"aten::floordiv", "Div"},
-      {"aten::pow", "Pow"}, {"aten::rsub", "Sub"}};
+      {"aten::pow", "Pow"}, {"aten::rsub", "Sub"},
+      // Logic (masks), computed now: no run-time form.
+      {"aten::bitwise_or", "Or"}, {"aten::bitwise_or_", "Or"}, {"aten::__or__", "Or"},
+      {"aten::bitwise_and", "And"}, {"aten::bitwise_and_", "And"}, {"aten::__and__", "And"},
+      {"aten::logical_or", "Or"}, {"aten::logical_and", "And"},
+      // The elementwise forms (two tensors); importBinary refuses the others.
+      {"aten::max", "Max"}, {"aten::min", "Min"}, {"aten::maximum", "Max"},
+      {"aten::minimum", "Min"}};
   return ops;
 }
 } // namespace
@@ -211,12 +219,19 @@ LogicalResult TsImporter::importNot(torch::jit::Node *, const std::string &, Inp
   return success();
 }
 
-/// Comparisons of values known at import time (sizes, flags); those of
-/// run-time values are not supported.
+/// Comparisons: computed now of values known at import time (sizes, flags),
+/// colo.compare of run-time ones (RoBERTa's padding mask of the ids).
 LogicalResult TsImporter::importCompare(torch::jit::Node *, const std::string &kind,
                                         Inputs ins, Outputs &outs) {
-  if (ins.size() != 2 || !ins[0]->host || !ins[1]->host)
+  if (ins.size() != 2)
     return fail("unsupported op");
+  if (!ins[0]->host || !ins[1]->host) {
+    static const std::map<std::string, ComparePredicate> predicates = {
+        {"aten::eq", ComparePredicate::eq}, {"aten::ne", ComparePredicate::ne},
+        {"aten::lt", ComparePredicate::lt}, {"aten::le", ComparePredicate::le},
+        {"aten::gt", ComparePredicate::gt}, {"aten::ge", ComparePredicate::ge}};
+    return push(compare(predicates.at(kind), *ins[0], *ins[1]), outs);
+  }
   FailureOr<TVal> r =
       evalHost(comparisons().at(kind), {&*ins[0]->host, &*ins[1]->host}, attrs());
   if (succeeded(r) && kind == "aten::ne")
@@ -296,6 +311,8 @@ LogicalResult TsImporter::importDim(torch::jit::Node *, const std::string &, Inp
 /// The ops of binaries(); alpha scales the operand added or subtracted.
 LogicalResult TsImporter::importBinary(torch::jit::Node *n, const std::string &kind,
                                        Inputs ins, Outputs &outs) {
+  if (ins.size() != 2 && (kind == "aten::max" || kind == "aten::min"))
+    return fail("only the elementwise form of " + kind + " (two tensors) is supported");
   TVal *a = ins[0], *b = ins[1];
   TVal scaled;
   if (TVal *alpha = arg(n, ins, "alpha"); present(alpha)) {
@@ -337,7 +354,7 @@ LogicalResult TsImporter::importUnary(torch::jit::Node *n, const std::string &ki
   if (ins[0]->host) {
     static const std::map<std::string, std::string> host = {
         {"aten::cos", "Cos"}, {"aten::sin", "Sin"}, {"aten::sqrt", "Sqrt"},
-        {"aten::exp", "Exp"}, {"aten::log", "Log"}};
+        {"aten::exp", "Exp"}, {"aten::log", "Log"}, {"aten::abs", "Abs"}};
     if (auto h = host.find(kind); h != host.end())
       return push(evalHost(h->second, {&*ins[0]->host}, attrs()), outs);
   }
@@ -377,11 +394,12 @@ LogicalResult TsImporter::importHardtanh(torch::jit::Node *, const std::string &
 
 /// aten::linear, aten::addmm, aten::matmul; a matmul of values known at
 /// import time is computed now.
-LogicalResult TsImporter::importMatmul(torch::jit::Node *, const std::string &kind,
+LogicalResult TsImporter::importMatmul(torch::jit::Node *n, const std::string &kind,
                                        Inputs ins, Outputs &outs) {
   if (kind == "aten::matmul" && ins[0]->host && ins[1]->host)
     return push(evalHost("MatMul", {&*ins[0]->host, &*ins[1]->host}, attrs()), outs);
-  bool addmm = kind == "aten::addmm";
+  // addmm and baddbmm: beta * input + alpha * (mat1 @ mat2).
+  bool addmm = kind == "aten::addmm" || kind == "aten::baddbmm";
   FailureOr<Value> a = input(ins, addmm ? 1 : 0), w = input(ins, addmm ? 2 : 1);
   if (failed(a) || failed(w))
     return failure();
@@ -400,6 +418,28 @@ LogicalResult TsImporter::importMatmul(torch::jit::Node *, const std::string &ki
     return failure();
   TVal y = runtime(mm->getResult());
   TVal *bias = addmm ? ins[0] : (kind == "aten::linear" ? ins[2] : nullptr);
+  TVal scaledBias;
+  if (addmm) {
+    auto factor = [&](const char *name) -> FailureOr<double> {
+      TVal *f = arg(n, ins, name);
+      return present(f) ? toDouble(*f, name) : FailureOr<double>(1.0);
+    };
+    FailureOr<double> alpha = factor("alpha"), beta = factor("beta");
+    if (failed(alpha) || failed(beta))
+      return failure();
+    auto scale = [&](TVal &v, double c) -> FailureOr<TVal> {
+      TVal s;
+      s.host = HostTensor::scalar(c, ox::kDouble);
+      return c == 1.0 ? FailureOr<TVal>(v) : binary("Mul", v, s);
+    };
+    FailureOr<TVal> ys = scale(y, *alpha), bs = scale(*bias, *beta);
+    if (failed(ys) || failed(bs))
+      return failure();
+    y = *ys;
+    scaledBias = *bs;
+    // PyTorch ignores the input when beta is 0 (NaNs in it included).
+    bias = *beta == 0.0 ? nullptr : &scaledBias;
+  }
   if (present(bias))
     return push(binary("Add", y, *bias), outs);
   outs.push_back(y);
@@ -727,8 +767,15 @@ LogicalResult TsImporter::importTranspose(torch::jit::Node *, const std::string 
   return push(transpose(*ins[0], perm), outs);
 }
 
-LogicalResult TsImporter::importPermute(torch::jit::Node *, const std::string &,
+/// aten::permute, and aten::numpy_T (Tensor.T: every dimension reversed).
+LogicalResult TsImporter::importPermute(torch::jit::Node *, const std::string &kind,
                                         Inputs ins, Outputs &outs) {
+  if (kind == "aten::numpy_T") {
+    std::vector<int64_t> reversed(shapeOf(*ins[0]).size());
+    for (size_t i = 0; i < reversed.size(); ++i)
+      reversed[i] = reversed.size() - 1 - i;
+    return push(transpose(*ins[0], reversed), outs);
+  }
   FailureOr<std::vector<int64_t>> dims = toInts(*ins[1], "dims");
   if (failed(dims))
     return failure();
@@ -859,7 +906,72 @@ LogicalResult TsImporter::importSlice(torch::jit::Node *, const std::string &, I
   if (ins.size() > 4 && present(ins[4])) step = *toInt(*ins[4], "step");
   if (failed(dim))
     return failure();
-  return push(slice(*ins[0], *dim, start, end, step), outs);
+  FailureOr<TVal> r = slice(*ins[0], *dim, start, end, step);
+  if (failed(r) || !r->host)
+    return push(r, outs);
+  // Remember where the slice lies in the tensor first sliced.
+  TVal &x = *ins[0];
+  std::vector<int64_t> shape = shapeOf(x);
+  bool sliced = x.view && x.view->indices.size() == shape.size() &&
+                llvm::all_of(llvm::seq<size_t>(0, shape.size()), [&](size_t d) {
+                  return static_cast<int64_t>(x.view->indices[d].size()) == shape[d];
+                });
+  auto view = std::make_shared<HostView>();
+  view->root = sliced ? x.view->root : &x;
+  if (sliced) {
+    view->indices = x.view->indices;
+  } else {
+    for (int64_t n : shape) {
+      view->indices.emplace_back(n);
+      std::iota(view->indices.back().begin(), view->indices.back().end(), 0);
+    }
+  }
+  int64_t d = normDim(*dim, shape.size());
+  ox::SliceBounds b = ox::resolveSlice(shape[d], start, end, step);
+  std::vector<int64_t> kept;
+  for (int64_t k = 0; k < b.size; ++k)
+    kept.push_back(view->indices[d][b.start + k * step]);
+  view->indices[d] = std::move(kept);
+  r->view = std::move(view);
+  return push(r, outs);
+}
+
+/// aten::copy_(view, src): writes `src` (broadcast) into a slice of a tensor
+/// known at import time, which later reads of that tensor see (the causal
+/// masks Hugging Face decoders build with in-place slice assignments).
+LogicalResult TsImporter::importCopy(torch::jit::Node *, const std::string &, Inputs ins,
+                                     Outputs &outs) {
+  TVal &dst = *ins[0];
+  if (!dst.host || !ins[1]->host)
+    return fail("in-place copy into a run-time tensor is not supported");
+  std::vector<int64_t> shape = shapeOf(dst);
+  HostTensor shapeT = HostTensor::vector(shape);
+  FailureOr<TVal> src = evalHost("Expand", {&*ins[1]->host, &shapeT}, attrs());
+  if (failed(src))
+    return failure();
+  FailureOr<TVal> written = evalHost("Cast", {&*src->host}, attrs({{"to", dst.host->dtype}}));
+  if (failed(written))
+    return failure();
+  if (dst.view && dst.view->root->host) {
+    HostTensor &root = *dst.view->root->host;
+    llvm::SmallVector<int64_t> strides(root.shape.size(), 1);
+    for (int64_t d = static_cast<int64_t>(root.shape.size()) - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * root.shape[d + 1];
+    std::vector<int64_t> at(shape.size(), 0);
+    for (int64_t i = 0, n = written->host->numel(); i < n; ++i) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < shape.size(); ++d)
+        offset += dst.view->indices[d][at[d]] * strides[d];
+      root.values[offset] = written->host->values[i];
+      for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0 && ++at[d] == shape[d];
+           --d)
+        at[d] = 0;
+    }
+  }
+  written->view = dst.view;
+  dst.host = written->host;
+  outs.push_back(*written);
+  return success();
 }
 
 /// aten::split, aten::chunk, aten::unbind: a list of slices.
@@ -947,19 +1059,23 @@ LogicalResult TsImporter::importArange(torch::jit::Node *n, const std::string &,
 }
 
 /// aten::ones, aten::zeros, aten::full: host tensors.
+/// aten::ones, zeros, full and their *_like forms (the shape and, unless
+/// given, the element type of a tensor): constants.
 LogicalResult TsImporter::importFill(torch::jit::Node *n, const std::string &kind,
                                      Inputs ins, Outputs &outs) {
-  FailureOr<std::vector<int64_t>> size = toInts(*ins[0], "size");
+  bool like = llvm::StringRef(kind).ends_with("_like");
+  FailureOr<std::vector<int64_t>> size =
+      like ? FailureOr<std::vector<int64_t>>(shapeOf(*ins[0])) : toInts(*ins[0], "size");
   if (failed(size))
     return failure();
-  double fill = kind == "aten::ones" ? 1 : 0;
-  int32_t dt = ox::kFloat;
-  if (kind == "aten::full") {
+  double fill = llvm::StringRef(kind).starts_with("aten::ones") ? 1 : 0;
+  int32_t dt = like ? ox::dtypeOf(typeOf(*ins[0]).getElementType()) : ox::kFloat;
+  if (llvm::StringRef(kind).starts_with("aten::full")) {
     FailureOr<double> v = toDouble(*ins[1], "fill_value");
     if (failed(v))
       return failure();
     fill = *v;
-    if (!ox::isFloatDType(ins[1]->host->dtype))
+    if (!like && !ox::isFloatDType(ins[1]->host->dtype))
       dt = ox::kInt64;
   }
   if (TVal *d = arg(n, ins, "dtype"); present(d))
@@ -986,6 +1102,71 @@ LogicalResult TsImporter::importTriangle(torch::jit::Node *, const std::string &
   return push(evalHost("Trilu", {&*ins[0]->host, &k},
                        attrs({{"upper", kind == "aten::triu" ? 1 : 0}})),
               outs);
+}
+
+/// aten::where(condition, x, y): computed now when all three are known,
+/// else colo.select (numbers take the other branch's element type).
+LogicalResult TsImporter::importWhere(torch::jit::Node *, const std::string &, Inputs ins,
+                                      Outputs &outs) {
+  if (ins.size() != 3)
+    return fail("only where(condition, x, y) is supported");
+  if (ins[0]->host && ins[1]->host && ins[2]->host)
+    return push(evalHost("Where", {&*ins[0]->host, &*ins[1]->host, &*ins[2]->host}, attrs()),
+                outs);
+  FailureOr<Value> cond = tensor(*ins[0]);
+  FailureOr<std::pair<Value, Value>> xy = operands(*ins[1], *ins[2]);
+  if (failed(cond) || failed(xy))
+    return failure();
+  return pushOp(create<SelectOp>(*cond, xy->first, xy->second), outs);
+}
+
+/// aten::cumsum(x, dim, dtype) of a tensor known now (BLOOM's ALiBi
+/// positions from the attention mask).
+LogicalResult TsImporter::importCumsum(torch::jit::Node *n, const std::string &, Inputs ins,
+                                       Outputs &outs) {
+  FailureOr<int64_t> dim = toInt(*ins[1], "dim");
+  if (failed(dim))
+    return failure();
+  if (!ins[0]->host)
+    return fail("cumsum of a run-time tensor is not supported");
+  HostTensor x = *ins[0]->host, axis = HostTensor::scalar(*dim, ox::kInt64);
+  // PyTorch sums integers and booleans as int64 unless a dtype is given.
+  int32_t dt = ox::isFloatDType(x.dtype) ? x.dtype : ox::kInt64;
+  if (TVal *d = arg(n, ins, "dtype"); present(d))
+    dt = dtypeOf(static_cast<c10::ScalarType>(*toInt(*d, "dtype")));
+  FailureOr<TVal> cast = evalHost("Cast", {&x}, attrs({{"to", dt}}));
+  if (failed(cast))
+    return failure();
+  return push(evalHost("CumSum", {&*cast->host, &axis}, attrs()), outs);
+}
+
+/// aten::index with one index tensor (the other dimensions whole:
+/// `x[..., [-2], :]`, Falcon's multi-query keys) is a gather along it.
+LogicalResult TsImporter::importIndex(torch::jit::Node *, const std::string &, Inputs ins,
+                                      Outputs &outs) {
+  if (!ins[1]->list)
+    return fail("expected a list of indices");
+  std::optional<int64_t> dim;
+  for (auto [d, idx] : llvm::enumerate(*ins[1]->list)) {
+    if (idx.none)
+      continue;
+    if (dim)
+      return fail("indexing with more than one index tensor is not supported");
+    dim = d;
+  }
+  if (!dim)
+    return fail("expected an index tensor");
+  TVal &idx = (*ins[1]->list)[*dim];
+  if (ins[0]->host && idx.host)
+    return push(evalHost("Gather", {&*ins[0]->host, &*idx.host}, attrs({{"axis", *dim}})),
+                outs);
+  FailureOr<Value> x = tensor(*ins[0]), i = tensor(idx);
+  if (failed(x) || failed(i))
+    return failure();
+  Type e = mlir::cast<RankedTensorType>(i->getType()).getElementType();
+  if (!e.isSignlessInteger() || e.isInteger(1))
+    return fail("boolean (mask) indices are not supported");
+  return pushOp(create<GatherOp>(*x, *i, builder.getI64IntegerAttr(*dim)), outs);
 }
 
 LogicalResult TsImporter::importMaskedFill(torch::jit::Node *, const std::string &,
@@ -1074,10 +1255,11 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     for (const char *kind :
          {"aten::relu", "aten::relu_", "aten::gelu", "aten::silu", "aten::silu_",
           "aten::tanh", "aten::sigmoid", "aten::neg", "aten::rsqrt", "aten::sqrt",
-          "aten::exp", "aten::cos", "aten::sin", "aten::erf", "aten::log"})
+          "aten::exp", "aten::cos", "aten::sin", "aten::erf", "aten::log", "aten::abs"})
       t[kind] = &TsImporter::importUnary;
     t["aten::hardtanh"] = t["aten::hardtanh_"] = &TsImporter::importHardtanh;
-    for (const char *kind : {"aten::linear", "aten::addmm", "aten::matmul"})
+    for (const char *kind : {"aten::linear", "aten::addmm", "aten::matmul", "aten::bmm",
+                             "aten::baddbmm"})
       t[kind] = &TsImporter::importMatmul;
     t["aten::_convolution"] = t["aten::conv2d"] = &TsImporter::importConv;
     t["aten::batch_norm"] = &TsImporter::importBatchNorm;
@@ -1095,7 +1277,7 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     for (const char *kind : {"aten::unsqueeze", "aten::squeeze", "aten::select"})
       t[kind] = &TsImporter::importSqueeze;
     t["aten::transpose"] = t["aten::t"] = &TsImporter::importTranspose;
-    t["aten::permute"] = &TsImporter::importPermute;
+    t["aten::permute"] = t["aten::numpy_T"] = &TsImporter::importPermute;
     t["aten::expand"] = &TsImporter::importExpand;
     t["aten::repeat"] = &TsImporter::importRepeat;
     t["aten::pad"] = t["aten::constant_pad_nd"] = &TsImporter::importPad;
@@ -1105,10 +1287,15 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
       t[kind] = &TsImporter::importSplit;
     t["aten::to"] = t["aten::type_as"] = &TsImporter::importTo;
     t["aten::arange"] = &TsImporter::importArange;
-    for (const char *kind : {"aten::ones", "aten::zeros", "aten::full"})
+    for (const char *kind : {"aten::ones", "aten::zeros", "aten::full", "aten::ones_like",
+                             "aten::zeros_like", "aten::full_like"})
       t[kind] = &TsImporter::importFill;
     t["aten::triu"] = t["aten::tril"] = &TsImporter::importTriangle;
     t["aten::masked_fill"] = &TsImporter::importMaskedFill;
+    t["aten::index"] = &TsImporter::importIndex;
+    t["aten::where"] = &TsImporter::importWhere;
+    t["aten::cumsum"] = &TsImporter::importCumsum;
+    t["aten::copy_"] = &TsImporter::importCopy;
     t["aten::scaled_dot_product_attention"] = &TsImporter::importAttention;
     return t;
   }();
