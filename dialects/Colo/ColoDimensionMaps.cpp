@@ -76,6 +76,7 @@ DimMap colo::detail::broadcastingDimensionMap(Operation *op) {
 
 DimMap SoftmaxOp::getDimensionMap() { return softmaxMap(*this); }
 DimMap LogSoftmaxOp::getDimensionMap() { return softmaxMap(*this); }
+DimMap CumSumOp::getDimensionMap() { return softmaxMap(*this); }
 DimMap LayerNormOp::getDimensionMap() { return normMap(*this); }
 DimMap RmsNormOp::getDimensionMap() { return normMap(*this); }
 DimMap ReduceSumOp::getDimensionMap() { return reduceMap(*this); }

@@ -444,6 +444,9 @@ LogicalResult AttentionOp::verify() {
 LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank());
 }
+LogicalResult CumSumOp::verify() {
+  return verifyAxis(*this, getAxis(), getType().getRank());
+}
 LogicalResult LogSoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank());
 }

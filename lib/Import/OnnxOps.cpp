@@ -195,6 +195,23 @@ LogicalResult Importer::importGelu(const onnx::NodeProto &node, Inputs ins,
                    outs);
 }
 
+/// CumSum of a run-time tensor (the host folds constant ones): RoBERTa's
+/// position ids from the ids.
+LogicalResult Importer::importCumSum(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  FailureOr<std::vector<int64_t>> axis = constInts(ins[1], "CumSum axis");
+  if (failed(axis))
+    return failure();
+  if (axis->size() != 1)
+    return fail("CumSum axis must be one number");
+  auto flag = [&](const char *name) {
+    return at.getInt(name).value_or(0) ? builder.getUnitAttr() : UnitAttr();
+  };
+  return setResult(create<CumSumOp>(use(*ins[0]), builder.getI64IntegerAttr(axis->front()),
+                                    flag("exclusive"), flag("reverse")),
+                   outs);
+}
+
 LogicalResult Importer::importSoftmax(const onnx::NodeProto &node, Inputs ins,
                                       Outputs &outs) {
   Value x = use(*ins[0]);
@@ -894,6 +911,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["Clip"] = &Importer::importClip;
     t["Gelu"] = &Importer::importGelu;
     t["Softmax"] = t["LogSoftmax"] = &Importer::importSoftmax;
+    t["CumSum"] = &Importer::importCumSum;
     t["MatMul"] = &Importer::importMatMul;
     t["Gemm"] = &Importer::importGemm;
     t["Conv"] = &Importer::importConv;

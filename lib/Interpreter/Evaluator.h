@@ -78,6 +78,7 @@ private:
   mlir::LogicalResult evalConv(Conv2dOp op);
   mlir::LogicalResult evalAttention(AttentionOp op);
   mlir::LogicalResult evalSoftmax(mlir::Operation *op, int64_t axis, bool log);
+  mlir::LogicalResult evalCumSum(CumSumOp op);
   mlir::LogicalResult evalNorm(mlir::Operation *op, mlir::Value input, mlir::Value scale,
                                mlir::Value bias, int64_t axis, double eps, bool rms);
   mlir::LogicalResult evalBatchNorm(BatchNormOp op);

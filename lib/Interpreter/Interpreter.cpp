@@ -437,6 +437,27 @@ LogicalResult Evaluator::evalSoftmax(Operation *op, int64_t axis, bool log) {
   return success();
 }
 
+LogicalResult Evaluator::evalCumSum(CumSumOp op) {
+  HostArray r = get(op.getInput());
+  int64_t rank = r.shape.size(), axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += rank;
+  int64_t outer = numElements(ArrayRef<int64_t>(r.shape).take_front(axis));
+  int64_t len = r.shape[axis];
+  int64_t inner = numElements(ArrayRef<int64_t>(r.shape).drop_front(axis + 1));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double *p = r.data.data() + o * len * inner + i, sum = 0.0;
+      for (int64_t k = 0; k < len; ++k) {
+        double &x = p[(op.getReverse() ? len - 1 - k : k) * inner], v = x;
+        x = op.getExclusive() ? sum : sum + v;
+        sum += v;
+      }
+    }
+  set(op.getResult(), std::move(r));
+  return success();
+}
+
 LogicalResult Evaluator::evalNorm(Operation *op, Value input, Value scale, Value bias,
                                   int64_t axis, double eps, bool rms) {
   HostArray r = get(input);
@@ -801,6 +822,7 @@ LogicalResult Evaluator::run(Operation *op) {
       .Case([&](Conv2dOp c) { return evalConv(c); })
       .Case([&](AttentionOp a) { return evalAttention(a); })
       .Case([&](SoftmaxOp s) { return evalSoftmax(s, s.getAxis(), false); })
+      .Case([&](CumSumOp c) { return evalCumSum(c); })
       .Case([&](LogSoftmaxOp s) { return evalSoftmax(s, s.getAxis(), true); })
       .Case([&](LayerNormOp n) {
         return evalNorm(n, n.getInput(), n.getScale(), n.getBias(), n.getAxis(),

@@ -1120,24 +1120,30 @@ LogicalResult TsImporter::importWhere(torch::jit::Node *, const std::string &, I
   return pushOp(create<SelectOp>(*cond, xy->first, xy->second), outs);
 }
 
-/// aten::cumsum(x, dim, dtype) of a tensor known now (BLOOM's ALiBi
-/// positions from the attention mask).
+/// aten::cumsum(x, dim, dtype): computed now of a tensor known now (BLOOM's
+/// ALiBi positions from the attention mask), else colo.cumsum (RoBERTa's
+/// position ids from the ids).
 LogicalResult TsImporter::importCumsum(torch::jit::Node *n, const std::string &, Inputs ins,
                                        Outputs &outs) {
   FailureOr<int64_t> dim = toInt(*ins[1], "dim");
   if (failed(dim))
     return failure();
-  if (!ins[0]->host)
-    return fail("cumsum of a run-time tensor is not supported");
-  HostTensor x = *ins[0]->host, axis = HostTensor::scalar(*dim, ox::kInt64);
   // PyTorch sums integers and booleans as int64 unless a dtype is given.
-  int32_t dt = ox::isFloatDType(x.dtype) ? x.dtype : ox::kInt64;
+  int32_t dt = ox::dtypeOf(typeOf(*ins[0]).getElementType());
+  if (!ox::isFloatDType(dt))
+    dt = ox::kInt64;
   if (TVal *d = arg(n, ins, "dtype"); present(d))
     dt = dtypeOf(static_cast<c10::ScalarType>(*toInt(*d, "dtype")));
-  FailureOr<TVal> cast = evalHost("Cast", {&x}, attrs({{"to", dt}}));
-  if (failed(cast))
+  FailureOr<TVal> x = cast(*ins[0], dt);
+  if (failed(x))
     return failure();
-  return push(evalHost("CumSum", {&*cast->host, &axis}, attrs()), outs);
+  if (x->host) {
+    HostTensor axis = HostTensor::scalar(*dim, ox::kInt64);
+    return push(evalHost("CumSum", {&*x->host, &axis}, attrs()), outs);
+  }
+  return pushOp(create<CumSumOp>(x->value, builder.getI64IntegerAttr(*dim), UnitAttr(),
+                                 UnitAttr()),
+                outs);
 }
 
 /// aten::index with one index tensor (the other dimensions whole:

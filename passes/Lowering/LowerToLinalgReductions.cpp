@@ -191,6 +191,47 @@ struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
   }
 };
 
+/// cumsum as a reduction over a second index j of the axis: element i adds
+/// the elements j <= i (j < i exclusive; j >= i, j > i reversed) in
+/// increasing j, the order of the running sum (quadratic in the axis
+/// length, which position ids keep short).
+struct CumSumPattern : OpConversionPattern<CumSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Value x = adaptor.getInput();
+    RankedTensorType type = tensorType(x);
+    int64_t rank = type.getRank(), axis = normalizeAxis(op.getAxis(), rank);
+    SmallVector<int64_t> space(type.getShape());
+    space.push_back(type.getDimSize(axis));
+    SmallVector<AffineExpr> reads;
+    for (int64_t d = 0; d < rank; ++d)
+      reads.push_back(rewriter.getAffineDimExpr(d == axis ? rank : d));
+    AffineMap read = AffineMap::get(rank + 1, 0, reads, rewriter.getContext());
+    Type acc = computeType(type.getElementType());
+    bool exclusive = op.getExclusive(), reverse = op.getReverse();
+    Value sum = buildReduction(
+        rewriter, op.getLoc(), space, {rank}, {{x, read}}, {zeroAttr(rewriter, acc)},
+        [&](OpBuilder &nb, Location l, ValueRange in, ValueRange a) {
+          Value i = linalg::IndexOp::create(nb, l, axis), j = linalg::IndexOp::create(nb, l, rank);
+          arith::CmpIPredicate p = reverse ? (exclusive ? arith::CmpIPredicate::ugt
+                                                        : arith::CmpIPredicate::uge)
+                                           : (exclusive ? arith::CmpIPredicate::ult
+                                                        : arith::CmpIPredicate::ule);
+          Value kept = arith::CmpIOp::create(nb, l, p, j, i);
+          Arith m{nb, l};
+          return SmallVector<Value>{m.select(kept, m.add(a[0], in[0]), a[0])};
+        })[0];
+    if (acc != type.getElementType())
+      sum = buildMapped(rewriter, op.getLoc(), type, {{sum, identity(rewriter, rank)}},
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          return Arith{nb, l}.to(a[0], type.getElementType());
+                        });
+    rewriter.replaceOp(op, sum);
+    return success();
+  }
+};
+
 struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(LogSoftmaxOp op, OpAdaptor adaptor,
@@ -688,7 +729,7 @@ void colo::lowering::populateReductionPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ReducePattern<ReduceSumOp>, ReducePattern<ReduceMeanOp>,
                ReducePattern<ReduceMaxOp>>(ctx);
-  patterns.add<SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern, RmsNormPattern,
+  patterns.add<SoftmaxPattern, LogSoftmaxPattern, CumSumPattern, LayerNormPattern, RmsNormPattern,
                BatchNormPattern, CrossEntropyPattern, CrossEntropyRowsPattern, MseLossPattern,
                BatchNormBackwardPattern, CrossEntropyBackwardPattern,
                CrossEntropyRowsBackwardPattern>(ctx);

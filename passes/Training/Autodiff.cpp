@@ -413,6 +413,12 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
             return SmallVector<Value>{
                 gb.sub(g, gb.mul(gb.exp(y), gb.sum(g, {axis}, true)))};
           })
+          // Each input element adds into the sums after it (before it, reversed).
+          .Case([&](CumSumOp c) -> Grads {
+            auto back = CumSumOp::create(b, gb.loc, g, c.getAxisAttr(), c.getExclusiveAttr(),
+                                         c.getReverse() ? UnitAttr() : b.getUnitAttr());
+            return SmallVector<Value>{back.getResult()};
+          })
           .Case([&](LayerNormOp ln) -> Grads { return layerNormGrads(gb, ln, g); })
           .Case([&](RmsNormOp rms) -> Grads { return rmsNormGrads(gb, rms, g); })
           .Case([&](BatchNormOp bn) -> Grads {

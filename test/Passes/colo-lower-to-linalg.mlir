@@ -606,3 +606,23 @@ func.func @lars_update(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, 
   %p1, %b1 = colo.lars_update %p, %g, %b, %lr, %step {momentum = 0.9 : f64, weight_decay = 0.0001 : f64, trust_coefficient = 0.001 : f64, epsilon = 1.0e-08 : f64} : tensor<4xf32>
   return %p1, %b1 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// cumsum: a reduction over a second index j of the axis, adding the elements
+// with j <= i (reverse: j >= i) in increasing j.
+// CHECK-LABEL: func.func @cumsum
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: %[[I:.*]] = linalg.index 1 : index
+// CHECK: %[[J:.*]] = linalg.index 2 : index
+// CHECK: arith.cmpi ule, %[[J]], %[[I]] : index
+// CHECK: arith.addi
+// CHECK: arith.select
+// CHECK: linalg.generic
+// CHECK: arith.cmpi uge
+// CHECK: arith.addf
+func.func @cumsum(%ids: tensor<2x5xi64>, %x: tensor<2x5xf32>) -> (tensor<2x5xi64>, tensor<2x5xf32>) {
+  %p = colo.cumsum %ids axis = 1 : tensor<2x5xi64>
+  %r = colo.cumsum %x axis = -1 {reverse} : tensor<2x5xf32>
+  return %p, %r : tensor<2x5xi64>, tensor<2x5xf32>
+}

@@ -278,3 +278,33 @@ def test_compile_timing_names_every_phase(tmp_path):
     assert "Execution time report" not in run_colo(
         "compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
         "loss=cross-entropy").stderr
+
+
+class RunningSum(torch.nn.Module):
+    """A float cumsum between two layers: its gradient is the reversed cumsum."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(6, 6), torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.b(torch.cumsum(self.a(x), dim=1) * 0.3)
+
+
+@pytest.mark.parametrize("source", ["onnx", "torchscript"])
+def test_cumsum_trains_as_pytorch(source, tmp_path):
+    torch.manual_seed(0)
+    model = RunningSum()
+    n = train_ref.STEPS * 8
+    data = {"x": torch.randn(n, 6), "labels": torch.randint(0, 3, (n,))}
+    example = (data["x"][:8],)
+    path = tmp_path / ("m.onnx" if source == "onnx" else "m.pt")
+    export(model, example, path, source)
+    ours, weights = colo_train(path, source, "cross-entropy", "sgd", 0.1, 0, data, 8, example,
+                               "x", tmp_path)
+    data64 = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
+    want, state = train_ref.train(copy.deepcopy(model).double(), data64, 8, "cross-entropy",
+                                  "sgd", 0.1)
+    assert len(ours) == train_ref.STEPS and loss_error_to(ours, want) <= RTOL
+    for k, v in state.items():
+        assert np.abs(weights[k] - v).max() <= RTOL * max(np.abs(v).max(), 1e-12), k

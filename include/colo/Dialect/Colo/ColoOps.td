@@ -346,6 +346,26 @@ def Colo_SoftmaxOp : Colo_CostedOp<"softmax", [DeclareOpInterfaceMethods<Colo_Di
   let hasVerifier = 1;
 }
 
+def Colo_CumSumOp : Colo_CostedOp<"cumsum", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, SameOperandsAndResultType]> {
+  let summary = "Running sums along one axis";
+  let description = [{
+    Element `i` along `axis` is the sum of the input's elements `0..i`
+    (`exclusive`: `0..i-1`; `reverse`: from `i` to the end), added in that
+    order: ONNX CumSum, torch.cumsum. RoBERTa numbers its positions with it
+    from the ids. Its gradient is the cumsum of the gradient the other way.
+
+    ```mlir
+    %p = colo.cumsum %m axis = 1 : tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins Colo_Tensor:$input, I64Attr:$axis, UnitAttr:$exclusive,
+                       UnitAttr:$reverse);
+  let results = (outs Colo_Tensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($input)";
+  let extraClassDeclaration = "static constexpr int64_t kFlopsPerElement = 1;";
+  let hasVerifier = 1;
+}
+
 def Colo_LogSoftmaxOp : Colo_CostedOp<"log_softmax", [DeclareOpInterfaceMethods<Colo_DimensionMapOpInterface, ["getDimensionMap"]>, Pure, SameOperandsAndResultType]> {
   let summary = "x - log(sum(exp(x))) along one axis";
   let description = [{
