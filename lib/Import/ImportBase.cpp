@@ -102,6 +102,28 @@ FailureOr<Value> ImportBase::pool2d(bool max, Value x, ArrayRef<int64_t> kernel,
   return failed(op) ? FailureOr<Value>(failure()) : FailureOr<Value>(op->getResult());
 }
 
+FailureOr<Value> ImportBase::hardSigmoid(Value x, double alpha, double beta, bool swish) {
+  auto type = cast<RankedTensorType>(x.getType());
+  auto scalar = [&](double v) -> Value {
+    auto t = RankedTensorType::get({}, type.getElementType());
+    return ConstantOp::create(builder, loc,
+                              DenseElementsAttr::get(t, builder.getFloatAttr(t.getElementType(), v)));
+  };
+  FailureOr<MulOp> scaled = create<MulOp>(x, scalar(alpha));
+  if (failed(scaled))
+    return failure();
+  FailureOr<AddOp> shifted = create<AddOp>(scaled->getResult(), scalar(beta));
+  if (failed(shifted))
+    return failure();
+  FailureOr<ClampOp> gate = createTyped<ClampOp>(type, shifted->getResult(),
+                                                 builder.getF64FloatAttr(0.0),
+                                                 builder.getF64FloatAttr(1.0));
+  if (failed(gate) || !swish)
+    return failed(gate) ? FailureOr<Value>(failure()) : FailureOr<Value>(gate->getResult());
+  FailureOr<MulOp> y = create<MulOp>(x, gate->getResult());
+  return failed(y) ? FailureOr<Value>(failure()) : FailureOr<Value>(y->getResult());
+}
+
 std::optional<std::string>
 ImportBase::capture(llvm::function_ref<LogicalResult()> importOne) {
   std::string captured;

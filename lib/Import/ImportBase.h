@@ -67,6 +67,11 @@ public:
                                       llvm::ArrayRef<int64_t> pads, bool ceilMode,
                                       bool countIncludePad);
 
+  /// clamp(alpha * x + beta, 0, 1), times x for hard swish (MobileNetV3's
+  /// activations; PyTorch's alpha is 1/6, beta 1/2).
+  mlir::FailureOr<mlir::Value> hardSigmoid(mlir::Value x, double alpha, double beta,
+                                           bool swish);
+
   /// Runs `importOne` with diagnostics captured; on failure returns the
   /// problem (the recorded node error, else the first diagnostic).
   std::optional<std::string> capture(llvm::function_ref<mlir::LogicalResult()> importOne);

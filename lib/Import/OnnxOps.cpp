@@ -163,6 +163,20 @@ LogicalResult Importer::importCast(const onnx::NodeProto &node, Inputs ins,
   return setResult(createTyped<ConvertOp>(type, x), outs);
 }
 
+/// HardSigmoid(alpha, beta) and HardSwish (alpha 1/6, beta 1/2, times x).
+LogicalResult Importer::importHardSigmoid(const onnx::NodeProto &node, Inputs ins,
+                                          Outputs &outs) {
+  NodeAttrs at = attrs(node);
+  bool swish = node.op_type() == "HardSwish";
+  FailureOr<Value> y =
+      hardSigmoid(use(*ins[0]), swish ? 1.0 / 6 : at.getFloat("alpha").value_or(0.2),
+                  swish ? 0.5 : at.getFloat("beta").value_or(0.5), swish);
+  if (failed(y))
+    return failure();
+  outs.push_back(Val{*y, {}, {}});
+  return success();
+}
+
 LogicalResult Importer::importClip(const onnx::NodeProto &node, Inputs ins,
                                    Outputs &outs) {
   auto bound = [&](size_t i, double def) -> FailureOr<double> {
@@ -909,6 +923,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["Where"] = &Importer::importWhere;
     t["Cast"] = t["CastLike"] = &Importer::importCast;
     t["Clip"] = &Importer::importClip;
+    t["HardSigmoid"] = t["HardSwish"] = &Importer::importHardSigmoid;
     t["Gelu"] = &Importer::importGelu;
     t["Softmax"] = t["LogSoftmax"] = &Importer::importSoftmax;
     t["CumSum"] = &Importer::importCumSum;

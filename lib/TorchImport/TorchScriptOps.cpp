@@ -392,6 +392,20 @@ LogicalResult TsImporter::importHardtanh(torch::jit::Node *, const std::string &
                 outs);
 }
 
+/// aten::hardsigmoid, aten::hardswish (and in place): PyTorch's alpha 1/6
+/// and beta 1/2.
+LogicalResult TsImporter::importHardSigmoid(torch::jit::Node *, const std::string &kind,
+                                            Inputs ins, Outputs &outs) {
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = hardSigmoid(*x, 1.0 / 6, 0.5, kind.find("hardswish") != std::string::npos);
+  if (failed(y))
+    return failure();
+  outs.push_back(runtime(*y));
+  return success();
+}
+
 /// aten::linear, aten::addmm, aten::matmul; a matmul of values known at
 /// import time is computed now.
 LogicalResult TsImporter::importMatmul(torch::jit::Node *n, const std::string &kind,
@@ -1264,6 +1278,9 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
           "aten::exp", "aten::cos", "aten::sin", "aten::erf", "aten::log", "aten::abs"})
       t[kind] = &TsImporter::importUnary;
     t["aten::hardtanh"] = t["aten::hardtanh_"] = &TsImporter::importHardtanh;
+    for (const char *kind :
+         {"aten::hardsigmoid", "aten::hardsigmoid_", "aten::hardswish", "aten::hardswish_"})
+      t[kind] = &TsImporter::importHardSigmoid;
     for (const char *kind : {"aten::linear", "aten::addmm", "aten::matmul", "aten::bmm",
                              "aten::baddbmm"})
       t[kind] = &TsImporter::importMatmul;

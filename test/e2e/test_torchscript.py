@@ -186,8 +186,16 @@ def ceil_pools():
         torch.nn.AvgPool2d(3, 1, padding=1))
 
 
+def hard_activations():
+    """MobileNetV3's activations: HardSwish and HardSigmoid (aten::hardswish,
+    aten::hardsigmoid), over inputs that cross both bends."""
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Hardswish(),
+                               torch.nn.Linear(8, 8), torch.nn.Hardsigmoid())
+
+
 # (module, input, output shape): traced as aten ops, exported as ONNX ops.
 OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
+            "hard_activations": (hard_activations, (16, 4), (16, 8)),
             "ceil_pool": (ceil_pools, (2, 3, 13, 13), (2, 3, 3, 3))}
 
 
