@@ -127,22 +127,27 @@ LogicalResult Importer::load() {
 /// from graph inputs) is a parameter, except batch-norm running statistics,
 /// which are non-trainable state. One that is first combined arithmetically
 /// with other constants (Llama's inv_freq with the positions) is a buffer
-/// that the importer folds into the constants it produces.
+/// that the importer folds into the constants it produces, unless rows of it
+/// were looked up first (T5's relative position bias, gathered by constant
+/// buckets and added to a constant mask): a table is a parameter. Where the
+/// dynamo exporter kept torch.export's graph signature, its parameters are
+/// parameters.
 LogicalResult Importer::classifyInitializers() {
   enum class Kind { Runtime, Init, Const };
   struct Info {
     Kind kind = Kind::Const;
     bool scalar = false;
+    bool lookedUp = false; // rows of an initializer gathered
     llvm::SmallVector<llvm::StringRef, 2> inits;
   };
   llvm::StringMap<Info> info;
   for (const auto &t : model.graph().initializer())
-    if (!info.try_emplace(t.name(), Info{Kind::Init, false, {t.name()}}).second)
+    if (!info.try_emplace(t.name(), Info{Kind::Init, false, false, {t.name()}}).second)
       return emitError(UnknownLoc::get(&ctx))
              << path << ": initializer '" << printable(t.name()) << "' is defined twice";
   for (const auto &in : model.graph().input())
     if (!initializers.count(in.name()))
-      info[in.name()] = {Kind::Runtime, false, {}};
+      info[in.name()] = {Kind::Runtime, false, false, {}};
 
   // torch.export's graph signature, which the dynamo exporter keeps in the
   // values' metadata: which initializers are parameters, and which constants
@@ -176,8 +181,17 @@ LogicalResult Importer::classifyInitializers() {
     transposeOf[name] = source.str();
   }
 
+  // The float initializers of rank >= 1 behind `name` that may train.
+  auto makeParams = [&](const std::string &name) {
+    for (llvm::StringRef init : info.lookup(name).inits)
+      if (!stateBuffers.contains(init) && !transposeOf.count(init) &&
+          isFloatDType(initializers.lookup(init)->data_type()) &&
+          initializers.lookup(init)->dims_size() > 0 &&
+          (!hasSignature || kindOf.lookup(init) == "PARAMETER"))
+        params.insert(init);
+  };
   for (const auto &node : model.graph().node()) {
-    bool anyRuntime = false, anyInit = false, anyConst = false;
+    bool anyRuntime = false, anyInit = false, anyConst = false, anyLookedUp = false;
     for (const std::string &name : node.input()) {
       auto it = info.find(name);
       if (name.empty() || it == info.end())
@@ -185,25 +199,26 @@ LogicalResult Importer::classifyInitializers() {
       anyRuntime |= it->second.kind == Kind::Runtime;
       anyInit |= it->second.kind == Kind::Init;
       anyConst |= it->second.kind == Kind::Const && !it->second.scalar;
+      anyLookedUp |= it->second.kind == Kind::Init && it->second.lookedUp;
     }
     if (node.op_type() == "BatchNormalization")
       for (int i = 3; i < std::min(node.input_size(), 5); ++i)
         for (llvm::StringRef init : info[node.input(i)].inits)
           stateBuffers.insert(init);
     Info out;
-    if (anyRuntime) {
+    bool combined = anyConst && !passesThrough(node.op_type());
+    if (anyRuntime || (combined && anyLookedUp)) {
       out.kind = Kind::Runtime;
       for (const std::string &name : node.input())
-        for (llvm::StringRef init : info.lookup(name).inits)
-          if (!stateBuffers.contains(init) && !transposeOf.count(init) &&
-              isFloatDType(initializers.lookup(init)->data_type()) &&
-              initializers.lookup(init)->dims_size() > 0 &&
-              (!hasSignature || kindOf.lookup(init) == "PARAMETER"))
-            params.insert(init);
-    } else if (anyInit && !(anyConst && !passesThrough(node.op_type()))) {
+        makeParams(name);
+    } else if (anyInit && !combined) {
       out.kind = Kind::Init;
-      for (const std::string &name : node.input())
+      for (const std::string &name : node.input()) {
         llvm::append_range(out.inits, info.lookup(name).inits);
+        out.lookedUp |= info.lookup(name).lookedUp;
+      }
+      out.lookedUp |= node.op_type() == "Gather" && node.input_size() > 0 &&
+                      info.lookup(node.input(0)).kind == Kind::Init;
     }
     if (node.op_type() == "Constant")
       for (const auto &a : node.attribute())
@@ -214,6 +229,10 @@ LogicalResult Importer::classifyInitializers() {
     for (const std::string &name : node.output())
       info[name] = out;
   }
+  if (hasSignature)
+    for (const auto &t : model.graph().initializer())
+      if (kindOf.lookup(t.name()) == "PARAMETER")
+        makeParams(t.name());
   return success();
 }
 

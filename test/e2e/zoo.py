@@ -55,16 +55,6 @@ GAPS = {
     # "AssertionError: SDPA (MHA) requires q_num_heads = kv_num_heads",
     # in training and in eval mode.
     ("falcon", "dynamo"): "pytorch",
-    # colo: T5's relative_attention_bias tables are gathered with position
-    # buckets computed from constants and added to constant masks before they
-    # meet an activation, so the ONNX importer's initializer classification
-    # folds them as buffers. TorchScript-based export: both tables (256
-    # parameters) disappear, `parameters` 180,992 for 181,248; dynamo export:
-    # the decoder's (128), 181,120, although the graph signature calls it a
-    # PARAMETER. The forward is right; training does not update them, and the
-    # rest drifts (3 steps: 32-33 tensors off, up to 1.2e-2).
-    ("t5", "torchscript"): "colo",
-    ("t5", "dynamo"): "colo",
     # colo: BART's final_logits_bias is a registered buffer (zeros, [1, 256])
     # added to the logits; with no graph signature in the TorchScript-based
     # export it meets activations and becomes a trainable parameter:
