@@ -45,8 +45,12 @@ LogicalResult expand(BatchNormOp op) {
   if (!gridOp)
     return op.emitOpError() << "sync_grid '" << grid << "' names no shard.grid";
   int64_t ranks = 1;
-  for (int16_t a : axes)
+  for (int16_t a : axes) {
+    if (a < 0 || a >= static_cast<int64_t>(gridOp.getShape().size()))
+      return op.emitOpError() << "sync_axes names axis " << a << " of a grid of rank "
+                              << gridOp.getShape().size();
     ranks *= gridOp.getShape()[a];
+  }
 
   // Every dimension but the channels'; the whole batch's count per channel.
   Value x = op.getInput();
