@@ -199,6 +199,13 @@ SliceBounds resolveSlice(int64_t dim, int64_t start, int64_t end, int64_t step) 
   return {s, e, step, size};
 }
 
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
 namespace {
 /// The element count of `shape`, saturated at kMaxHostElements + 1.
 int64_t cappedNumel(ArrayRef<int64_t> shape) {
@@ -206,13 +213,6 @@ int64_t cappedNumel(ArrayRef<int64_t> shape) {
   for (int64_t d : shape)
     n = d == 0 ? 0 : std::min(n * std::min(d, kMaxHostElements + 1), kMaxHostElements + 1);
   return n;
-}
-
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
 }
 
 /// Linear index into `shape` (broadcast to `outShape`) of output position `lin`.

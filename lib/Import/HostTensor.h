@@ -92,6 +92,9 @@ std::optional<std::string> resolveReshape(llvm::ArrayRef<int64_t> in,
 struct SliceBounds { int64_t start, stop, step, size; };
 SliceBounds resolveSlice(int64_t dim, int64_t start, int64_t end, int64_t step);
 
+/// Row-major element strides of `shape`.
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+
 } // namespace colo::onnx_import
 
 #endif

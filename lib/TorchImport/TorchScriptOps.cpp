@@ -968,9 +968,7 @@ LogicalResult TsImporter::importCopy(torch::jit::Node *, const std::string &, In
     return failure();
   if (dst.view && dst.view->root->host) {
     HostTensor &root = *dst.view->root->host;
-    llvm::SmallVector<int64_t> strides(root.shape.size(), 1);
-    for (int64_t d = static_cast<int64_t>(root.shape.size()) - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * root.shape[d + 1];
+    llvm::SmallVector<int64_t> strides = ox::stridesOf(root.shape);
     std::vector<int64_t> at(shape.size(), 0);
     for (int64_t i = 0, n = written->host->numel(); i < n; ++i) {
       int64_t offset = 0;
