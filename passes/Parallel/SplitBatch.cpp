@@ -64,7 +64,9 @@ public:
           return visit(op, carried);
         })))
       return failure();
-    for (Operation *op : replaced)
+    // Outermost first: a local copy's original reads the originals of its
+    // operands' copies.
+    for (Operation *op : llvm::reverse(replaced))
       if (op->use_empty())
         op->erase();
     func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
@@ -205,11 +207,53 @@ private:
       if (from >= 0 && tensorType(bc.getInput()).getDimSize(from) != 1)
         return failure();
       copy = BroadcastToOp::create(b, bc.getLoc(), local, bc.getInput());
+    } else if (FailureOr<Operation *> op = localOp(v, dim, local); succeeded(op)) {
+      copy = (*op)->getResult(0);
     } else {
       return failure();
     }
     replaced.insert(v.getDefiningOp());
     return copies[key] = copy;
+  }
+
+  /// The per-slice form of a batch-independent op whose result dimension
+  /// `dim` comes from operands whose chunks along it are equal (OPT's
+  /// positions: an embedding row per position, gathered for every sample),
+  /// computed from their local copies; the operands that do not reach `dim`
+  /// are read whole. An op that makes `dim` itself (an iota) has no such
+  /// form: at least one operand must carry it.
+  FailureOr<Operation *> localOp(Value v, int64_t dim, RankedTensorType local) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getNumResults() != 1 || isa<ReshapeOp, SliceOp>(def))
+      return failure();
+    std::optional<DimMap> map = dimMap(def);
+    if (!map)
+      return failure();
+    SmallVector<std::pair<unsigned, Value>> operands;
+    for (OpOperand &use : def->getOpOperands()) {
+      if (!isa<RankedTensorType>(use.get().getType()))
+        continue;
+      std::optional<int64_t> d = alignedDim(*map, use.getOperandNumber(), use.get(), dim);
+      if (!d)
+        continue;
+      FailureOr<Value> operand = localCopy(use.get(), *d);
+      if (failed(operand))
+        return failure();
+      operands.push_back({use.getOperandNumber(), *operand});
+    }
+    if (operands.empty())
+      return failure();
+    OpBuilder b(def);
+    b.setInsertionPointAfter(def);
+    Operation *op = b.clone(*def);
+    for (auto [i, operand] : operands)
+      op->setOperand(i, operand);
+    if (failed(verifyLocalType(op, local, "colo-split-batch"))) {
+      op->erase();
+      return failure();
+    }
+    op->getResult(0).setType(local);
+    return op;
   }
 
   int64_t parts;

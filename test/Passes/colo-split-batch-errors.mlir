@@ -153,3 +153,16 @@ module {
     return %x : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// Rows gathered by indices that differ between the halves differ too.
+colo.global trainable @pos : tensor<8x4xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 0.1 : f64>
+func.func @forward(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %tab = colo.global_load @pos : tensor<8x4xf32>
+  %positions = colo.constant dense<[[0, 1, 2], [3, 4, 5]]> : tensor<2x3xi64>
+  %pe = colo.embedding %tab, %positions : tensor<8x4xf32>, tensor<2x3xi64>
+  // expected-error @+1 {{batch-independent operand #1 ('tensor<2x3x4xf32>') has the batch size in dimension 0 but differs between the 2 slices}}
+  %h = colo.add %x, %pe : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %h : tensor<2x3x4xf32>
+}

@@ -218,3 +218,31 @@ func.func @forward(%x: tensor<8x6xf32>) -> (tensor<4x12xf32>, tensor<8x1xf32>, t
   %s = colo.select %c, %g, %zero : tensor<8x2xi1>, tensor<8x2xf32>, tensor<f32>
   return %pairs, %mx, %s : tensor<4x12xf32>, tensor<8x1xf32>, tensor<8x2xf32>
 }
+
+// -----
+
+// A batch-independent value computed at the batch size from parameters and
+// equal constants (OPT's positions: every sample gathers the same rows) is
+// computed at the local size from the constant's first chunk; the
+// full-size op is gone.
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[IDS:.*]]: tensor<2x3xi64>) -> tensor<2x3x4xf32>
+// CHECK-DAG: %[[POS:.*]] = colo.constant dense<{{\[\[}}0, 1, 2], [0, 1, 2]]> : tensor<2x3xi64>
+// CHECK-DAG: %[[TAB:.*]] = colo.global_load @pos : tensor<8x4xf32>
+// CHECK: %[[PE:.*]] = colo.embedding %[[TAB]], %[[POS]] : tensor<8x4xf32>, tensor<2x3xi64>
+// CHECK: %[[S:.*]] = colo.mul %[[PE]], %{{.*}} : tensor<2x3x4xf32>, tensor<f32>
+// CHECK-NOT: tensor<4x3
+// CHECK: colo.add %{{.*}}, %[[S]] : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+colo.global trainable @tok : tensor<16x4xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 0.1 : f64>
+colo.global trainable @pos : tensor<8x4xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 0.1 : f64>
+func.func @forward(%ids: tensor<4x3xi64>) -> tensor<4x3x4xf32> {
+  %tok = colo.global_load @tok : tensor<16x4xf32>
+  %te = colo.embedding %tok, %ids : tensor<16x4xf32>, tensor<4x3xi64>
+  %tab = colo.global_load @pos : tensor<8x4xf32>
+  %positions = colo.constant dense<[[0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2]]> : tensor<4x3xi64>
+  %pe = colo.embedding %tab, %positions : tensor<8x4xf32>, tensor<4x3xi64>
+  %two = colo.constant dense<2.0> : tensor<f32>
+  %s = colo.mul %pe, %two : tensor<4x3x4xf32>, tensor<f32>
+  %h = colo.add %te, %s : tensor<4x3x4xf32>, tensor<4x3x4xf32>
+  return %h : tensor<4x3x4xf32>
+}

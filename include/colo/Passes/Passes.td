@@ -426,6 +426,30 @@ def ColoOffloadActivations : Pass<"colo-offload-activations", "::mlir::ModuleOp"
   ];
 }
 
+def ColoFreeze : Pass<"colo-freeze", "::mlir::ModuleOp"> {
+  let summary = "Keeps the named parameters fixed: their globals stop being trainable";
+  let description = [{
+    Clears `trainable` on every `colo.global` whose name matches one of the
+    glob patterns (`*`, `?`, `[...]`, as llvm::GlobPattern reads them): the
+    training step then computes no gradient for it, keeps no optimizer state
+    and never stores it. For fine-tuning, and for exports that do not say
+    which initializers are buffers (the TorchScript-based ONNX exporter). A
+    pattern that matches no global is a warning: a buffer the importer folded
+    into constants is already fixed.
+
+    With `globals=final_logits_bias,encoder.*`:
+    ```mlir
+    colo.global trainable @final_logits_bias : tensor<1x256xf32>
+    // becomes
+    colo.global @final_logits_bias : tensor<1x256xf32>
+    ```
+  }];
+  let options = [
+    ListOption<"globals", "globals", "std::string",
+               "Glob patterns of the globals to freeze">,
+  ];
+}
+
 def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
   let summary = "Turns @forward into @train_step: loss, backward, optimizer update";
   let description = [{
@@ -771,7 +795,10 @@ def ColoSplitBatch : Pass<"colo-split-batch", "::mlir::ModuleOp"> {
     Batch-independent operands (parameters, constants) that meet the batch at
     size 1 broadcast and are kept; a constant or `broadcast_to` of the full
     batch size whose `parts` chunks along it are equal (a splat, an expanded
-    mask) is replaced by its first chunk. Errors, on the op: an argument
+    mask) is replaced by its first chunk, and so is a value computed at the
+    batch size from such operands by ops that keep that dimension (OPT's
+    position embeddings: every sample gathers the same rows), recomputed on
+    the chunks. Errors, on the op: an argument
     whose leading dimension is missing, 1 or not divisible by `parts`; an op
     that reduces over the batch (reductions, softmax or norms along it, a
     contraction or loss over it); a reshape that moves the batch into a
