@@ -25,15 +25,26 @@ using namespace mlir;
 using namespace colo;
 
 void colo::inferMissingStages(Block &block) {
+  // Only activations order the stages: a constant or parameter load carries
+  // the label of one stage that reads it but is copied into every stage
+  // that does (an attention mask's label must not pull the layer-0 softmax
+  // that decomposing attention made into the last stage).
   SmallVector<Operation *> ops;
-  for (Operation &op : block.without_terminator())
+  DenseSet<Operation *> varying;
+  for (Operation &op : block.without_terminator()) {
     ops.push_back(&op);
+    if (llvm::any_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || varying.contains(def);
+        }))
+      varying.insert(&op);
+  }
   for (Operation *op : ops) {
     if (getStage(op))
       continue;
     std::optional<int64_t> latest;
     for (Value v : op->getOperands())
-      if (Operation *def = v.getDefiningOp())
+      if (Operation *def = v.getDefiningOp(); def && varying.contains(def))
         if (std::optional<int64_t> s = getStage(def))
           latest = std::max(latest.value_or(0), *s);
     if (latest)

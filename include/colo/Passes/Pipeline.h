@@ -47,8 +47,9 @@ struct StageLabeler : mlir::OpBuilder::Listener {
 };
 
 /// Gives the ops of `block` that lack a stage (made by rewrites after the
-/// stages were chosen) one: the latest stage among their operands'
-/// producers, else the earliest among their users, else 0.
+/// stages were chosen) one: the latest stage among the producers of their
+/// operands that depend on the block's arguments, else the earliest among
+/// their users, else 0.
 void inferMissingStages(mlir::Block &block);
 
 /// Where a forward function can be cut into pipeline stages.
