@@ -212,12 +212,13 @@ std::vector<double> runSteps(const std::string &dir, const std::string &data, in
   return losses;
 }
 
-std::unique_ptr<Module> importModel(const std::string &path,
-                                    std::vector<std::string> shapes) {
+std::unique_ptr<Module> importModel(const std::string &path, std::vector<std::string> shapes,
+                                    std::vector<std::string> freeze) {
   auto m = std::make_unique<Module>();
   withDiagnostics(*m->ctx, [&](std::string &error) {
     colo::ImportOptions options;
     options.inputShapes = std::move(shapes);
+    options.freeze = std::move(freeze);
     auto module = colo::importModel(path, *m->ctx, options);
     if (mlir::failed(module)) {
       if (error.empty())
@@ -245,5 +246,6 @@ PYBIND11_MODULE(_colo, m) {
         py::arg("threads"), py::arg("seed"), py::arg("token_dtype"), py::arg("shift_labels"),
         py::arg("weights"), py::arg("output"));
   m.def("_import_model", &importModel, py::arg("path"),
-        py::arg("input_shapes") = std::vector<std::string>());
+        py::arg("input_shapes") = std::vector<std::string>(),
+        py::arg("freeze") = std::vector<std::string>());
 }

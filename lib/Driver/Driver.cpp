@@ -47,10 +47,16 @@ FailureOr<OwningOpRef<ModuleOp>> colo::importModel(llvm::StringRef path,
            << "'" << path << "': unknown model format '" << ext
            << "' (expected .onnx, .pt or .mlir)";
   }
-  if (failed(module) || !options.runPipeline)
+  if (failed(module))
     return module;
   PassManager pm(&context);
-  buildImportPipeline(pm);
+  if (!options.freeze.empty()) {
+    ColoFreezeOptions freeze;
+    freeze.globals.assign(options.freeze.begin(), options.freeze.end());
+    pm.addPass(createColoFreeze(freeze));
+  }
+  if (options.runPipeline)
+    buildImportPipeline(pm);
   if (failed(pm.run(**module)))
     return failure();
   return module;

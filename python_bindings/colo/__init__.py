@@ -83,11 +83,12 @@ def _shape_spec(t):
     return "x".join(str(d) for d in t.shape) + "x" + dtype
 
 
-def import_model(path, input_shapes=()):
+def import_model(path, input_shapes=(), freeze=()):
     """Imports an ONNX model, a TorchScript archive (whose inputs need
     `input_shapes` such as ["2x16xi64"]) or a .mlir module; raises ColoError
-    on failure."""
-    return Module(_import_model(os.fspath(path), list(input_shapes)))
+    on failure. `freeze`: glob patterns of parameters that do not train (for
+    fine-tuning, or buffers an ONNX export does not mark as such)."""
+    return Module(_import_model(os.fspath(path), list(input_shapes), list(freeze)))
 
 
 def from_torch(module, example_inputs):

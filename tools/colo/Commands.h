@@ -13,7 +13,8 @@ namespace colo::tool {
 /// Prints "colo: error: <msg>"; returns the exit code 1.
 int reportError(const llvm::Twine &msg);
 
-/// Reports the first error diagnostic of `ctx` as one line, drops the rest.
+/// Reports the first error diagnostic of `ctx` as one line and every
+/// warning, drops the rest.
 class OneLineDiagnostics {
 public:
   explicit OneLineDiagnostics(mlir::MLIRContext &ctx);
@@ -32,6 +33,12 @@ llvm::cl::SubCommand &runCommand();
 llvm::cl::SubCommand &compileCommand();
 llvm::cl::SubCommand &trainCommand();
 llvm::cl::SubCommand &checkpointCommand();
+
+/// The help of --freeze (import, plan, compile and train).
+inline constexpr const char *kFreezeHelp =
+    "Keep the parameters these glob patterns name fixed (comma-separated or repeated, "
+    "e.g. 'encoder.*'): for fine-tuning, and for buffers an ONNX export from the "
+    "TorchScript-based exporter does not mark as such";
 
 int runImport(mlir::MLIRContext &ctx);
 int runModel(mlir::MLIRContext &ctx);
@@ -57,8 +64,7 @@ int launchRanks(llvm::StringRef dir, int64_t ranks, llvm::ArrayRef<std::string> 
 /// Imports `model` and compiles its training step into `exeDir` (what
 /// `colo compile` does); returns the exit code, errors printed.
 int compileModel(mlir::MLIRContext &ctx, llvm::StringRef model, llvm::StringRef exeDir,
-                 llvm::StringRef train, llvm::ArrayRef<std::string> inputShapes,
-                 llvm::StringRef dumpIr);
+                 llvm::StringRef train, llvm::StringRef dumpIr);
 
 } // namespace colo::tool
 

@@ -38,6 +38,9 @@ cl::list<std::string> compileShapes(
     cl::desc("Shape of a model input, e.g. 2x16xi64 (needed for TorchScript)"),
     cl::value_desc("shape"), cl::sub(compileCmd),
     cl::sub(trainCommand()));
+cl::list<std::string> compileFreeze("freeze", cl::desc(kFreezeHelp), cl::value_desc("pattern"),
+                                   cl::CommaSeparated, cl::sub(compileCmd),
+                                   cl::sub(trainCommand()));
 cl::opt<std::string> compileDumpIr(
     "dump-ir",
     cl::desc("Write the IR of each stage (forward, train step, kernels) and the "
@@ -91,15 +94,15 @@ cl::SubCommand &colo::tool::trainCommand() {
 }
 
 int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef exeDir,
-                             StringRef train, ArrayRef<std::string> inputShapes,
-                             StringRef dumpIr) {
+                             StringRef train, StringRef dumpIr) {
   OneLineDiagnostics diagnostics(ctx);
   mlir::DefaultTimingManager timingManager;
   timingManager.setEnabled(compileTiming);
   timingManager.setDisplayMode(mlir::DefaultTimingManager::DisplayMode::Tree);
   mlir::TimingScope timing = timingManager.getRootScope();
   colo::ImportOptions importOptions;
-  importOptions.inputShapes.assign(inputShapes.begin(), inputShapes.end());
+  importOptions.inputShapes.assign(compileShapes.begin(), compileShapes.end());
+  importOptions.freeze.assign(compileFreeze.begin(), compileFreeze.end());
   mlir::TimingScope importTiming = timing.nest("import");
   auto module = colo::importModel(model, ctx, importOptions);
   importTiming.stop();
@@ -144,8 +147,7 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
 }
 
 int colo::tool::runCompile(mlir::MLIRContext &ctx) {
-  if (int rc = compileModel(ctx, compileInput, compileOutput, compileTrain,
-                            compileShapes, compileDumpIr))
+  if (int rc = compileModel(ctx, compileInput, compileOutput, compileTrain, compileDumpIr))
     return rc;
   outs() << "compiled " << compileInput << " -> " << compileOutput << "\n";
   return 0;
@@ -155,8 +157,7 @@ int colo::tool::runTrain(mlir::MLIRContext &ctx) {
   std::string dir = trainExeDir;
   if (dir.empty())
     dir = (sys::path::stem(compileInput) + ".colo").str();
-  if (int rc = compileModel(ctx, compileInput, dir, compileTrain, compileShapes,
-                            compileDumpIr))
+  if (int rc = compileModel(ctx, compileInput, dir, compileTrain, compileDumpIr))
     return rc;
   outs() << "compiled " << compileInput << " -> " << dir << "\n";
   return runExecutable(dir);

@@ -47,6 +47,8 @@ cl::list<std::string> importShapes(
              "and an optional element type, e.g. 2x16xi64. Needed for TorchScript "
              "(f32 by default); for ONNX it fixes dynamic dimensions"),
     cl::value_desc("shape"), cl::sub(importCmd));
+cl::list<std::string> importFreeze("freeze", cl::desc(kFreezeHelp), cl::value_desc("pattern"),
+                                  cl::CommaSeparated, cl::sub(importCmd));
 cl::opt<bool> importLocations(
     "print-locations",
     cl::desc("Print each op's location (node name and module path); files "
@@ -71,6 +73,7 @@ int colo::tool::runImport(mlir::MLIRContext &ctx) {
   colo::ImportOptions options;
   options.runPipeline = !importRaw;
   options.inputShapes.assign(importShapes.begin(), importShapes.end());
+  options.freeze.assign(importFreeze.begin(), importFreeze.end());
   auto module = colo::importModel(importInput, ctx, options);
   if (failed(module)) {
     if (!diagnostics.reported())

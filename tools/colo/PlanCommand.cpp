@@ -76,6 +76,8 @@ cl::opt<unsigned> planThreads("threads", cl::desc("Search threads (default: all 
 cl::list<std::string> planShapes("input-shape",
                                  cl::desc("Input shapes of a TorchScript model"),
                                  cl::sub(planCmd));
+cl::list<std::string> planFreeze("freeze", cl::desc(kFreezeHelp), cl::value_desc("pattern"),
+                                 cl::CommaSeparated, cl::sub(planCmd));
 
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> loadModel(mlir::MLIRContext &ctx) {
   if (!sys::fs::exists(planModel)) {
@@ -96,6 +98,7 @@ mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> loadModel(mlir::MLIRContext &
   colo::ImportOptions options;
   options.runPipeline = sys::path::extension(planModel) != ".mlir";
   options.inputShapes.assign(planShapes.begin(), planShapes.end());
+  options.freeze.assign(planFreeze.begin(), planFreeze.end());
   return colo::importModel(planModel, ctx, options);
 }
 

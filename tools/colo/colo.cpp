@@ -17,6 +17,8 @@ colo::tool::OneLineDiagnostics::OneLineDiagnostics(mlir::MLIRContext &ctx)
         if (d.getSeverity() == mlir::DiagnosticSeverity::Error && !any) {
           reportError(d.str());
           any = true;
+        } else if (d.getSeverity() == mlir::DiagnosticSeverity::Warning) {
+          llvm::errs() << "colo: warning: " << d.str() << "\n";
         }
         return mlir::success();
       }) {}

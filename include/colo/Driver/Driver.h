@@ -21,6 +21,8 @@ struct ImportOptions {
   bool runPipeline = true;
   /// Input shapes for formats that record none (TorchScript), e.g. "2x16xi64".
   std::vector<std::string> inputShapes;
+  /// Glob patterns of parameters to keep fixed (colo-freeze).
+  std::vector<std::string> freeze;
 };
 
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
