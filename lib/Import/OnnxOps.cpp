@@ -725,6 +725,29 @@ LogicalResult Importer::importSequenceAt(const onnx::NodeProto &, Inputs ins,
   return success();
 }
 
+/// The padding_idx of the aten::embedding a dynamo export's Gather came from,
+/// from the FX node it records: "...aten.embedding.default](args = (%w,
+/// %ids, 1), kwargs = {})". nn.Embedding passes it non-negative, -1 for none;
+/// the TorchScript-based exporter records nothing.
+static std::optional<int64_t> embeddingPaddingIdx(const onnx::NodeProto &node) {
+  for (const auto &p : node.metadata_props()) {
+    if (p.key() != "pkg.torch.onnx.fx_node")
+      continue;
+    StringRef fx = p.value();
+    size_t at = fx.find("aten.embedding.default](args = (");
+    if (at == StringRef::npos)
+      return std::nullopt;
+    StringRef args = fx.drop_front(at).split("(args = (").second.split(")").first;
+    SmallVector<StringRef> parts;
+    args.split(parts, ",");
+    int64_t pad;
+    if (parts.size() < 3 || parts[2].trim().getAsInteger(10, pad) || pad < 0)
+      return std::nullopt;
+    return pad;
+  }
+  return std::nullopt;
+}
+
 LogicalResult Importer::importGather(const onnx::NodeProto &node, Inputs ins,
                                      Outputs &outs) {
   int64_t axis = attrs(node).getInt("axis").value_or(0);
@@ -732,8 +755,12 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node, Inputs ins,
   RankedTensorType dt = typeOf(data);
   bool isTable = dt.getRank() == 2 && isa<FloatType>(dt.getElementType()) &&
                  (axis == 0 || axis == -2) && data.getDefiningOp<GlobalLoadOp>();
-  if (isTable)
-    return setResult(create<EmbeddingOp>(data, idx), outs);
+  if (isTable) {
+    std::optional<int64_t> pad = embeddingPaddingIdx(node);
+    return setResult(create<EmbeddingOp>(data, idx,
+                                         pad ? builder.getI64IntegerAttr(*pad) : IntegerAttr()),
+                     outs);
+  }
   return setResult(create<GatherOp>(data, idx, builder.getI64IntegerAttr(axis)), outs);
 }
 

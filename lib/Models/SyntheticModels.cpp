@@ -176,7 +176,7 @@ private:
   Value embedding(Value ids, StringRef name, int64_t rows) {
     Scope scope(*this, name);
     Value table = param("weight", {rows, h}, normal());
-    return EmbeddingOp::create(b, at("embedding"), table, ids);
+    return EmbeddingOp::create(b, at("embedding"), table, ids, IntegerAttr());
   }
   /// i64 constant [1, n] holding `0, 1, ..., n-1`, or all zeros.
   Value indices(int64_t n, bool arange) {
@@ -285,7 +285,7 @@ Value ModelBuilder::gpt(Value ids) {
     {
       Scope wpe(*this, "wpe");
       Value table = param("weight", {c.seq, h}, normal());
-      pos = EmbeddingOp::create(b, at("embedding"), table, indices(c.seq, true));
+      pos = EmbeddingOp::create(b, at("embedding"), table, indices(c.seq, true), IntegerAttr());
     }
     x = dropout(add(tok, pos), "drop");
     for (int64_t i = 0; i < c.layers; ++i) {
@@ -437,13 +437,13 @@ Value ModelBuilder::bert(Value ids) {
       {
         Scope tt(*this, "token_type_embeddings");
         Value table = param("weight", {2, h}, normal());
-        type = EmbeddingOp::create(b, at("embedding"), table, indices(c.seq, false));
+        type = EmbeddingOp::create(b, at("embedding"), table, indices(c.seq, false), IntegerAttr());
       }
       Value pos;
       {
         Scope pe(*this, "position_embeddings");
         Value table = param("weight", {c.seq, h}, normal());
-        pos = EmbeddingOp::create(b, at("embedding"), table, indices(c.seq, true));
+        pos = EmbeddingOp::create(b, at("embedding"), table, indices(c.seq, true), IntegerAttr());
       }
       x = add(add(word, type), pos);
       x = layerNorm(x, "LayerNorm", 1e-12);

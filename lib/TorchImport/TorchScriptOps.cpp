@@ -579,10 +579,29 @@ LogicalResult TsImporter::importDropout(torch::jit::Node *, const std::string &,
 
 LogicalResult TsImporter::importEmbedding(torch::jit::Node *, const std::string &,
                                           Inputs ins, Outputs &outs) {
+  // aten::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse):
+  // nn.Embedding passes a non-negative padding_idx, or -1 for none.
   FailureOr<Value> w = input(ins, 0), ids = input(ins, 1);
   if (failed(w) || failed(ids))
     return failure();
-  return pushOp(create<EmbeddingOp>(*w, *ids), outs);
+  int64_t pad = -1, byFreq = 0;
+  if (ins.size() > 2) {
+    FailureOr<int64_t> p = toInt(*ins[2], "padding_idx");
+    if (failed(p))
+      return failure();
+    pad = *p;
+  }
+  if (ins.size() > 3) {
+    FailureOr<int64_t> f = toInt(*ins[3], "scale_grad_by_freq");
+    if (failed(f))
+      return failure();
+    byFreq = *f;
+  }
+  if (byFreq)
+    return fail("scale_grad_by_freq=True is not supported");
+  return pushOp(create<EmbeddingOp>(*w, *ids,
+                                    pad >= 0 ? builder.getI64IntegerAttr(pad) : IntegerAttr()),
+                outs);
 }
 
 /// aten::softmax, aten::log_softmax.

@@ -140,6 +140,13 @@ public:
              << vocab << ") of @" << head->global.getSymName();
     if (failed(collectTables(*head)))
       return failure();
+    // Each rank's block starts at a row only the running program knows, so
+    // no rank can name the padding row in its own rows.
+    for (EmbeddingOp emb : embeddings)
+      if (emb.getPaddingIdx())
+        return emb.emitError() << "colo-vocab-parallel: an embedding with padding_idx (its row "
+                               << *emb.getPaddingIdx()
+                               << " gets no gradient) cannot be split over the vocabulary";
     shard(head->global, head->vocabDim);
     for (GlobalOp table : tables)
       if (table != head->global)

@@ -494,8 +494,23 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
                 Value()};
           })
           .Case([&](EmbeddingOp emb) -> Grads {
+            Value rows = g;
+            if (std::optional<uint64_t> pad = emb.getPaddingIdx()) {
+              // The padding row's lookups add nothing to its gradient.
+              Value ids = emb.getIds();
+              RankedTensorType idsType = tensorType(ids);
+              Value padId = ConstantOp::create(
+                  b, gb.loc,
+                  DenseElementsAttr::get(idsType.clone(ArrayRef<int64_t>{}),
+                                         b.getIntegerAttr(idsType.getElementType(),
+                                                          static_cast<int64_t>(*pad))));
+              SmallVector<int64_t> shape(idsType.getShape());
+              shape.push_back(1);
+              Value other = gb.compare(ComparePredicate::ne, ids, padId);
+              rows = gb.where(gb.reshape(other, tensorType(other).clone(shape)), g);
+            }
             return SmallVector<Value>{
-                ScatterAddOp::create(b, gb.loc, emb.getTable().getType(), g,
+                ScatterAddOp::create(b, gb.loc, emb.getTable().getType(), rows,
                                      emb.getIds(), 0),
                 Value()};
           })

@@ -33,3 +33,22 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x7xf32> {
   %d = colo.dropout %e ratio = 0.1 : tensor<2x5x7xf32>
   return %d : tensor<2x5x7xf32>
 }
+
+// -----
+
+// padding_idx (PyTorch's): the padding row's lookups are zeroed out of the
+// gradient before the scatter-add; the forward reads the row as any other.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%[[IDS:.*]]: tensor<2x5xi64>)
+// CHECK: %[[E:.*]] = colo.embedding %{{.*}}, %[[IDS]] {padding_idx = 3 : i64}
+// CHECK: %[[PAD:.*]] = colo.constant dense<3> : tensor<i64>
+// CHECK: %[[OTHER:.*]] = colo.compare ne, %[[IDS]], %[[PAD]] : tensor<2x5xi64>, tensor<i64>
+// CHECK: %[[MASK:.*]] = colo.reshape %[[OTHER]] : tensor<2x5xi1> -> tensor<2x5x1xi1>
+// CHECK: %[[G:.*]] = colo.select %[[MASK]], %{{.*}}, %{{.*}} : tensor<2x5x1xi1>, tensor<2x5x7xf32>, tensor<f32>
+// CHECK: colo.scatter_add %[[G]], %[[IDS]] axis = 0 : tensor<2x5x7xf32>, tensor<2x5xi64> -> tensor<7x7xf32>
+colo.global trainable @emb3 : tensor<7x7xf32> = #colo.init<distribution = "normal", a = 0.0 : f64, b = 1.0 : f64>
+func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x7xf32> {
+  %t = colo.global_load @emb3 : tensor<7x7xf32>
+  %e = colo.embedding %t, %ids {padding_idx = 3 : i64} : tensor<7x7xf32>, tensor<2x5xi64>
+  return %e : tensor<2x5x7xf32>
+}

@@ -56,3 +56,16 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
   %logits = colo.matmul %x, %wt : tensor<2x4x8xf32>, tensor<8x16xf32>
   return %logits : tensor<2x4x16xf32>
 }
+
+// -----
+
+// No rank knows at compile time which of its rows is the padding row.
+colo.global trainable @wte : tensor<16x8xf32>
+func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
+  %wte = colo.global_load @wte : tensor<16x8xf32>
+  // expected-error @below {{colo-vocab-parallel: an embedding with padding_idx (its row 1 gets no gradient) cannot be split over the vocabulary}}
+  %x = colo.embedding %wte, %ids {padding_idx = 1 : i64} : tensor<16x8xf32>, tensor<2x4xi64>
+  %wt = colo.transpose %wte permutation = [1, 0] : tensor<16x8xf32>
+  %logits = colo.matmul %x, %wt : tensor<2x4x8xf32>, tensor<8x16xf32>
+  return %logits : tensor<2x4x16xf32>
+}

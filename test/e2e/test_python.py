@@ -18,6 +18,24 @@ def test_import_model_summary_and_ir(tmp_path):
     assert (tmp_path / "m.mlir").read_text() == m.mlir(locations=True)
 
 
+def test_frozen_parameters_do_not_count_or_train(tmp_path):
+    """freeze= globs drop the blocks' parameters (sizes read from the ONNX
+    file) from what trains; the embeddings still do."""
+    import fnmatch
+
+    import numpy as np
+    import onnx
+
+    frozen = sum(int(np.prod(t.dims)) for t in onnx.load(EXAMPLE).graph.initializer
+                 if fnmatch.fnmatchcase(t.name, "model.transformer.h.*"))
+    m = colo.import_model(EXAMPLE, freeze=["model.transformer.h.*"])
+    assert frozen > 0 and m.summary()["parameters"] == 120576 - frozen
+    assert "colo.global trainable @model.transformer.wte.weight" in m.mlir()
+    assert "colo.global trainable @model.transformer.h." not in m.mlir()
+    with pytest.raises(colo.ColoError, match="bad pattern"):
+        colo.import_model(EXAMPLE, freeze=["[z-a]"])
+
+
 def test_errors_raise_with_the_diagnostic(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")

@@ -14,7 +14,14 @@ once, in training mode where PyTorch can (zoo.EVAL_ONLY):
   nets with batch norm, zoo.ONE_STEP) equals PyTorch training the same model
   from the same weights on the same batches, against float64 within
   max(1e-4, twice PyTorch's own float32 spread), as test_train.py checks
-  (zoo.compare). Each case prints its figures."""
+  (zoo.compare);
+- the decoders train the same way under dp=2, tp=2 and pp=2 (two
+  microbatches) on two ranks, from every path.
+
+An ONNX file from the TorchScript-based exporter does not say which
+initializers are buffers; the model's buffers are named with `--freeze`, as
+a user would (BART's final_logits_bias meets the logits and would train).
+Each case prints its figures."""
 import copy
 import json
 import re
@@ -77,10 +84,20 @@ def shapes(case, via):
     return case.shape_specs() if via == J else []
 
 
+def import_args(case, via):
+    """What colo import and compile need beyond the file: input shapes for a
+    TorchScript archive, the buffers for the TorchScript-based exporter's
+    ONNX."""
+    if via == T and case.buffers():
+        return ["--freeze", ",".join(case.buffers())]
+    return shapes(case, via)
+
+
 @pytest.mark.parametrize("name,via", IMPORT, ids=ids(IMPORT))
 def test_parameter_count_equals_pytorch(zoo_cases, name, via):
     case, path, _ = zoo_cases(name, via)
-    s = json.loads(run_colo("import", path, *shapes(case, via), "--summary", "--json").stdout)
+    s = json.loads(run_colo("import", path, *import_args(case, via), "--summary",
+                            "--json").stdout)
     assert s["parameters"] == sum(p.numel() for p in case.model.parameters())
 
 
@@ -109,11 +126,12 @@ def test_forward_matches_pytorch(zoo_cases, tmp_path, name, via):
     assert err < 1e-4
 
 
-@pytest.mark.parametrize("name,via", TRAIN, ids=ids(TRAIN))
-def test_training_matches_pytorch(zoo_cases, tmp_path, name, via):
-    case, path, _ = zoo_cases(name, via)
+def train_and_compare(case, path, via, tmp_path, plan=None):
+    """colo compile --train (under `plan`) and colo run against PyTorch
+    (zoo.compare), printing the figures; returns the run's output."""
     exe = tmp_path / "exe"
-    run_colo("compile", path, "-o", exe, "--train", case.train_options(), *shapes(case, via))
+    run_colo("compile", path, "-o", exe, "--train", case.train_options(), *import_args(case, via),
+             *(["--plan", plan] if plan else []))
     case.npz(tmp_path / "data.npz")
     out = run_colo("run", exe, "--steps", case.steps, "--data", tmp_path / "data.npz",
                    "--threads", 1, "-o", tmp_path / "w.safetensors").stdout
@@ -121,9 +139,47 @@ def test_training_matches_pytorch(zoo_cases, tmp_path, name, via):
     result = zoo.compare(case, losses, load_file(tmp_path / "w.safetensors"))
     if "loss_err" in result:
         err, floor, key = result["worst"]
-        print(f"\n{name}-{via} ({case.steps} steps): losses vs PyTorch f64: colo "
-              f"{result['loss_err']:.1e}, PyTorch f32 {result['loss_floor']:.1e}; worst "
-              f"parameter {key}: colo {err:.1e}, PyTorch f32 {floor:.1e}")
+        print(f"\n{case.name}-{via}{' ' + plan if plan else ''} ({case.steps} steps): losses "
+              f"vs PyTorch f64: colo {result['loss_err']:.1e}, PyTorch f32 "
+              f"{result['loss_floor']:.1e}; worst parameter {key}: colo {err:.1e}, PyTorch "
+              f"f32 {floor:.1e}")
     if result["renamed"]:
         print(f"  tied parameters under another name: {result['renamed']}")
     assert not result["problems"], "; ".join(result["problems"])
+    return out
+
+
+@pytest.mark.parametrize("name,via", TRAIN, ids=ids(TRAIN))
+def test_training_matches_pytorch(zoo_cases, tmp_path, name, via):
+    case, path, _ = zoo_cases(name, via)
+    train_and_compare(case, path, via, tmp_path)
+
+
+# Models whose token embeddings have a padding_idx, by the paths that keep it.
+PADDED = [(m, p) for m in ["opt", "gemma", "roberta", "bart"] for p in (D, J)]
+
+
+@pytest.mark.parametrize("name,via", PADDED, ids=ids(PADDED))
+def test_padding_rows_do_not_train(zoo_cases, tmp_path, name, via):
+    """Batches with padding tokens in every row: PyTorch leaves the padding
+    rows as they were, and so must colo (from aten::embedding's padding_idx,
+    which the dynamo exporter records in its Gather's metadata)."""
+    _, path, _ = zoo_cases(name, via)
+    case = zoo.Case(name, pads=True)
+    assert zoo.padding_ids(case.model)
+    train_and_compare(case, path, via, tmp_path)
+
+
+PLANS = ["dp=2", "tp=2", "pp=2,micro=2"]
+PLANNED = [(m, p, plan) for m, p in ALL if m in zoo.DECODERS for plan in PLANS]
+
+
+@pytest.mark.parametrize("name,via,plan", PLANNED,
+                         ids=[f"{m}-{p}-{plan}" for m, p, plan in PLANNED])
+def test_decoders_train_under_plans(zoo_cases, tmp_path, name, via, plan):
+    """Two ranks that really exchange data (the run's communication line),
+    computing what PyTorch computes on one."""
+    case, path, _ = zoo_cases(name, via)
+    out = train_and_compare(case, path, via, tmp_path, plan)
+    comm = re.search(r"^communication: (\d+) bytes sent per step by rank 0", out, re.M)
+    assert comm and int(comm[1]) > 0, out

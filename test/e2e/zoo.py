@@ -55,12 +55,6 @@ GAPS = {
     # "AssertionError: SDPA (MHA) requires q_num_heads = kv_num_heads",
     # in training and in eval mode.
     ("falcon", "dynamo"): "pytorch",
-    # colo: BART's final_logits_bias is a registered buffer (zeros, [1, 256])
-    # added to the logits; with no graph signature in the TorchScript-based
-    # export it meets activations and becomes a trainable parameter:
-    # `parameters` 188,672 for 188,416, and colo trains it (|b| 3e-3 after 3
-    # steps), so 50 tensors end off (up to 1.7e-3).
-    ("bart", "torchscript"): "colo",
 }
 
 
@@ -168,16 +162,26 @@ def _vision(name):
     return model
 
 
-def tokens(model, g, steps):
+def padding_ids(model):
+    return sorted({m.padding_idx for m in model.modules()
+                   if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None})
+
+
+def tokens(model, g, steps, pads=False):
     """Token ids for `steps` batches of 2 x SEQ that avoid the model's padding
-    ids: PyTorch never updates an embedding's padding_idx row, and ONNX's
-    Gather cannot say so (the TorchScript-based exporter warns that ONNX does
+    ids: PyTorch never updates an embedding's padding_idx row, and the
+    TorchScript-based exporter's ONNX cannot say so (it warns that ONNX does
     not support it), so a batch holding one makes the two trainings differ by
     design (OPT and BART did: 16 and 33 parameters off with token 1 in a batch,
-    none with padding_idx cleared on PyTorch's side)."""
-    pads = {m.padding_idx for m in model.modules()
-            if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None}
-    allowed = torch.tensor([t for t in range(VOCAB) if t not in pads])
+    none with padding_idx cleared on PyTorch's side). With `pads`, every row
+    holds the first padding id at positions 3 and 10 instead (the dynamo
+    exporter and torch.jit.trace keep padding_idx)."""
+    pads_of = padding_ids(model)
+    if pads:
+        ids = torch.randint(0, VOCAB, (steps * 2, SEQ), generator=g)
+        ids[:, [3, 10]] = pads_of[0]
+        return ids
+    allowed = torch.tensor([t for t in range(VOCAB) if t not in pads_of])
     return allowed[torch.randint(0, len(allowed), (steps * 2, SEQ), generator=g)]
 
 
@@ -197,9 +201,10 @@ class Case:
     """A model with its inputs, loss and optimizer, and the batches of its steps.
 
     loss: "lm" (the first input shifted against the logits, colo's loss=lm) or
-    "cross-entropy" (class dimension last, labels in `data["labels"]`)."""
+    "cross-entropy" (class dimension last, labels in `data["labels"]`).
+    pads: the token batches hold padding ids (see `tokens`)."""
 
-    def __init__(self, name):
+    def __init__(self, name, pads=False):
         torch.manual_seed(SEED)
         g = torch.Generator().manual_seed(1)
         self.name = name
@@ -217,14 +222,14 @@ class Case:
             self.inputs = ["input_ids", "decoder_input_ids"]
             self.loss, self.opt, self.lr = "cross-entropy", "adamw", 1e-3
             self.batch = 2
-            self.data = {k: tokens(self.model, g, n)
+            self.data = {k: tokens(self.model, g, n, pads)
                          for k in ("input_ids", "decoder_input_ids", "labels")}
         else:
             self.model = Logits(_hf(name))
             self.inputs = ["input_ids"]
             self.loss, self.opt, self.lr = "lm", "adamw", 1e-3
             self.batch = 2
-            self.data = {"input_ids": tokens(self.model, g, n)}
+            self.data = {"input_ids": tokens(self.model, g, n, pads)}
         self.model.train()
         self.eps = 1e-8
         self.example = tuple(self.data[k][:self.batch] for k in self.inputs)
@@ -276,6 +281,26 @@ class Case:
             spec += ["--input-shape", "x".join(map(str, t.shape)) + "x" + kind]
         return spec
 
+    def reference(self):
+        """PyTorch's trainings of the model, once: the float32 ones from the
+        model and its four neighbours, and the float64 one."""
+        if not hasattr(self, "_reference"):
+            f32 = [self.train(m) for m in train_ref.float32_variants(self.model)]
+            data64 = {k: v.double() if v.is_floating_point() else v
+                      for k, v in self.data.items()}
+            self._reference = f32, self.train(copy.deepcopy(self.model).double(), data64)
+        return self._reference
+
+    def buffers(self):
+        """The model's float buffers other than batch-norm statistics: what
+        an ONNX file from the TorchScript-based exporter cannot tell from
+        parameters (`colo --freeze` says so)."""
+        bn = {f"{n}.{b}" for n, m in self.model.named_modules()
+              if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+              for b, _ in m.named_buffers(recurse=False)}
+        return [n for n, b in self.model.named_buffers()
+                if b.is_floating_point() and n not in bn]
+
     def tied_names(self):
         """parameter name -> every name of the same tensor (tied weights)."""
         names = {}
@@ -299,9 +324,7 @@ def compare(case, losses, weights):
     A tied parameter may come back under another of its names (the dynamo
     exporter names the tied embedding after the LM head); `renamed` says which.
     Returns a dict: problems (empty when it matches) and the figures."""
-    f32 = [case.train(m) for m in train_ref.float32_variants(case.model)]
-    data64 = {k: v.double() if v.is_floating_point() else v for k, v in case.data.items()}
-    f64, init64, final64 = case.train(copy.deepcopy(case.model).double(), data64)
+    f32, (f64, init64, final64) = case.reference()
     out = {"problems": [], "renamed": {}, "f64": f64, "losses": losses}
     if len(losses) != case.steps:
         out["problems"].append(f"{len(losses)} losses for {case.steps} steps")

@@ -660,13 +660,19 @@ def Colo_EmbeddingOp : Colo_CostedOp<"embedding", [DeclareOpInterfaceMethods<Col
   let summary = "Looks up rows of a [vocab, dim] table";
   let description = [{
     The result shape is `ids.shape + [dim]`. Kept apart from `gather` so that
-    vocab-parallel plans can find it.
+    vocab-parallel plans can find it. `padding_idx` is PyTorch's: the row it
+    names is looked up like any other but its gradient is zero (the
+    TorchScript importer reads it from `aten::embedding`; ONNX's Gather
+    cannot say it).
 
     ```mlir
     %e = colo.embedding %table, %ids : tensor<1000x64xf32>, tensor<2x16xi64>
+    %p = colo.embedding %table, %ids {padding_idx = 1 : i64}
+        : tensor<1000x64xf32>, tensor<2x16xi64>
     ```
   }];
-  let arguments = (ins Colo_FloatTensor:$table, Colo_IntTensor:$ids);
+  let arguments = (ins Colo_FloatTensor:$table, Colo_IntTensor:$ids,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Colo_FloatTensor:$result);
   let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids)";
 }
