@@ -113,12 +113,17 @@ LogicalResult AllReduceGradOp::verifySymbolUses(SymbolTableCollection &symbolTab
 
 namespace {
 /// Replaces a marker op that only carries a gradient rule by its input, once
-/// differentiation is done. Not a folder: the greedy driver that
-/// colo-build-train-step runs before differentiating (attention
-/// decomposition) folds, and would drop the rule with it.
+/// differentiation is done: in the functions colo-build-train-step made,
+/// not in @forward, the model it differentiates (the import pipeline
+/// canonicalizes it, and an imported detach must survive). Not a folder: the
+/// greedy driver that colo-build-train-step runs before differentiating
+/// (attention decomposition) folds, and would drop the rule with it.
 template <typename MarkerOp> struct DropMarker : OpRewritePattern<MarkerOp> {
   using OpRewritePattern<MarkerOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(MarkerOp op, PatternRewriter &rewriter) const override {
+    auto f = op->template getParentOfType<SymbolOpInterface>();
+    if (f && f.getName() == "forward")
+      return rewriter.notifyMatchFailure(op, "the model keeps its gradient rules");
     rewriter.replaceOp(op, op.getInput());
     return success();
   }

@@ -33,7 +33,7 @@ int64_t leadingDim(RankedTensorType t) {
 /// Elementwise ops with NumPy broadcasting (not dropout: its random
 /// numbers count positions).
 bool isElementwise(Operation *op) {
-  return isa<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, ErfOp, SigmoidOp,
+  return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, ErfOp, SigmoidOp,
              ReluOp, SiluOp, CosOp, SinOp, GeluOp, ClampOp, AddOp, SubOp, MulOp, DivOp, PowOp,
              MaximumOp, MinimumOp, CompareOp, SelectOp, ConvertOp, BroadcastToOp>(op);
 }

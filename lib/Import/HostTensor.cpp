@@ -430,6 +430,69 @@ double applyBinary(llvm::StringRef op, double x, double y, const NodeAttrs &attr
 }
 } // namespace
 
+EvalResult gatherOffsets(StringRef op, ArrayRef<int64_t> data, const HostTensor &idx,
+                         const NodeAttrs &attrs) {
+  SmallVector<int64_t> strides = stridesOf(data);
+  int64_t rank = data.size();
+  // An index into dimension d, negative from the end.
+  auto at = [&](int64_t j, int64_t d, int64_t &out) {
+    out = j < 0 ? j + data[d] : j;
+    return out >= 0 && out < data[d];
+  };
+  HostTensor out{kInt64, {}, {}};
+  if (op == "GatherElements") {
+    auto axis = normAxis(attrs.getInt("axis").value_or(0), rank);
+    if (!axis || static_cast<int64_t>(idx.shape.size()) != rank)
+      return EvalResult::fail("indices must have the data's rank and axis be in range");
+    out.shape = idx.shape;
+    SmallVector<int64_t> idxStrides = stridesOf(idx.shape);
+    for (int64_t i = 0, n = idx.numel(); i < n; ++i) {
+      int64_t offset = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t c = (i / idxStrides[d]) % idx.shape[d];
+        if (d == *axis && !at(idx.asInt(i), d, c))
+          return EvalResult::fail("index " + std::to_string(idx.asInt(i)) + " out of range");
+        if (d != *axis && c >= data[d])
+          return EvalResult::fail("indices larger than the data");
+        offset += c * strides[d];
+      }
+      out.values.push_back(offset);
+    }
+    return EvalResult::ok({std::move(out)});
+  }
+  // GatherND: indices [batch..., n..., k] pick slices data[batch..., i_1..i_k, ...].
+  int64_t b = attrs.getInt("batch_dims").value_or(0);
+  if (idx.shape.empty())
+    return EvalResult::fail("indices must have rank >= 1");
+  int64_t k = idx.shape.back(), idxRank = idx.shape.size();
+  if (b < 0 || b >= idxRank || b + k > rank)
+    return EvalResult::fail("batch_dims and the index depth do not fit the data");
+  for (int64_t d = 0; d < b; ++d)
+    if (idx.shape[d] != data[d])
+      return EvalResult::fail("batch dimensions of data and indices differ");
+  out.shape.assign(idx.shape.begin(), idx.shape.end() - 1);
+  out.shape.append(data.begin() + b + k, data.end());
+  int64_t slice = 1, batchSize = 1;
+  for (int64_t d = b + k; d < rank; ++d)
+    slice *= data[d];
+  for (int64_t d = 0; d < b; ++d)
+    batchSize *= data[d];
+  int64_t tuples = idx.numel() / k, perBatch = tuples / batchSize;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = (t / perBatch) * (b > 0 ? strides[b - 1] : 0);
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t j;
+      if (!at(idx.asInt(t * k + d), b + d, j))
+        return EvalResult::fail("index " + std::to_string(idx.asInt(t * k + d)) +
+                                " out of range");
+      offset += j * strides[b + d];
+    }
+    for (int64_t e = 0; e < slice; ++e)
+      out.values.push_back(offset + e);
+  }
+  return EvalResult::ok({std::move(out)});
+}
+
 EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
                     const NodeAttrs &attrs) {
   auto input = [&](size_t i) -> const HostTensor * {
@@ -668,6 +731,20 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
     }
     return EvalResult::ok({std::move(out)});
   }
+
+  if (op == "GatherND" || op == "GatherElements") {
+    EvalResult at = gatherOffsets(op, in[0]->shape, *in[1], attrs);
+    if (at.kind != EvalResult::Folded)
+      return at;
+    HostTensor out{in[0]->dtype, at.outputs[0].shape, {}};
+    for (double o : at.outputs[0].values)
+      out.values.push_back(in[0]->values[static_cast<int64_t>(o)]);
+    return EvalResult::ok({std::move(out)});
+  }
+
+  if (op == "Sign")
+    return nary(in.take_front(1), in[0]->dtype,
+                [](ArrayRef<double> a) { return double((a[0] > 0) - (a[0] < 0)); });
 
   // Hugging Face decoders build their causal masks with it (static shapes
   // make every operand a constant).

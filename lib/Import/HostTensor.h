@@ -76,6 +76,13 @@ struct EvalResult {
 EvalResult evaluate(llvm::StringRef opType, llvm::ArrayRef<const HostTensor *> inputs,
                     const NodeAttrs &attrs);
 
+/// Where each element of an ONNX GatherND or GatherElements (`op`) of a
+/// tensor of shape `data` with these indices reads from: the flat offsets in
+/// `data`, int64, shaped like the result. The importer gathers a run-time
+/// tensor at constant indices with one colo.gather of its flat form.
+EvalResult gatherOffsets(llvm::StringRef op, llvm::ArrayRef<int64_t> data,
+                         const HostTensor &indices, const NodeAttrs &attrs);
+
 /// NumPy broadcast of two shapes; false if incompatible.
 bool broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b,
                      llvm::SmallVectorImpl<int64_t> &out);

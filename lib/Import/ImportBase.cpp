@@ -61,7 +61,11 @@ FailureOr<Value> ImportBase::createUnary(llvm::StringRef mnemonic, Value x) {
   state.addOperands(x);
   state.addTypes(x.getType());
   Operation *op = builder.create(state);
-  if (!op->isRegistered() || failed(verify(op, /*verifyRecursively=*/false))) {
+  if (!op->isRegistered()) {
+    op->erase();
+    return fail("colo has no '" + mnemonic + "' op");
+  }
+  if (failed(verify(op, /*verifyRecursively=*/false))) {
     op->erase();
     return failure();
   }
@@ -122,6 +126,58 @@ FailureOr<Value> ImportBase::hardSigmoid(Value x, double alpha, double beta, boo
     return failed(gate) ? FailureOr<Value>(failure()) : FailureOr<Value>(gate->getResult());
   FailureOr<MulOp> y = create<MulOp>(x, gate->getResult());
   return failed(y) ? FailureOr<Value>(failure()) : FailureOr<Value>(y->getResult());
+}
+
+FailureOr<Value> ImportBase::clamp(Value x, std::optional<double> lo, std::optional<double> hi) {
+  auto type = cast<RankedTensorType>(x.getType());
+  auto result = [](auto op) -> FailureOr<Value> {
+    return failed(op) ? FailureOr<Value>(failure()) : FailureOr<Value>(op->getResult());
+  };
+  if (isa<FloatType>(type.getElementType())) {
+    if (lo == 0.0 && !hi)
+      return result(createTyped<ReluOp>(type, x));
+    return result(createTyped<ClampOp>(type, x, builder.getF64FloatAttr(lo.value_or(-INFINITY)),
+                                       builder.getF64FloatAttr(hi.value_or(INFINITY))));
+  }
+  auto bound = [&](double v) -> Value {
+    auto t = RankedTensorType::get({}, type.getElementType());
+    return ConstantOp::create(
+        builder, loc, DenseElementsAttr::get(t, builder.getIntegerAttr(t.getElementType(),
+                                                                       static_cast<int64_t>(v))));
+  };
+  Value y = x;
+  if (lo) {
+    FailureOr<MaximumOp> m = create<MaximumOp>(y, bound(*lo));
+    if (failed(m))
+      return failure();
+    y = m->getResult();
+  }
+  if (hi) {
+    FailureOr<MinimumOp> m = create<MinimumOp>(y, bound(*hi));
+    if (failed(m))
+      return failure();
+    y = m->getResult();
+  }
+  return y;
+}
+
+FailureOr<Value> ImportBase::gatherAt(StringRef op, Value data,
+                                      const onnx_import::HostTensor &indices,
+                                      const onnx_import::NodeAttrs &attrs) {
+  auto type = cast<RankedTensorType>(data.getType());
+  onnx_import::EvalResult offsets =
+      onnx_import::gatherOffsets(op, type.getShape(), indices, attrs);
+  if (offsets.kind != onnx_import::EvalResult::Folded)
+    return fail(offsets.error);
+  FailureOr<ReshapeOp> flat = createTyped<ReshapeOp>(
+      RankedTensorType::get({type.getNumElements()}, type.getElementType()), data);
+  if (failed(flat))
+    return failure();
+  Value at = ConstantOp::create(builder, loc, offsets.outputs[0].toAttr(&ctx));
+  FailureOr<GatherOp> g = create<GatherOp>(flat->getResult(), at, builder.getI64IntegerAttr(0));
+  if (failed(g))
+    return failure();
+  return g->getResult();
 }
 
 std::optional<std::string>

@@ -4,6 +4,8 @@
 #ifndef COLO_LIB_IMPORT_IMPORTBASE_H
 #define COLO_LIB_IMPORT_IMPORTBASE_H
 
+#include "HostTensor.h"
+
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -71,6 +73,20 @@ public:
   /// activations; PyTorch's alpha is 1/6, beta 1/2).
   mlir::FailureOr<mlir::Value> hardSigmoid(mlir::Value x, double alpha, double beta,
                                            bool swish);
+
+  /// min(max(x, lo), hi) with either bound absent: colo.relu or colo.clamp on
+  /// floats, colo.maximum and colo.minimum with constants on integers
+  /// (ONNX Clip, aten::clamp; Gemma-2's positions).
+  mlir::FailureOr<mlir::Value> clamp(mlir::Value x, std::optional<double> lo,
+                                     std::optional<double> hi);
+
+  /// ONNX's GatherND or GatherElements (`op`) of a run-time tensor at
+  /// indices known now: one colo.gather of its flat form at the offsets
+  /// HostTensor.h's gatherOffsets computes (Swin's relative position bias,
+  /// GPT-J's rotary table, `x[rows, cols]`).
+  mlir::FailureOr<mlir::Value> gatherAt(llvm::StringRef op, mlir::Value data,
+                                        const onnx_import::HostTensor &indices,
+                                        const onnx_import::NodeAttrs &attrs);
 
   /// Runs `importOne` with diagnostics captured; on failure returns the
   /// problem (the recorded node error, else the first diagnostic).

@@ -52,7 +52,8 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node, Inputs ins,
   static const llvm::StringMap<llvm::StringRef> mnemonics = {
       {"Neg", "neg"}, {"Exp", "exp"}, {"Log", "log"}, {"Sqrt", "sqrt"},
       {"Reciprocal", "reciprocal"}, {"Tanh", "tanh"}, {"Erf", "erf"},
-      {"Sigmoid", "sigmoid"}, {"Relu", "relu"}, {"Cos", "cos"}, {"Sin", "sin"}};
+      {"Sigmoid", "sigmoid"}, {"Relu", "relu"}, {"Cos", "cos"}, {"Sin", "sin"},
+      {"Abs", "abs"}};
   auto it = mnemonics.find(node.op_type());
   if (it == mnemonics.end())
     return fail("unsupported op");
@@ -179,22 +180,21 @@ LogicalResult Importer::importHardSigmoid(const onnx::NodeProto &node, Inputs in
 
 LogicalResult Importer::importClip(const onnx::NodeProto &node, Inputs ins,
                                    Outputs &outs) {
-  auto bound = [&](size_t i, double def) -> FailureOr<double> {
+  auto bound = [&](size_t i) -> FailureOr<std::optional<double>> {
     if (i >= ins.size() || !ins[i])
-      return def;
+      return std::optional<double>();
     if (!ins[i]->host)
       return fail("Clip bounds must be constants");
-    return ins[i]->host->values[0];
+    return std::optional<double>(ins[i]->host->values[0]);
   };
-  FailureOr<double> lo = bound(1, -INFINITY), hi = bound(2, INFINITY);
+  FailureOr<std::optional<double>> lo = bound(1), hi = bound(2);
   if (failed(lo) || failed(hi))
     return failure();
-  Value x = use(*ins[0]);
-  if (*lo == 0 && std::isinf(*hi))
-    return setResult(createTyped<ReluOp>(x.getType(), x), outs);
-  return setResult(createTyped<ClampOp>(x.getType(), x, builder.getF64FloatAttr(*lo),
-                                        builder.getF64FloatAttr(*hi)),
-                   outs);
+  FailureOr<Value> y = clamp(use(*ins[0]), *lo, *hi);
+  if (failed(y))
+    return failure();
+  outs.push_back(Val{*y, {}, {}});
+  return success();
 }
 
 LogicalResult Importer::importGelu(const onnx::NodeProto &node, Inputs ins,
@@ -764,6 +764,18 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node, Inputs ins,
   return setResult(create<GatherOp>(data, idx, builder.getI64IntegerAttr(axis)), outs);
 }
 
+/// GatherND, GatherElements of a run-time tensor at indices known now (both
+/// known: the host folds them).
+LogicalResult Importer::importGatherAt(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
+  if (!ins[1]->host)
+    return fail("indices must be known at import time");
+  FailureOr<Value> y = gatherAt(node.op_type(), use(*ins[0]), *ins[1]->host, attrs(node));
+  if (failed(y))
+    return failure();
+  outs.push_back(Val{*y, {}, {}});
+  return success();
+}
+
 LogicalResult Importer::importExpand(const onnx::NodeProto &, Inputs ins,
                                      Outputs &outs) {
   Value x = use(*ins[0]);
@@ -941,7 +953,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     for (const char *op : {"Identity"})
       t[op] = &Importer::importIdentity;
     for (const char *op : {"Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Tanh", "Erf",
-                           "Sigmoid", "Relu", "Cos", "Sin"}) // see importUnary
+                           "Sigmoid", "Relu", "Cos", "Sin", "Abs"}) // see importUnary
       t[op] = &Importer::importUnary;
     for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
       t[op] = &Importer::importBinary;
@@ -950,6 +962,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["Where"] = &Importer::importWhere;
     t["Cast"] = t["CastLike"] = &Importer::importCast;
     t["Clip"] = &Importer::importClip;
+    t["GatherND"] = t["GatherElements"] = &Importer::importGatherAt;
     t["HardSigmoid"] = t["HardSwish"] = &Importer::importHardSigmoid;
     t["Gelu"] = &Importer::importGelu;
     t["Softmax"] = t["LogSoftmax"] = &Importer::importSoftmax;

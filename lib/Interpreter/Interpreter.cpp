@@ -745,6 +745,7 @@ LogicalResult Evaluator::run(Operation *op) {
         return success();
       })
       .Case([&](NegOp) { return setUnary([](double x) { return -x; }); })
+      .Case([&](AbsOp) { return setUnary([](double x) { return std::abs(x); }); })
       .Case([&](ExpOp) { return setUnary([](double x) { return std::exp(x); }); })
       .Case([&](LogOp) { return setUnary([](double x) { return std::log(x); }); })
       .Case([&](SqrtOp) { return setUnary([](double x) { return std::sqrt(x); }); })

@@ -117,6 +117,7 @@ private:
   mlir::FailureOr<TVal> cast(TVal &x, int32_t dtype);
   mlir::FailureOr<TVal> concat(std::vector<TVal> &xs, int64_t dim);
   mlir::FailureOr<TVal> expand(TVal &x, llvm::ArrayRef<int64_t> shape);
+  mlir::LogicalResult indexLeading(TVal &x, std::vector<TVal> &indices, Outputs &outs);
   mlir::FailureOr<mlir::Value> stateGlobal(const std::string &name, const at::Tensor &t,
                                            bool trainable);
 

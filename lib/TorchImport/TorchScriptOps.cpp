@@ -196,6 +196,16 @@ LogicalResult TsImporter::importIdentity(torch::jit::Node *, const std::string &
   return success();
 }
 
+/// aten::detach: a float tensor computed at run time keeps its value and
+/// stops its gradient; anything else is itself.
+LogicalResult TsImporter::importDetach(torch::jit::Node *n, const std::string &kind,
+                                       Inputs ins, Outputs &outs) {
+  Value v = ins[0]->value;
+  if (!v || !mlir::isa<FloatType>(mlir::cast<RankedTensorType>(v.getType()).getElementType()))
+    return importIdentity(n, kind, ins, outs);
+  return pushOp(create<StopGradientOp>(v), outs);
+}
+
 /// aten::__is__, aten::__isnot__: known when either side is None.
 LogicalResult TsImporter::importIs(torch::jit::Node *, const std::string &kind,
                                    Inputs ins, Outputs &outs) {
@@ -311,8 +321,20 @@ LogicalResult TsImporter::importDim(torch::jit::Node *, const std::string &, Inp
 /// The ops of binaries(); alpha scales the operand added or subtracted.
 LogicalResult TsImporter::importBinary(torch::jit::Node *n, const std::string &kind,
                                        Inputs ins, Outputs &outs) {
+  if (ins.size() == 1 && ins[0]->host && ins[0]->host->numel() > 0 &&
+      (kind == "aten::max" || kind == "aten::min")) {
+    // The whole tensor's extreme, of a tensor known now (Swin's resolutions).
+    const std::vector<double> &v = ins[0]->host->values;
+    double m = kind == "aten::max" ? *llvm::max_element(v) : *llvm::min_element(v);
+    TVal t;
+    t.host = HostTensor::scalar(m, ins[0]->host->dtype);
+    outs.push_back(t);
+    return success();
+  }
   if (ins.size() != 2 && (kind == "aten::max" || kind == "aten::min"))
-    return fail("only the elementwise form of " + kind + " (two tensors) is supported");
+    return fail("only the elementwise form of " + kind +
+                " (two tensors) and the whole extreme of a tensor known at import time "
+                "are supported");
   TVal *a = ins[0], *b = ins[1];
   TVal scaled;
   if (TVal *alpha = arg(n, ins, "alpha"); present(alpha)) {
@@ -354,7 +376,8 @@ LogicalResult TsImporter::importUnary(torch::jit::Node *n, const std::string &ki
   if (ins[0]->host) {
     static const std::map<std::string, std::string> host = {
         {"aten::cos", "Cos"}, {"aten::sin", "Sin"}, {"aten::sqrt", "Sqrt"},
-        {"aten::exp", "Exp"}, {"aten::log", "Log"}, {"aten::abs", "Abs"}};
+        {"aten::exp", "Exp"}, {"aten::log", "Log"}, {"aten::abs", "Abs"},
+        {"aten::reciprocal", "Reciprocal"}};
     if (auto h = host.find(kind); h != host.end())
       return push(evalHost(h->second, {&*ins[0]->host}, attrs()), outs);
   }
@@ -1005,6 +1028,243 @@ LogicalResult TsImporter::importCopy(torch::jit::Node *, const std::string &, In
   return success();
 }
 
+/// aten::clamp(x, min, max) with either bound None, aten::clamp_min,
+/// aten::clamp_max (and in place): computed now of a tensor known now.
+LogicalResult TsImporter::importClamp(torch::jit::Node *, const std::string &kind, Inputs ins,
+                                      Outputs &outs) {
+  auto bound = [&](size_t i) -> FailureOr<std::optional<double>> {
+    if (i >= ins.size() || !present(ins[i]))
+      return std::optional<double>();
+    FailureOr<double> v = toDouble(*ins[i], "clamp bound");
+    if (failed(v))
+      return failure();
+    return std::optional<double>(*v);
+  };
+  llvm::StringRef k = llvm::StringRef(kind).rtrim('_');
+  FailureOr<std::optional<double>> lo = k == "aten::clamp_max" ? std::optional<double>() : bound(1);
+  FailureOr<std::optional<double>> hi = k == "aten::clamp_min" ? std::optional<double>()
+                                        : k == "aten::clamp_max" ? bound(1)
+                                                                 : bound(2);
+  if (failed(lo) || failed(hi))
+    return failure();
+  if (ins[0]->host) {
+    TVal y = *ins[0];
+    for (auto [b, op] : {std::pair(*lo, "Max"), std::pair(*hi, "Min")}) {
+      if (!b)
+        continue;
+      HostTensor bt = HostTensor::scalar(*b, y.host->dtype);
+      FailureOr<TVal> next = evalHost(op, {&*y.host, &bt}, attrs());
+      if (failed(next))
+        return failure();
+      y = *next;
+    }
+    outs.push_back(y);
+    return success();
+  }
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = clamp(*x, *lo, *hi);
+  if (failed(y))
+    return failure();
+  outs.push_back(runtime(*y));
+  return success();
+}
+
+/// aten::gather(x, dim, index): ONNX's GatherElements, computed now when
+/// both are known, else a gather of x's flat form at offsets known now
+/// (GPT-J's rotary table).
+LogicalResult TsImporter::importGatherElements(torch::jit::Node *, const std::string &,
+                                               Inputs ins, Outputs &outs) {
+  FailureOr<int64_t> dim = toInt(*ins[1], "dim");
+  if (failed(dim))
+    return failure();
+  if (!ins[2]->host)
+    return fail("indices must be known at import time");
+  auto axis = attrs({{"axis", *dim}});
+  if (ins[0]->host)
+    return push(evalHost("GatherElements", {&*ins[0]->host, &*ins[2]->host}, axis), outs);
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = gatherAt("GatherElements", *x, *ins[2]->host, axis);
+  if (failed(y))
+    return failure();
+  outs.push_back(runtime(*y));
+  return success();
+}
+
+/// aten::stack(tensors, dim): each with a new dimension `dim`, concatenated.
+LogicalResult TsImporter::importStack(torch::jit::Node *, const std::string &, Inputs ins,
+                                      Outputs &outs) {
+  if (!ins[0]->list || ins[0]->list->empty())
+    return fail("expects a non-empty list of tensors");
+  FailureOr<int64_t> d = toInt(*ins[1], "dim");
+  if (failed(d))
+    return failure();
+  std::vector<TVal> parts;
+  int64_t dim = 0;
+  for (TVal &x : *ins[0]->list) {
+    std::vector<int64_t> shape = shapeOf(x);
+    dim = normDim(*d, shape.size() + 1);
+    shape.insert(shape.begin() + dim, 1);
+    FailureOr<TVal> part = reshape(x, shape);
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+  }
+  return push(concat(parts, dim), outs);
+}
+
+/// aten::index_select(x, dim, index): ONNX's Gather along `dim`.
+LogicalResult TsImporter::importIndexSelect(torch::jit::Node *, const std::string &,
+                                            Inputs ins, Outputs &outs) {
+  FailureOr<int64_t> d = toInt(*ins[1], "dim");
+  if (failed(d))
+    return failure();
+  int64_t dim = normDim(*d, shapeOf(*ins[0]).size());
+  if (ins[0]->host && ins[2]->host)
+    return push(evalHost("Gather", {&*ins[0]->host, &*ins[2]->host}, attrs({{"axis", dim}})),
+                outs);
+  FailureOr<Value> x = tensor(*ins[0]), idx = tensor(*ins[2]);
+  if (failed(x) || failed(idx))
+    return failure();
+  return pushOp(create<GatherOp>(*x, *idx, builder.getI64IntegerAttr(dim)), outs);
+}
+
+/// aten::bitwise_not of a tensor known now: logical not of booleans, ~x
+/// (-x - 1) of integers.
+LogicalResult TsImporter::importBitwiseNot(torch::jit::Node *, const std::string &,
+                                           Inputs ins, Outputs &outs) {
+  if (!ins[0]->host)
+    return fail("is supported only on values known at import time");
+  if (ins[0]->host->dtype == ox::kBool)
+    return push(evalHost("Not", {&*ins[0]->host}, attrs()), outs);
+  TVal y = *ins[0];
+  for (double &v : y.host->values)
+    v = -v - 1;
+  outs.push_back(y);
+  return success();
+}
+
+/// aten::square: x * x.
+LogicalResult TsImporter::importSquare(torch::jit::Node *, const std::string &, Inputs ins,
+                                       Outputs &outs) {
+  return push(binary("Mul", *ins[0], *ins[0]), outs);
+}
+
+/// aten::ceil, aten::floor, aten::remainder (Python's %, the divisor's sign:
+/// ONNX Mod with fmod 0) of numbers and tensors known at import time (sizes
+/// of windows and patches).
+LogicalResult TsImporter::importHostMath(torch::jit::Node *, const std::string &kind,
+                                         Inputs ins, Outputs &outs) {
+  for (TVal *in : ins)
+    if (present(in) && !in->host)
+      return fail("is supported only on values known at import time");
+  if (kind == "aten::remainder")
+    return push(binary("Mod", *ins[0], *ins[1]), outs);
+  return push(evalHost(kind == "aten::ceil" ? "Ceil" : "Floor", {&*ins[0]->host}, attrs()),
+              outs);
+}
+
+/// aten::repeat_interleave(x, repeats, dim) with one repeat count: each
+/// element `repeats` times in a row along `dim` (the whole tensor flattened
+/// when dim is None): a new dimension after `dim`, concatenated copies,
+/// merged back.
+LogicalResult TsImporter::importRepeatInterleave(torch::jit::Node *, const std::string &,
+                                                 Inputs ins, Outputs &outs) {
+  if (ins.size() < 2 || !ins[1]->host || ins[1]->host->numel() != 1)
+    return fail("only one repeat count known at import time is supported");
+  FailureOr<int64_t> r = toInt(*ins[1], "repeats");
+  if (failed(r) || *r < 1)
+    return fail("repeat count must be positive");
+  TVal x = *ins[0];
+  std::vector<int64_t> shape = shapeOf(x);
+  int64_t dim = 0;
+  if (ins.size() > 2 && present(ins[2])) {
+    FailureOr<int64_t> d = toInt(*ins[2], "dim");
+    if (failed(d))
+      return failure();
+    dim = normDim(*d, shape.size());
+  } else {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    FailureOr<TVal> flat = reshape(x, {n});
+    if (failed(flat))
+      return failure();
+    x = *flat;
+    shape = {n};
+  }
+  std::vector<int64_t> split = shape;
+  split.insert(split.begin() + dim + 1, 1);
+  FailureOr<TVal> unit = reshape(x, split);
+  if (failed(unit))
+    return failure();
+  std::vector<TVal> copies(*r, *unit);
+  FailureOr<TVal> repeated = concat(copies, dim + 1);
+  if (failed(repeated))
+    return failure();
+  shape[dim] *= *r;
+  return push(reshape(*repeated, shape), outs);
+}
+
+/// aten::tensor(data, dtype, ...): a constant from a (nested) list of
+/// numbers; PyTorch's dtype when none is given: float32 if any number is a
+/// float, else int64.
+LogicalResult TsImporter::importTensor(torch::jit::Node *n, const std::string &, Inputs ins,
+                                       Outputs &outs) {
+  HostTensor h;
+  bool anyFloat = false;
+  std::function<LogicalResult(TVal &, size_t)> flatten = [&](TVal &v, size_t depth) {
+    if (v.list) {
+      if (depth == h.shape.size())
+        h.shape.push_back(v.list->size());
+      else if (h.shape[depth] != static_cast<int64_t>(v.list->size()))
+        return fail("the data's rows have different lengths");
+      for (TVal &item : *v.list)
+        if (failed(flatten(item, depth + 1)))
+          return failure();
+      return success();
+    }
+    if (!v.host || v.host->numel() != 1)
+      return fail("the data must be numbers known at import time");
+    anyFloat |= ox::isFloatDType(v.host->dtype);
+    h.values.push_back(v.host->values[0]);
+    return success();
+  };
+  if (failed(flatten(*ins[0], 0)))
+    return failure();
+  h.dtype = anyFloat ? ox::kFloat : ox::kInt64;
+  if (TVal *d = arg(n, ins, "dtype"); present(d))
+    h.dtype = dtypeOf(static_cast<c10::ScalarType>(*toInt(*d, "dtype")));
+  for (double &v : h.values)
+    v = HostTensor::convert(v, h.dtype);
+  TVal t;
+  t.host = std::move(h);
+  outs.push_back(std::move(t));
+  return success();
+}
+
+/// aten::masked_fill_: aten::masked_fill whose result later reads of the
+/// filled tensor see.
+LogicalResult TsImporter::importMaskedFillInPlace(torch::jit::Node *n, const std::string &kind,
+                                                  Inputs ins, Outputs &outs) {
+  Outputs filled;
+  if (failed(importMaskedFill(n, kind, ins, filled)))
+    return failure();
+  if (ins[0]->host && filled[0].host) {
+    TVal src = filled[0];
+    TVal *copyIns[] = {ins[0], &src};
+    return importCopy(n, kind, copyIns, outs);
+  }
+  if (ins[0]->view)
+    return fail("in-place masked_fill_ of a slice is not supported");
+  *ins[0] = filled[0];
+  outs.push_back(filled[0]);
+  return success();
+}
+
 /// aten::split, aten::chunk, aten::unbind: a list of slices.
 LogicalResult TsImporter::importSplit(torch::jit::Node *, const std::string &kind,
                                       Inputs ins, Outputs &outs) {
@@ -1016,7 +1276,7 @@ LogicalResult TsImporter::importSplit(torch::jit::Node *, const std::string &kin
   std::vector<int64_t> sizes;
   if (kind == "aten::unbind") {
     sizes.assign(shape[dim], 1);
-  } else if (ins[1]->list) {
+  } else if (ins[1]->list || kind == "aten::split_with_sizes") {
     FailureOr<std::vector<int64_t>> s = toInts(*ins[1], "split sizes");
     if (failed(s))
       return failure();
@@ -1177,19 +1437,68 @@ LogicalResult TsImporter::importCumsum(torch::jit::Node *n, const std::string &,
                 outs);
 }
 
+/// aten::index with index tensors known now for the leading dimensions
+/// (`x[rows, cols]`): ONNX's GatherND of the broadcast indices stacked.
+LogicalResult TsImporter::indexLeading(TVal &x, std::vector<TVal> &indices, Outputs &outs) {
+  llvm::SmallVector<int64_t> common;
+  for (TVal &i : indices) {
+    if (!i.host)
+      return fail("indexing with several index tensors needs them known at import time");
+    llvm::SmallVector<int64_t> next;
+    if (!ox::broadcastShapes(common, i.host->shape, next))
+      return fail("index tensors do not broadcast together");
+    common = next;
+  }
+  int64_t k = indices.size(), n = 1;
+  for (int64_t s : common)
+    n *= s;
+  HostTensor stacked{ox::kInt64, common, std::vector<double>(n * k)};
+  stacked.shape.push_back(k);
+  HostTensor shapeT = HostTensor::vector(common);
+  for (int64_t d = 0; d < k; ++d) {
+    FailureOr<TVal> e = evalHost("Expand", {&*indices[d].host, &shapeT}, attrs());
+    if (failed(e))
+      return failure();
+    for (int64_t j = 0; j < n; ++j)
+      stacked.values[j * k + d] = e->host->values[j];
+  }
+  if (x.host)
+    return push(evalHost("GatherND", {&*x.host, &stacked}, attrs()), outs);
+  FailureOr<Value> xv = tensor(x);
+  if (failed(xv))
+    return failure();
+  FailureOr<Value> y = gatherAt("GatherND", *xv, stacked, attrs());
+  if (failed(y))
+    return failure();
+  outs.push_back(runtime(*y));
+  return success();
+}
+
 /// aten::index with one index tensor (the other dimensions whole:
-/// `x[..., [-2], :]`, Falcon's multi-query keys) is a gather along it.
+/// `x[..., [-2], :]`, Falcon's multi-query keys) is a gather along it; with
+/// several, see indexLeading.
 LogicalResult TsImporter::importIndex(torch::jit::Node *, const std::string &, Inputs ins,
                                       Outputs &outs) {
   if (!ins[1]->list)
     return fail("expected a list of indices");
   std::optional<int64_t> dim;
+  std::vector<TVal> leading;
+  bool gap = false;
   for (auto [d, idx] : llvm::enumerate(*ins[1]->list)) {
-    if (idx.none)
+    if (idx.none) {
+      gap = true;
       continue;
-    if (dim)
-      return fail("indexing with more than one index tensor is not supported");
+    }
+    if (!gap)
+      leading.push_back(idx);
+    else if (dim)
+      return fail("several index tensors are supported only for the leading dimensions");
     dim = d;
+  }
+  if (leading.size() > 1) {
+    if (leading.size() != llvm::count_if(*ins[1]->list, [](TVal &i) { return !i.none; }))
+      return fail("several index tensors are supported only for the leading dimensions");
+    return indexLeading(*ins[0], leading, outs);
   }
   if (!dim)
     return fail("expected an index tensor");
@@ -1272,9 +1581,9 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::__getitem__"] = &TsImporter::importGetItem;
     for (const char *kind :
          {"prim::NumToTensor", "aten::Int", "aten::ScalarImplicit", "aten::Float",
-          "aten::contiguous", "aten::detach", "aten::clone", "aten::alias",
-          "aten::lift_fresh"})
+          "aten::contiguous", "aten::clone", "aten::alias", "aten::lift_fresh"})
       t[kind] = &TsImporter::importIdentity;
+    t["aten::detach"] = &TsImporter::importDetach;
     t["aten::__is__"] = t["aten::__isnot__"] = &TsImporter::importIs;
     t["aten::__not__"] = &TsImporter::importNot;
     for (const auto &[kind, op] : comparisons())
@@ -1292,7 +1601,8 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     for (const char *kind :
          {"aten::relu", "aten::relu_", "aten::gelu", "aten::silu", "aten::silu_",
           "aten::tanh", "aten::sigmoid", "aten::neg", "aten::rsqrt", "aten::sqrt",
-          "aten::exp", "aten::cos", "aten::sin", "aten::erf", "aten::log", "aten::abs"})
+          "aten::exp", "aten::cos", "aten::sin", "aten::erf", "aten::log", "aten::abs",
+          "aten::reciprocal"})
       t[kind] = &TsImporter::importUnary;
     t["aten::hardtanh"] = t["aten::hardtanh_"] = &TsImporter::importHardtanh;
     for (const char *kind :
@@ -1323,8 +1633,22 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::pad"] = t["aten::constant_pad_nd"] = &TsImporter::importPad;
     t["aten::cat"] = &TsImporter::importCat;
     t["aten::slice"] = &TsImporter::importSlice;
-    for (const char *kind : {"aten::split", "aten::chunk", "aten::unbind"})
+    for (const char *kind :
+         {"aten::split", "aten::split_with_sizes", "aten::chunk", "aten::unbind"})
       t[kind] = &TsImporter::importSplit;
+    for (const char *kind : {"aten::clamp", "aten::clamp_", "aten::clamp_min",
+                             "aten::clamp_min_", "aten::clamp_max", "aten::clamp_max_"})
+      t[kind] = &TsImporter::importClamp;
+    t["aten::square"] = &TsImporter::importSquare;
+    t["aten::stack"] = &TsImporter::importStack;
+    t["aten::index_select"] = &TsImporter::importIndexSelect;
+    t["aten::bitwise_not"] = &TsImporter::importBitwiseNot;
+    t["aten::gather"] = &TsImporter::importGatherElements;
+    for (const char *kind : {"aten::ceil", "aten::floor", "aten::remainder"})
+      t[kind] = &TsImporter::importHostMath;
+    t["aten::repeat_interleave"] = &TsImporter::importRepeatInterleave;
+    t["aten::tensor"] = &TsImporter::importTensor;
+    t["aten::masked_fill_"] = &TsImporter::importMaskedFillInPlace;
     t["aten::to"] = t["aten::type_as"] = &TsImporter::importTo;
     t["aten::arange"] = &TsImporter::importArange;
     for (const char *kind : {"aten::ones", "aten::zeros", "aten::full", "aten::ones_like",

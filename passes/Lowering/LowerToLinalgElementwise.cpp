@@ -47,6 +47,9 @@ Value sigmoidOf(OpBuilder &b, Location loc, Value x) {
 Value scalarOf(NegOp, OpBuilder &b, Location loc, ValueRange a) {
   return arith::NegFOp::create(b, loc, a[0]);
 }
+Value scalarOf(AbsOp, OpBuilder &b, Location loc, ValueRange a) {
+  return math::AbsFOp::create(b, loc, a[0]);
+}
 Value scalarOf(ExpOp, OpBuilder &b, Location loc, ValueRange a) {
   return math::ExpOp::create(b, loc, a[0]);
 }
@@ -520,7 +523,7 @@ struct LarsUpdatePattern : OpConversionPattern<LarsUpdateOp> {
 
 void colo::lowering::populateElementwisePatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwisePattern<NegOp>, ElementwisePattern<ExpOp>,
+  patterns.add<ElementwisePattern<NegOp>, ElementwisePattern<AbsOp>, ElementwisePattern<ExpOp>,
                ElementwisePattern<LogOp>, ElementwisePattern<SqrtOp>,
                ElementwisePattern<RsqrtOp>, ElementwisePattern<ReciprocalOp>,
                ElementwisePattern<TanhOp>, ElementwisePattern<ErfOp>,

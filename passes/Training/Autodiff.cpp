@@ -304,6 +304,12 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
       llvm::TypeSwitch<Operation *, Grads>(op)
           // Elementwise, one operand.
           .Case([&](NegOp) -> Grads { return SmallVector<Value>{gb.neg(g)}; })
+          .Case([&](AbsOp) -> Grads {
+            Value zero = gb.scalar(x, 0.0);
+            Value pos = gb.where(gb.compare(ComparePredicate::gt, x, zero), g);
+            Value neg = gb.where(gb.compare(ComparePredicate::lt, x, zero), g);
+            return SmallVector<Value>{gb.sub(pos, neg)};
+          })
           .Case([&](ExpOp) -> Grads { return SmallVector<Value>{gb.mul(g, y)}; })
           .Case([&](LogOp) -> Grads { return SmallVector<Value>{gb.div(g, x)}; })
           .Case([&](SqrtOp) -> Grads {

@@ -193,8 +193,31 @@ def hard_activations():
                                torch.nn.Linear(8, 8), torch.nn.Hardsigmoid())
 
 
+class Gathers(torch.nn.Module):
+    """Elements picked from an activation at constant indices (GPT-J's
+    rotary table, Swin's relative position bias): torch.gather (ONNX
+    GatherElements), advanced indexing with two index tensors (GatherND),
+    index_select; with stack, repeat_interleave, clamp (one bound each, and
+    of integers), square, reciprocal and a tensor from a list."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.proj(x)
+        g = torch.gather(h, 1, torch.tensor([[5, 0, 2], [1, 1, 4]]))
+        nd = h[torch.tensor([0, 1, 1]), torch.tensor([2, 3, 5])]
+        s = torch.stack([g, g * 2, nd.expand(2, 3)], dim=1).repeat_interleave(2, dim=2)
+        i = torch.index_select(s, 2, torch.tensor([0, 3, 5]))
+        k = torch.clamp(torch.tensor([[-3, 1, 7]]), min=0, max=4).to(i.dtype)
+        return (torch.clamp(i, min=-0.5) + torch.clamp(i, max=0.25) + i.square() * k
+                + (i.abs() + 1).reciprocal())
+
+
 # (module, input, output shape): traced as aten ops, exported as ONNX ops.
 OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
+            "gathers": (Gathers, (2, 4), (2, 3, 3)),
             "hard_activations": (hard_activations, (16, 4), (16, 8)),
             "ceil_pool": (ceil_pools, (2, 3, 13, 13), (2, 3, 3, 3))}
 
@@ -223,3 +246,57 @@ def test_ops_match_pytorch(case, form, tmp_path):
     actual = np.load(tmp_path / "y.npy")
     assert actual.shape == expected.shape == out_shape
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+class Detached(torch.nn.Module):
+    """A loss through a detached copy (a target that does not train, as in
+    a target-network setup): its gradient is half that of the same function
+    without detach()."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.proj(x)
+        return (h * h.detach()).mean()
+
+
+def test_detach_stops_the_gradient(tmp_path):
+    """aten::detach imports as colo.stop_gradient, which the import pipeline
+    keeps: three SGD steps match PyTorch in float64 (and differ from the
+    same model without detach(), so the check can fail)."""
+    import copy
+
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    torch.manual_seed(0)
+    model, x = Detached(), torch.randn(3 * 8, 4)
+    path = tmp_path / "m.pt"
+    torch.jit.trace(model, (x[:8],)).save(str(path))
+    np.savez(tmp_path / "data.npz", x=x.numpy())
+    exe = tmp_path / "exe"
+    run_colo("compile", path, "--input-shape", "8x4", "-o", exe,
+             "--train", "loss=output,optimizer=sgd,lr=0.1")
+    out = run_colo("run", exe, "--steps", 3, "--data", tmp_path / "data.npz",
+                   "-o", tmp_path / "w.safetensors").stdout
+    losses = [float(v) for v in re.findall(r"^step \d+/\d+\s+loss (\S+)", out, re.M)]
+
+    def train(detach):
+        m = copy.deepcopy(model).double()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        got = []
+        for i in range(3):
+            h = m.proj(x[i * 8:(i + 1) * 8].double())
+            loss = (h * (h.detach() if detach else h)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            got.append(loss.item())
+        return got, m.proj.weight.detach().numpy()
+
+    (want, w), (_, w_without) = train(True), train(False)
+    colo_w = load_file(tmp_path / "w.safetensors")["proj.weight"]
+    assert np.allclose(losses, want, rtol=1e-5), (losses, want)
+    assert np.abs(colo_w - w).max() < 1e-5 < np.abs(w_without - w).max()

@@ -312,7 +312,9 @@ TEST_F(KernelCompilerTest, UnaryOpsAndGelu) {
       %a2 = colo.add %q, %t : tensor<4x16xf32>, tensor<4x16xf32>
       %a3 = colo.add %f, %g : tensor<4x16xf32>, tensor<4x16xf32>
       %a4 = colo.add %h, %i : tensor<4x16xf32>, tensor<4x16xf32>
-      %a5 = colo.mul %c, %d : tensor<4x16xf32>, tensor<4x16xf32>
+      %m = colo.abs %x : tensor<4x16xf32>
+      %cd = colo.mul %c, %d : tensor<4x16xf32>, tensor<4x16xf32>
+      %a5 = colo.add %cd, %m : tensor<4x16xf32>, tensor<4x16xf32>
       %g0 = colo.gelu %x : tensor<4x16xf32>
       %g1 = colo.gelu %x approximation = tanh : tensor<4x16xf32>
       %k = colo.clamp %x min = -1.0 max = 0.5 : tensor<4x16xf32>

@@ -112,6 +112,12 @@ class Colo_UnaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []
 }
 
 def Colo_NegOp : Colo_UnaryOp<"neg", 1> { let summary = "-x"; }
+def Colo_AbsOp : Colo_UnaryOp<"abs", 1> {
+  let summary = "|x|";
+  let description = [{
+    Its gradient is the gradient times sign(x), 0 at 0 (PyTorch's).
+  }];
+}
 def Colo_ExpOp : Colo_UnaryOp<"exp", 1> { let summary = "e^x"; }
 def Colo_LogOp : Colo_UnaryOp<"log", 1> { let summary = "natural logarithm"; }
 def Colo_SqrtOp : Colo_UnaryOp<"sqrt", 1> { let summary = "square root"; }

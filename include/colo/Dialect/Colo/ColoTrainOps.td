@@ -77,16 +77,17 @@ def Colo_AllReduceGradOp : Colo_CostedOp<"all_reduce_grad",
 }
 
 def Colo_StopGradientOp : Colo_CostedOp<"stop_gradient",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType, Colo_DimensionMapOpInterface]> {
   let summary = "Identity through which no gradient flows";
   let description = [{
     PyTorch's `detach()`: the forward value is the operand, and
     differentiation treats the result as a constant. The vocabulary-parallel
     cross-entropy (`colo-vocab-parallel`) subtracts the maximum logit over
     all ranks through it: the loss does not depend on that shift, and the
-    maximum's all-reduce has no gradient. Like `colo.all_reduce_grad`, the
-    op stays until the step is differentiated; canonicalization then
-    removes it.
+    maximum's all-reduce has no gradient. The TorchScript importer makes one
+    of each `aten::detach` of an activation. Like `colo.all_reduce_grad`, the
+    op stays until the step is differentiated; canonicalization then removes
+    it everywhere but in `@forward`, the model, which keeps it.
     ```mlir
     %m = colo.stop_gradient %max : tensor<4x15x1xf32>
     ```
