@@ -127,8 +127,23 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
 }
 
 OpFoldResult ConcatOp::fold(FoldAdaptor) {
-  if (getInputs().size() == 1)
-    return getInputs().front();
+  // Pieces with nothing along the axis (Phi-3's pass-through half of a
+  // rotary embedding over the whole head) add nothing: drop them in place.
+  int64_t rank = getType().getRank(), axis = static_cast<int64_t>(getAxis());
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return {}; // the verifier reports it
+  SmallVector<Value> kept;
+  for (Value v : getInputs())
+    if (cast<RankedTensorType>(v.getType()).getDimSize(axis) != 0)
+      kept.push_back(v);
+  if (kept.size() == 1)
+    return kept.front();
+  if (!kept.empty() && kept.size() < getInputs().size()) {
+    getInputsMutable().assign(kept);
+    return getResult();
+  }
   return {};
 }
 

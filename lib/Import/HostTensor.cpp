@@ -661,6 +661,30 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
     return nary({in[0], &zero}, in[0]->dtype, [](ArrayRef<double> a) { return a[0]; });
   }
 
+  // GPT-J's rotary table repeated over the batch.
+  if (op == "Tile") {
+    const HostTensor &x = *in[0];
+    std::vector<int64_t> repeats = in[1]->asInts();
+    if (repeats.size() != x.shape.size())
+      return EvalResult::fail("Tile needs one repeat count per dimension");
+    HostTensor out{x.dtype, {}, {}};
+    for (auto [d, r] : llvm::enumerate(repeats)) {
+      if (r < 0)
+        return EvalResult::fail("negative repeat count");
+      out.shape.push_back(x.shape[d] * r);
+    }
+    if (cappedNumel(out.shape) > kMaxHostElements)
+      return EvalResult::notFoldable();
+    SmallVector<int64_t> outStrides = stridesOf(out.shape), inStrides = stridesOf(x.shape);
+    for (int64_t i = 0, n = out.numel(); i < n; ++i) {
+      int64_t src = 0;
+      for (size_t d = 0; d < out.shape.size(); ++d)
+        src += ((i / outStrides[d]) % out.shape[d] % x.shape[d]) * inStrides[d];
+      out.values.push_back(x.values[src]);
+    }
+    return EvalResult::ok({std::move(out)});
+  }
+
   if (op == "Transpose") {
     std::vector<int64_t> perm = attrs.getInts("perm").value_or(std::vector<int64_t>());
     if (perm.empty())

@@ -4,7 +4,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 
 using namespace mlir;
 
@@ -178,6 +180,99 @@ FailureOr<Value> ImportBase::gatherAt(StringRef op, Value data,
   if (failed(g))
     return failure();
   return g->getResult();
+}
+
+std::vector<std::vector<double>> adaptiveAverageWeights(int64_t in, int64_t out) {
+  std::vector<std::vector<double>> m(out, std::vector<double>(in, 0.0));
+  for (int64_t i = 0; i < out; ++i) {
+    int64_t start = (i * in) / out, end = ((i + 1) * in + out - 1) / out;
+    for (int64_t j = start; j < end; ++j)
+      m[i][j] = 1.0 / static_cast<double>(end - start);
+  }
+  return m;
+}
+
+FailureOr<std::vector<std::vector<double>>>
+resizeWeights(int64_t in, int64_t out, double scale, StringRef mode,
+              StringRef coordinates, StringRef nearest, std::string &error) {
+  std::vector<std::vector<double>> m(out, std::vector<double>(in, 0.0));
+  for (int64_t i = 0; i < out; ++i) {
+    double x; // the output element's position in the input
+    if (coordinates == "half_pixel")
+      x = (i + 0.5) / scale - 0.5;
+    else if (coordinates == "pytorch_half_pixel")
+      x = out > 1 ? (i + 0.5) / scale - 0.5 : 0.0;
+    else if (coordinates == "align_corners")
+      x = out > 1 ? i * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    else if (coordinates == "asymmetric")
+      x = i / scale;
+    else {
+      error = "coordinate_transformation_mode '" + coordinates.str() + "' is not supported";
+      return failure();
+    }
+    if (mode == "nearest") {
+      double r = nearest == "floor"               ? std::floor(x)
+                 : nearest == "ceil"              ? std::ceil(x)
+                 : nearest == "round_prefer_ceil" ? std::floor(x + 0.5)
+                                                  : std::ceil(x - 0.5);
+      if (nearest != "floor" && nearest != "ceil" && nearest != "round_prefer_ceil" &&
+          nearest != "round_prefer_floor") {
+        error = "nearest_mode '" + nearest.str() + "' is not supported";
+        return failure();
+      }
+      m[i][std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1)] = 1.0;
+    } else if (mode == "linear") {
+      x = std::clamp(x, 0.0, static_cast<double>(in - 1));
+      int64_t lo = static_cast<int64_t>(std::floor(x)), hi = std::min(lo + 1, in - 1);
+      m[i][lo] += 1.0 - (x - lo);
+      m[i][hi] += x - lo;
+    } else {
+      error = "mode '" + mode.str() + "' is not supported (linear and nearest are)";
+      return failure();
+    }
+  }
+  return m;
+}
+
+FailureOr<Value> ImportBase::mixAxis(Value x, int64_t axis,
+                                     const std::vector<std::vector<double>> &m) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank(), in = type.getDimSize(axis), out = m.size();
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  bool moved = axis != rank - 1;
+  auto transposed = [&](Value v, ArrayRef<int64_t> p) -> FailureOr<Value> {
+    FailureOr<TransposeOp> t = create<TransposeOp>(v, builder.getDenseI64ArrayAttr(p));
+    if (failed(t))
+      return failure();
+    return t->getResult();
+  };
+  Value last = x;
+  if (moved) {
+    FailureOr<Value> t = transposed(x, perm);
+    if (failed(t))
+      return failure();
+    last = *t;
+  }
+  // The matrix transposed, [in, out], in x's element type.
+  auto mt = RankedTensorType::get({in, out}, type.getElementType());
+  SmallVector<Attribute> values;
+  for (int64_t j = 0; j < in; ++j)
+    for (int64_t i = 0; i < out; ++i)
+      values.push_back(builder.getFloatAttr(type.getElementType(), m[i][j]));
+  Value weights = ConstantOp::create(builder, loc, DenseElementsAttr::get(mt, values));
+  FailureOr<MatmulOp> mixed = create<MatmulOp>(last, weights);
+  if (failed(mixed))
+    return failure();
+  if (!moved)
+    return mixed->getResult();
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    inverse[perm[d]] = d;
+  return transposed(mixed->getResult(), inverse);
 }
 
 std::optional<std::string>

@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <string>
+#include <vector>
 
 namespace colo {
 
@@ -22,6 +23,20 @@ struct InputShape {
   mlir::Type elementType; // null when the spec names none
 };
 mlir::FailureOr<InputShape> parseInputShape(llvm::StringRef spec, mlir::MLIRContext &ctx);
+
+/// The [out][in] matrix of adaptive average pooling from `in` to `out`
+/// (PyTorch's windows: [floor(i in / out), ceil((i + 1) in / out))).
+std::vector<std::vector<double>> adaptiveAverageWeights(int64_t in, int64_t out);
+
+/// How one axis is resized from `in` to `out` elements, ONNX Resize's way
+/// (PyTorch's upsampling exports as it): `mode` "linear" or "nearest",
+/// `coordinates` its coordinate_transformation_mode (half_pixel,
+/// pytorch_half_pixel, align_corners, asymmetric), `nearest` its
+/// nearest_mode, `scale` out / in unless the op gave one. The [out][in]
+/// weights, or an error naming what is not supported.
+llvm::FailureOr<std::vector<std::vector<double>>>
+resizeWeights(int64_t in, int64_t out, double scale, llvm::StringRef mode,
+              llvm::StringRef coordinates, llvm::StringRef nearest, std::string &error);
 
 class ImportBase {
 public:
@@ -87,6 +102,13 @@ public:
   mlir::FailureOr<mlir::Value> gatherAt(llvm::StringRef op, mlir::Value data,
                                         const onnx_import::HostTensor &indices,
                                         const onnx_import::NodeAttrs &attrs);
+
+  /// x with dimension `axis` mixed by the matrix `m` ([out][in], computed
+  /// now): y[.., i, ..] = sum_j m[i][j] x[.., j, ..], one colo.matmul
+  /// (between transposes that bring the axis last). Resizing and adaptive
+  /// pooling are such mixes along each axis they change.
+  mlir::FailureOr<mlir::Value> mixAxis(mlir::Value x, int64_t axis,
+                                       const std::vector<std::vector<double>> &m);
 
   /// Runs `importOne` with diagnostics captured; on failure returns the
   /// problem (the recorded node error, else the first diagnostic).

@@ -764,11 +764,63 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node, Inputs ins,
   return setResult(create<GatherOp>(data, idx, builder.getI64IntegerAttr(axis)), outs);
 }
 
+/// Resize (X, roi, scales, sizes) with linear or nearest interpolation and
+/// constant scales or sizes: each axis whose size changes mixed by its
+/// interpolation weights (PyTorch's upsampling; MobileViT, BEiT).
+LogicalResult Importer::importResize(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
+  NodeAttrs a = attrs(node);
+  if (a.getInt("exclude_outside").value_or(0) || a.getInt("antialias").value_or(0) ||
+      a.getInts("axes"))
+    return fail("exclude_outside, antialias and axes are not supported");
+  if (a.getString("keep_aspect_ratio_policy").value_or("stretch") != "stretch")
+    return fail("keep_aspect_ratio_policy other than 'stretch' is not supported");
+  Value x = use(*ins[0]);
+  auto shape = typeOf(x).getShape();
+  int64_t rank = shape.size();
+  Val *scalesIn = ins.size() > 2 ? ins[2] : nullptr, *sizesIn = ins.size() > 3 ? ins[3] : nullptr;
+  if (scalesIn && scalesIn->host && scalesIn->host->numel() == 0)
+    scalesIn = nullptr;
+  if ((scalesIn && !scalesIn->host) || (sizesIn && !sizesIn->host) || (!scalesIn && !sizesIn))
+    return fail("scales or sizes must be constant (known at import time)");
+  Val *given = sizesIn ? sizesIn : scalesIn;
+  if (given->host->numel() != rank)
+    return fail("expects one scale or size per dimension");
+  std::string mode = a.getString("mode").value_or("nearest");
+  std::string coordinates = a.getString("coordinate_transformation_mode").value_or("half_pixel");
+  std::string nearest = a.getString("nearest_mode").value_or("round_prefer_floor");
+  Value y = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = shape[d];
+    double scale = sizesIn ? 0 : given->host->values[d];
+    int64_t out = sizesIn ? given->host->asInt(d) : static_cast<int64_t>(std::floor(in * scale));
+    if (out < 1)
+      return fail("output sizes must be positive");
+    if (!sizesIn && scale == 1.0)
+      continue;
+    if (sizesIn) {
+      if (out == in)
+        continue;
+      scale = static_cast<double>(out) / in;
+    }
+    std::string error;
+    FailureOr<std::vector<std::vector<double>>> m =
+        resizeWeights(in, out, scale, mode, coordinates, nearest, error);
+    if (failed(m))
+      return fail(error);
+    FailureOr<Value> mixed = mixAxis(y, d, *m);
+    if (failed(mixed))
+      return failure();
+    y = *mixed;
+  }
+  outs.push_back(Val{y, {}, {}});
+  return success();
+}
+
 /// GatherND, GatherElements of a run-time tensor at indices known now (both
 /// known: the host folds them).
 LogicalResult Importer::importGatherAt(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
   if (!ins[1]->host)
-    return fail("indices must be known at import time");
+    return fail("indices must be constant (known at import time)");
   FailureOr<Value> y = gatherAt(node.op_type(), use(*ins[0]), *ins[1]->host, attrs(node));
   if (failed(y))
     return failure();
@@ -963,6 +1015,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["Cast"] = t["CastLike"] = &Importer::importCast;
     t["Clip"] = &Importer::importClip;
     t["GatherND"] = t["GatherElements"] = &Importer::importGatherAt;
+    t["Resize"] = &Importer::importResize;
     t["HardSigmoid"] = t["HardSwish"] = &Importer::importHardSigmoid;
     t["Gelu"] = &Importer::importGelu;
     t["Softmax"] = t["LogSoftmax"] = &Importer::importSoftmax;

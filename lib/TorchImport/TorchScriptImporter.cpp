@@ -233,6 +233,19 @@ FailureOr<TVal> TsImporter::binary(llvm::StringRef onnxOp, TVal &a, TVal &b) {
         for (double &v : num->values)
           v = HostTensor::convert(v, other->dtype);
       }
+    // An integer and a float: the float's type, or the default float32 where
+    // only the integer has dimensions (MPT's int32 ALiBi positions times
+    // float slopes).
+    if (ox::isFloatDType(l.dtype) != ox::isFloatDType(r.dtype)) {
+      bool leftFloat = ox::isFloatDType(l.dtype);
+      HostTensor &f = leftFloat ? l : r, &i = leftFloat ? r : l;
+      int32_t to = f.shape.empty() && !i.shape.empty() ? ox::kFloat : f.dtype;
+      for (HostTensor *t : {&f, &i}) {
+        t->dtype = to;
+        for (double &v : t->values)
+          v = HostTensor::convert(v, to);
+      }
+    }
     return evalHost(onnxOp, {&l, &r}, attrs());
   }
   FailureOr<std::pair<Value, Value>> xy = operands(a, b);

@@ -131,7 +131,9 @@ LogicalResult TsImporter::importGetAttr(torch::jit::Node *n, const std::string &
     t.name = full;
   } else if (v.isTensor()) {
     if (parameterNames.count(full)) {
-      FailureOr<Value> g = stateGlobal(full, v.toTensor(), /*trainable=*/true);
+      // A parameter with requires_grad=False (Pegasus's sinusoidal positions)
+      // is model state that does not train.
+      FailureOr<Value> g = stateGlobal(full, v.toTensor(), v.toTensor().requires_grad());
       if (failed(g))
         return failure();
       t.value = *g;
@@ -672,17 +674,106 @@ LogicalResult TsImporter::importReduce(torch::jit::Node *n, const std::string &k
 }
 
 /// aten::adaptive_avg_pool2d, to 1x1 only: a mean over H and W.
+/// aten::adaptive_avg_pool2d, aten::adaptive_avg_pool1d: a mean over the
+/// spatial dimensions for output size 1, else each changed axis mixed by
+/// its averaging windows (VGG's 7x7, Swin's pooler).
 LogicalResult TsImporter::importAdaptiveAvgPool(torch::jit::Node *, const std::string &,
                                                 Inputs ins, Outputs &outs) {
   FailureOr<Value> x = input(ins, 0);
   FailureOr<std::vector<int64_t>> size = toInts(*ins[1], "output_size");
   if (failed(x) || failed(size))
     return failure();
-  if (*size != std::vector<int64_t>{1, 1})
-    return fail("only adaptive average pooling to 1x1 is supported");
-  return pushOp(create<ReduceMeanOp>(*x, builder.getDenseI64ArrayAttr({2, 3}),
-                                     builder.getUnitAttr()),
-                outs);
+  auto shape = mlir::cast<RankedTensorType>(x->getType()).getShape();
+  int64_t first = static_cast<int64_t>(shape.size()) - static_cast<int64_t>(size->size());
+  if (first < 1)
+    return fail("output_size has more dimensions than the input's spatial ones");
+  if (llvm::all_of(*size, [](int64_t s) { return s == 1; })) {
+    SmallVector<int64_t> dims;
+    for (int64_t d = first; d < static_cast<int64_t>(shape.size()); ++d)
+      dims.push_back(d);
+    return pushOp(create<ReduceMeanOp>(*x, builder.getDenseI64ArrayAttr(dims),
+                                       builder.getUnitAttr()),
+                  outs);
+  }
+  Value y = *x;
+  for (auto [i, out] : llvm::enumerate(*size)) {
+    int64_t axis = first + i, in = shape[axis];
+    if (out < 1)
+      return fail("output sizes must be positive");
+    if (out == in)
+      continue;
+    FailureOr<Value> mixed = mixAxis(y, axis, adaptiveAverageWeights(in, out));
+    if (failed(mixed))
+      return failure();
+    y = *mixed;
+  }
+  outs.push_back(runtime(y));
+  return success();
+}
+
+/// aten::upsample_bilinear2d(x, output_size, align_corners, scales_h,
+/// scales_w) and aten::upsample_nearest2d(x, output_size, scales_h,
+/// scales_w), or their forms with one list of scale factors: each of H and
+/// W mixed by PyTorch's interpolation weights (MobileViT, BEiT's relative
+/// position bias).
+LogicalResult TsImporter::importUpsample(torch::jit::Node *, const std::string &kind,
+                                         Inputs ins, Outputs &outs) {
+  bool linear = kind == "aten::upsample_bilinear2d";
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
+  auto shape = mlir::cast<RankedTensorType>(x->getType()).getShape();
+  if (shape.size() != 4)
+    return fail("expects an NCHW input");
+  bool alignCorners = false;
+  size_t scalesAt = linear ? 3 : 2;
+  if (linear) {
+    FailureOr<int64_t> a = toInt(*ins[2], "align_corners");
+    if (failed(a))
+      return failure();
+    alignCorners = *a;
+  }
+  std::vector<double> scales(2, 0.0);
+  if (scalesAt < ins.size() && ins[scalesAt]->list) {
+    for (size_t i = 0; i < 2 && i < ins[scalesAt]->list->size(); ++i)
+      if (FailureOr<double> s = toDouble((*ins[scalesAt]->list)[i], "scale"); succeeded(s))
+        scales[i] = *s;
+  } else {
+    for (size_t i = 0; i < 2 && scalesAt + i < ins.size(); ++i)
+      if (present(ins[scalesAt + i]))
+        if (FailureOr<double> s = toDouble(*ins[scalesAt + i], "scale"); succeeded(s))
+          scales[i] = *s;
+  }
+  std::vector<int64_t> size;
+  if (present(ins[1])) {
+    FailureOr<std::vector<int64_t>> s = toInts(*ins[1], "output_size");
+    if (failed(s))
+      return failure();
+    size = *s;
+  } else {
+    for (int i = 0; i < 2; ++i)
+      size.push_back(static_cast<int64_t>(std::floor(shape[2 + i] * scales[i])));
+  }
+  if (size.size() != 2)
+    return fail("expects two output sizes");
+  Value y = *x;
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = shape[2 + i], out = size[i];
+    double scale = scales[i] > 0 ? scales[i] : static_cast<double>(out) / in;
+    std::string error;
+    FailureOr<std::vector<std::vector<double>>> m = resizeWeights(
+        in, out, scale, linear ? "linear" : "nearest",
+        !linear ? "asymmetric" : alignCorners ? "align_corners" : "half_pixel", "floor",
+        error);
+    if (failed(m))
+      return fail(error);
+    FailureOr<Value> mixed = mixAxis(y, 2 + i, *m);
+    if (failed(mixed))
+      return failure();
+    y = *mixed;
+  }
+  outs.push_back(runtime(y));
+  return success();
 }
 
 /// aten::max_pool2d(x, kernel, stride, padding, dilation, ceil_mode),
@@ -1080,7 +1171,7 @@ LogicalResult TsImporter::importGatherElements(torch::jit::Node *, const std::st
   if (failed(dim))
     return failure();
   if (!ins[2]->host)
-    return fail("indices must be known at import time");
+    return fail("indices must be constant (known at import time)");
   auto axis = attrs({{"axis", *dim}});
   if (ins[0]->host)
     return push(evalHost("GatherElements", {&*ins[0]->host, &*ins[2]->host}, axis), outs);
@@ -1618,7 +1709,9 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::embedding"] = &TsImporter::importEmbedding;
     t["aten::softmax"] = t["aten::log_softmax"] = &TsImporter::importSoftmax;
     t["aten::mean"] = t["aten::sum"] = &TsImporter::importReduce;
-    t["aten::adaptive_avg_pool2d"] = &TsImporter::importAdaptiveAvgPool;
+    t["aten::adaptive_avg_pool2d"] = t["aten::adaptive_avg_pool1d"] =
+        &TsImporter::importAdaptiveAvgPool;
+    t["aten::upsample_bilinear2d"] = t["aten::upsample_nearest2d"] = &TsImporter::importUpsample;
     t["aten::max_pool2d"] = &TsImporter::importPool;
     t["aten::avg_pool2d"] = &TsImporter::importPool;
     t["aten::view"] = t["aten::reshape"] = &TsImporter::importView;

@@ -215,9 +215,35 @@ class Gathers(torch.nn.Module):
                 + (i.abs() + 1).reciprocal())
 
 
+class Resampling(torch.nn.Module):
+    """Resizing (MobileViT's and BEiT's bilinear interpolation, ONNX Resize):
+    F.interpolate bilinear with and without align_corners, by size and by
+    scale factor, and nearest."""
+
+    def forward(self, x):
+        F = torch.nn.functional
+        a = F.interpolate(x, size=(7, 5), mode="bilinear", align_corners=False)
+        b = F.interpolate(x, size=(7, 5), mode="bilinear", align_corners=True)
+        c = F.interpolate(x, scale_factor=2.0, mode="nearest")[:, :, :7, :5]
+        d = F.interpolate(x, scale_factor=2.0, mode="bilinear")[:, :, :7, :5]
+        return a + 2 * b + 3 * c + 4 * d
+
+
+class AdaptivePools(torch.nn.Module):
+    """Adaptive average pooling to sizes other than 1 (VGG's 7x7, Swin's
+    1-d pooler), in 2-d and 1-d, to sizes that do not divide the input."""
+
+    def forward(self, x):
+        F = torch.nn.functional
+        return F.adaptive_avg_pool2d(x, (3, 2)) + F.adaptive_avg_pool1d(
+            x.flatten(2), 6).reshape(2, 3, 3, 2)
+
+
 # (module, input, output shape): traced as aten ops, exported as ONNX ops.
 OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
             "gathers": (Gathers, (2, 4), (2, 3, 3)),
+            "resampling": (Resampling, (2, 3, 4, 5), (2, 3, 7, 5)),
+            "adaptive_pools": (AdaptivePools, (2, 3, 4, 5), (2, 3, 3, 2)),
             "hard_activations": (hard_activations, (16, 4), (16, 8)),
             "ceil_pool": (ceil_pools, (2, 3, 13, 13), (2, 3, 3, 3))}
 
@@ -229,6 +255,9 @@ def test_ops_match_pytorch(case, form, tmp_path):
     (colo-eval, the reference interpreter)."""
     import numpy as np
 
+    if form == "onnx" and case == "adaptive_pools":
+        pytest.skip("the TorchScript-based exporter: 'Unsupported: ONNX export of operator "
+                    "adaptive_avg_pool2d, output size that are not factor of input size'")
     torch.manual_seed(0)
     build, shape, out_shape = OP_CASES[case]
     model, x = build().eval(), torch.randn(*shape)

@@ -5,7 +5,7 @@ exporter and torch.jit.trace archives. Only the (model, path) pairs colo
 handles today are here (zoo.GAPS says why the others are not), each exported
 once, in training mode where PyTorch can (zoo.EVAL_ONLY):
 
-- the parameter count of `colo import --summary` equals PyTorch's;
+- the parameter count of `colo import --summary` equals PyTorch's (of what trains);
 - colo-eval (the reference interpreter, double precision) of the export equals
   PyTorch in float64 on the same float32 weights and inputs, in the export's
   mode, within 1e-4 of the largest output magnitude (test_interpreter.py's
@@ -18,9 +18,11 @@ once, in training mode where PyTorch can (zoo.EVAL_ONLY):
 - the decoders train the same way under dp=2, tp=2 and pp=2 (two
   microbatches) on two ranks, from every path.
 
-An ONNX file from the TorchScript-based exporter does not say which
-initializers are buffers; the model's buffers are named with `--freeze`, as
-a user would (BART's final_logits_bias meets the logits and would train).
+An ONNX file does not say which parameters are frozen (requires_grad=False),
+and one from the TorchScript-based exporter not which initializers are
+buffers; they are named with `--freeze`, as a user would (BART's
+final_logits_bias meets the logits and would train). Parameter counts are
+of what trains.
 Each case prints its figures."""
 import copy
 import json
@@ -86,11 +88,13 @@ def shapes(case, via):
 
 def import_args(case, via):
     """What colo import and compile need beyond the file: input shapes for a
-    TorchScript archive, the buffers for the TorchScript-based exporter's
-    ONNX."""
-    if via == T and case.buffers():
-        return ["--freeze", ",".join(case.buffers())]
-    return shapes(case, via)
+    TorchScript archive; for ONNX, what does not train (zoo.Case.frozen: the
+    dynamo exporter's graph signature tells buffers, not frozen
+    parameters)."""
+    if via == J:
+        return shapes(case, via)
+    frozen = case.frozen(buffers=via == T)
+    return ["--freeze", ",".join(frozen)] if frozen else []
 
 
 @pytest.mark.parametrize("name,via", IMPORT, ids=ids(IMPORT))
@@ -98,7 +102,7 @@ def test_parameter_count_equals_pytorch(zoo_cases, name, via):
     case, path, _ = zoo_cases(name, via)
     s = json.loads(run_colo("import", path, *import_args(case, via), "--summary",
                             "--json").stdout)
-    assert s["parameters"] == sum(p.numel() for p in case.model.parameters())
+    assert s["parameters"] == case.trainable_parameters()
 
 
 @pytest.mark.parametrize("name,via", FORWARD, ids=ids(FORWARD))

@@ -291,15 +291,23 @@ class Case:
             self._reference = f32, self.train(copy.deepcopy(self.model).double(), data64)
         return self._reference
 
-    def buffers(self):
-        """The model's float buffers other than batch-norm statistics: what
-        an ONNX file from the TorchScript-based exporter cannot tell from
-        parameters (`colo --freeze` says so)."""
-        bn = {f"{n}.{b}" for n, m in self.model.named_modules()
-              if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
-              for b, _ in m.named_buffers(recurse=False)}
-        return [n for n, b in self.model.named_buffers()
-                if b.is_floating_point() and n not in bn]
+    def frozen(self, buffers=True):
+        """What does not train and an ONNX file cannot tell from parameters
+        (`colo --freeze` says so): the parameters with requires_grad=False
+        (Pegasus's sinusoidal positions), and with `buffers` the float
+        buffers other than batch-norm statistics (the TorchScript-based
+        exporter writes them as initializers; BART's final_logits_bias)."""
+        names = [n for n, p in self.model.named_parameters() if not p.requires_grad]
+        if buffers:
+            bn = {f"{n}.{b}" for n, m in self.model.named_modules()
+                  if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                  for b, _ in m.named_buffers(recurse=False)}
+            names += [n for n, b in self.model.named_buffers()
+                      if b.is_floating_point() and n not in bn]
+        return names
+
+    def trainable_parameters(self):
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
     def tied_names(self):
         """parameter name -> every name of the same tensor (tied weights)."""

@@ -413,6 +413,24 @@ func.func @concat_two(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
 
 // -----
 
+// Pieces empty along the axis (Phi-3's pass-through half of a rotary
+// embedding over the whole head) are dropped, with the empty slice making
+// them; a negative axis counts from the end.
+// CHECK-LABEL: func.func @concat_empty_pieces
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[E:.*]]: tensor<2x0xf32>)
+// CHECK-NOT: colo.slice
+// CHECK: %[[Y:.*]] = colo.concat %[[X]], %[[X]] axis = -1 : tensor<2x3xf32>, tensor<2x3xf32>
+// CHECK: return %[[X]], %[[Y]]
+func.func @concat_empty_pieces(%x: tensor<2x3xf32>, %e: tensor<2x0xf32>)
+    -> (tensor<2x3xf32>, tensor<2x6xf32>) {
+  %s = colo.slice %x start = [0, 3] limit = [2, 3] stride = [1, 1] : tensor<2x3xf32>
+  %0 = colo.concat %x, %s axis = 1 : tensor<2x3xf32>, tensor<2x0xf32>
+  %1 = colo.concat %x, %e, %x axis = -1 : tensor<2x3xf32>, tensor<2x0xf32>, tensor<2x3xf32>
+  return %0, %1 : tensor<2x3xf32>, tensor<2x6xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @broadcast_to_identity
 // CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>)
 // CHECK-NOT: colo.broadcast_to
