@@ -766,6 +766,14 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
     return EvalResult::ok({std::move(out)});
   }
 
+  // Gemma-2's sliding-window positions.
+  if (op == "Clip") {
+    double lo = in.size() > 1 && in[1] ? in[1]->values.at(0) : -INFINITY;
+    double hi = in.size() > 2 && in[2] ? in[2]->values.at(0) : INFINITY;
+    return nary(in.take_front(1), in[0]->dtype,
+                [lo, hi](ArrayRef<double> a) { return std::min(std::max(a[0], lo), hi); });
+  }
+
   if (op == "Sign")
     return nary(in.take_front(1), in[0]->dtype,
                 [](ArrayRef<double> a) { return double((a[0] > 0) - (a[0] < 0)); });

@@ -1171,3 +1171,51 @@ TEST(CumSum, AxisOutOfRangeIsError) {
 }
 
 } // namespace
+
+TEST(Clip, BoundsEitherOrBoth) {
+  HostTensor x = i64({5}, {-3, -1, 0, 2, 9});
+  HostTensor lo = i64({}, {-1}), hi = i64({}, {4});
+  expectFolded(eval("Clip", {&x, &lo, &hi}), kInt64, {5}, {-1, -1, 0, 2, 4});
+  expectFolded(eval("Clip", {&x, nullptr, &hi}), kInt64, {5}, {-3, -1, 0, 2, 4});
+  expectFolded(eval("Clip", {&x, &lo}), kInt64, {5}, {-1, -1, 0, 2, 9});
+}
+
+TEST(Sign, OfFloatsAndIntegers) {
+  HostTensor x = f32({4}, {-2.5, 0, 0.5, -0});
+  expectFolded(eval("Sign", {&x}), kFloat, {4}, {-1, 0, 1, 0});
+}
+
+TEST(Tile, RepeatsEachDimension) {
+  HostTensor x = i64({2, 2}, {1, 2, 3, 4});
+  HostTensor r = i64({2}, {2, 3});
+  expectFolded(eval("Tile", {&x, &r}), kInt64, {4, 6},
+               {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4});
+  HostTensor bad = i64({1}, {2});
+  expectError(eval("Tile", {&x, &bad}), "one repeat count per dimension");
+}
+
+TEST(GatherElements, AlongAnAxisWithNegativeIndices) {
+  // ONNX's example: data [[1, 2], [3, 4]], indices [[0, 0], [1, 0]], axis 1.
+  HostTensor x = i64({2, 2}, {1, 2, 3, 4});
+  HostTensor idx = i64({2, 2}, {0, 0, -1, 0});
+  expectFolded(eval("GatherElements", {&x, &idx}, Attrs().i("axis", 1)), kInt64, {2, 2},
+               {1, 1, 4, 3});
+  HostTensor rows = i64({1, 2}, {1, 0});
+  expectFolded(eval("GatherElements", {&x, &rows}), kInt64, {1, 2}, {3, 2});
+  HostTensor far = i64({1, 2}, {2, 0});
+  expectError(eval("GatherElements", {&x, &far}), "out of range");
+}
+
+TEST(GatherND, SlicesElementsAndBatches) {
+  HostTensor x = i64({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  HostTensor rows = i64({2, 1}, {1, 0});
+  expectFolded(eval("GatherND", {&x, &rows}), kInt64, {2, 2, 2}, {4, 5, 6, 7, 0, 1, 2, 3});
+  HostTensor points = i64({2, 3}, {0, 1, 1, 1, 0, -2});
+  expectFolded(eval("GatherND", {&x, &points}), kInt64, {2}, {3, 4});
+  // batch_dims 1: batch b picks row idx[b] of x[b].
+  HostTensor perBatch = i64({2, 1}, {1, 0});
+  expectFolded(eval("GatherND", {&x, &perBatch}, Attrs().i("batch_dims", 1)), kInt64, {2, 2},
+               {2, 3, 4, 5});
+  HostTensor deep = i64({1, 4}, {0, 0, 0, 0});
+  expectError(eval("GatherND", {&x, &deep}), "do not fit");
+}
