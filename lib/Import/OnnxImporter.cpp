@@ -53,7 +53,7 @@ int requiredInputs(llvm::StringRef op, int64_t opset) {
       {"CastLike", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2},
       {"BatchNormalization", 5}, {"Reshape", 2}, {"Slice", 3}, {"SequenceAt", 2},
       {"Gather", 2}, {"GatherND", 2}, {"GatherElements", 2}, {"Expand", 2}, {"Range", 3},
-      {"CumSum", 2}, {"SequenceEmpty", 0}};
+      {"CumSum", 2}, {"SequenceEmpty", 0}, {"SequenceInsert", 2}};
   if (op == "Constant")
     return 0;
   if (op == "Unsqueeze")
@@ -664,7 +664,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, size_t index) {
         t = HostTensor::scalar(*i, kInt64);
       else if (auto is = a.getInts("value_ints"))
         t = HostTensor::vector(*is);
-      else
+      for (const auto &attr : node.attribute())
+        if (!t && attr.name() == "value_floats") {
+          t = HostTensor{kFloat, {attr.floats_size()}, {}};
+          for (float f : attr.floats())
+            t->values.push_back(f);
+        }
+      if (!t)
         return fail(nodeError.empty() ? "unsupported Constant attribute" : nodeError);
     }
     outs.push_back(Val{{}, std::move(*t), {}});

@@ -55,6 +55,10 @@ private:
   mlir::LogicalResult classifyInitializers();
   mlir::LogicalResult importGraphInputs();
   mlir::LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  /// Runs a Loop body or If branch at import time with `inputs` bound to
+  /// its inputs (OnnxControlFlow.cpp); its values are visible to it only.
+  mlir::LogicalResult runSubgraph(const onnx::GraphProto &graph, llvm::ArrayRef<Val> inputs,
+                                  llvm::SmallVectorImpl<Val> &outputs);
   /// The value of a node input: an earlier node's output, a graph input or
   /// an initializer (imported on first use).
   mlir::FailureOr<Val *> initializerOrValue(const std::string &name);

@@ -1037,6 +1037,11 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["Slice"] = &Importer::importSlice;
     t["Split"] = &Importer::importSplit;
     t["SplitToSequence"] = &Importer::importSplitToSequence;
+    t["SequenceEmpty"] = &Importer::importSequenceEmpty;
+    t["SequenceInsert"] = &Importer::importSequenceInsert;
+    t["ConcatFromSequence"] = &Importer::importConcatFromSequence;
+    t["Loop"] = &Importer::importLoop;
+    t["If"] = &Importer::importIf;
     t["SequenceAt"] = &Importer::importSequenceAt;
     t["Gather"] = &Importer::importGather;
     t["Expand"] = &Importer::importExpand;

@@ -355,12 +355,30 @@ LogicalResult TsImporter::importBinary(torch::jit::Node *n, const std::string &k
   }
   if (kind == "aten::rsub")
     std::swap(a, b);
-  if (auto mode = arg(n, ins, "rounding_mode");
-      present(mode) && mode->str && *mode->str != "trunc" && !(a->host && b->host))
-    return fail("division with rounding_mode '" + *mode->str + "' is not supported");
+  TVal *modeArg = arg(n, ins, "rounding_mode");
+  std::optional<std::string> mode =
+      present(modeArg) && modeArg->str ? modeArg->str : std::optional<std::string>();
+  if (mode && *mode != "trunc" && !(a->host && b->host))
+    return fail("division with rounding_mode '" + *mode + "' is not supported");
+  bool floorDiv = kind == "aten::floor_divide" || kind == "aten::floordiv" || mode == "floor";
+  bool isDiv = llvm::StringRef(kind).starts_with("aten::div") || floorDiv;
+  if (isDiv && a->host && b->host && !ox::isFloatDType(a->host->dtype) &&
+      !ox::isFloatDType(b->host->dtype) && mode != "trunc") {
+    // Integers known now (sizes): `/` is true division (MobileViT's
+    // ceil(height / patch)), `//` and rounding_mode "floor" round down.
+    TVal x = *a, y = *b;
+    for (TVal *t : {&x, &y})
+      t->host->dtype = ox::kDouble;
+    FailureOr<TVal> q = binary("Div", x, y);
+    if (failed(q))
+      return failure();
+    for (double &v : q->host->values)
+      v = floorDiv ? std::floor(v) : HostTensor::convert(v, ox::kFloat);
+    q->host->dtype = floorDiv ? a->host->dtype : ox::kFloat;
+    return push(q, outs);
+  }
   FailureOr<TVal> r = binary(binaries().at(kind), *a, *b);
-  if (succeeded(r) && (kind == "aten::floor_divide" || kind == "aten::floordiv") &&
-      r->host)
+  if (succeeded(r) && floorDiv && r->host)
     for (double &v : r->host->values)
       v = std::floor(v);
   return push(r, outs);
@@ -1207,6 +1225,49 @@ LogicalResult TsImporter::importStack(torch::jit::Node *, const std::string &, I
   return push(concat(parts, dim), outs);
 }
 
+/// aten::meshgrid(tensors, indexing): each 1-d tensor along its own
+/// dimension of the grid, broadcast to all of it ("ij"; "xy" swaps the
+/// first two dimensions). BEiT's relative positions.
+LogicalResult TsImporter::importMeshgrid(torch::jit::Node *n, const std::string &, Inputs ins,
+                                         Outputs &outs) {
+  if (!ins[0]->list || ins[0]->list->empty())
+    return fail("expects a non-empty list of tensors");
+  std::vector<TVal> &xs = *ins[0]->list;
+  bool xy = false;
+  if (TVal *i = arg(n, ins, "indexing"); present(i) && i->str) {
+    if (*i->str != "ij" && *i->str != "xy")
+      return fail("unknown indexing '" + *i->str + "'");
+    xy = *i->str == "xy";
+  }
+  size_t rank = xs.size();
+  std::vector<int64_t> grid;
+  for (TVal &x : xs) {
+    std::vector<int64_t> s = shapeOf(x);
+    if (s.size() > 1)
+      return fail("expects 0-d or 1-d tensors");
+    grid.push_back(s.empty() ? 1 : s[0]);
+  }
+  auto dimOf = [&](size_t k) { return xy && rank > 1 && k < 2 ? 1 - k : k; };
+  std::vector<int64_t> full(rank);
+  for (size_t k = 0; k < rank; ++k)
+    full[dimOf(k)] = grid[k];
+  TVal list;
+  list.list.emplace();
+  for (size_t k = 0; k < rank; ++k) {
+    std::vector<int64_t> one(rank, 1);
+    one[dimOf(k)] = grid[k];
+    FailureOr<TVal> r = reshape(xs[k], one);
+    if (failed(r))
+      return failure();
+    FailureOr<TVal> e = expand(*r, full);
+    if (failed(e))
+      return failure();
+    list.list->push_back(*e);
+  }
+  outs.push_back(std::move(list));
+  return success();
+}
+
 /// aten::index_select(x, dim, index): ONNX's Gather along `dim`.
 LogicalResult TsImporter::importIndexSelect(torch::jit::Node *, const std::string &,
                                             Inputs ins, Outputs &outs) {
@@ -1734,6 +1795,7 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
       t[kind] = &TsImporter::importClamp;
     t["aten::square"] = &TsImporter::importSquare;
     t["aten::stack"] = &TsImporter::importStack;
+    t["aten::meshgrid"] = &TsImporter::importMeshgrid;
     t["aten::index_select"] = &TsImporter::importIndexSelect;
     t["aten::bitwise_not"] = &TsImporter::importBitwiseNot;
     t["aten::gather"] = &TsImporter::importGatherElements;

@@ -9,6 +9,7 @@ import subprocess
 import warnings
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
@@ -120,3 +121,34 @@ def test_wrong_input_shape_is_one_line_error(eval_models, tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith("colo: error: ") and proc.stderr.count("\n") == 1
     assert "input 0 has shape [3x32]" in proc.stderr
+
+
+class Strided(torch.nn.Module):
+    """aten::as_strided of an activation (torchvision's ConvNeXt and Swin
+    meet it): the dynamo exporter computes the view's indices in an ONNX
+    Loop (with an If and sequences in its body) that colo runs at import
+    time, leaving one gather."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        return self.proj(x).as_strided((3, 4), (5, 1), 2) * 2
+
+
+def test_dynamo_loops_run_at_import(tmp_path):
+    torch.manual_seed(0)
+    model, x = Strided(), torch.randn(4, 6)
+    path = tmp_path / "strided.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), str(path), dynamo=True, optimize=False)
+    assert "Loop" in {n.op_type for n in onnx.load(str(path)).graph.node}
+    np.save(tmp_path / "x.npy", x.numpy())
+    proc = subprocess.run([str(BIN / "colo-eval"), str(path), "--input", str(tmp_path / "x.npy"),
+                           "-o", str(tmp_path / "y.npy")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    with torch.no_grad():
+        want = model.double()(x.double()).numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-6, atol=1e-9)
