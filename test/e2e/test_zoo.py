@@ -51,7 +51,8 @@ FORWARD = [c for c in ALL if c[0] not in {"wide_resnet50_2", "densenet121", "res
 TRAIN = [c for c in ALL if c[0] not in zoo.VISION] + [
     ("squeezenet1_0", T), ("squeezenet1_0", D), ("squeezenet1_0", J),
     ("mobilenet_v3_small", T), ("mobilenet_v3_small", J),
-    ("efficientnet_b0", T), ("resnet50", T)]
+    ("efficientnet_b0", T), ("resnet50", T), ("swin", T), ("swin", D), ("swin", J),
+    ("mobilevit", T), ("mobilevit", J)]
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """More architectures than models.py: tiny configurations of Hugging Face
-decoders, encoders and encoder-decoders (transformers 4.52) and torchvision
-classifiers (0.24), with everything test_zoo.py needs to export them, train
+decoders, encoders, encoder-decoders and vision transformers (transformers
+4.52) and torchvision classifiers (0.24), with everything test_zoo.py needs to export them, train
 them with PyTorch as the reference and hand the same batches to colo.
 
 Every dropout (and EfficientNet's stochastic depth) is 0 so that colo and
@@ -24,11 +24,13 @@ STEPS = 3
 SEQ = 16
 VOCAB = 256
 
-DECODERS = ["opt", "gpt_neox", "mistral", "qwen2", "phi", "bloom", "falcon", "gemma"]
+DECODERS = ["opt", "gpt_neox", "mistral", "qwen2", "phi", "bloom", "falcon", "gemma", "gptj"]
 ENCODERS = ["roberta", "albert", "distilbert", "electra"]
-SEQ2SEQ = ["t5", "bart"]
+SEQ2SEQ = ["t5", "bart", "pegasus"]
+# Hugging Face vision transformers take pixel_values (PixelLogits).
+HF_VISION = ["swin", "mobilevit"]
 VISION = ["resnet50", "efficientnet_b0", "densenet121", "squeezenet1_0",
-          "mobilenet_v3_small", "wide_resnet50_2"]
+          "mobilenet_v3_small", "wide_resnet50_2"] + HF_VISION
 MODELS = DECODERS + ENCODERS + SEQ2SEQ + VISION
 
 # The three ways into colo: ONNX from the TorchScript-based exporter (training
@@ -38,15 +40,16 @@ PATHS = ["torchscript", "dynamo", "jit"]
 # (model, path) pairs that PyTorch cannot export in training mode: they are
 # exported in eval mode, the same function with every dropout at 0 (colo's
 # training step puts batch norm in training mode whatever the export's mode).
-# - dynamo, OPT and BART: LayerDrop draws torch.rand([]) in training mode even
+# - dynamo, OPT, BART and Pegasus: LayerDrop draws torch.rand([]) in training mode even
 #   at layerdrop 0: "Could not guard on data-dependent expression Eq(u0, 1)".
 # - dynamo, batch norm in training mode: "Key 'b_bn1_running_mean' does not
 #   match the name of the value 'getitem_3'" (ONNX translation, step 3/3).
 # - jit, BLOOM: its GELU is a torch.autograd.Function in training mode: "Could
 #   not export Python function call 'GeLUFunction'".
-EVAL_ONLY = {("opt", "dynamo"), ("bart", "dynamo"), ("bloom", "jit")} | {
+EVAL_ONLY = {("opt", "dynamo"), ("bart", "dynamo"), ("pegasus", "dynamo"),
+             ("bloom", "jit")} | {
     (m, "dynamo") for m in ["resnet50", "efficientnet_b0", "densenet121",
-                            "mobilenet_v3_small", "wide_resnet50_2"]}
+                            "mobilenet_v3_small", "wide_resnet50_2", "mobilevit"]}
 
 # (model, path) pairs that do not go through, and why.
 GAPS = {
@@ -67,6 +70,17 @@ class Logits(torch.nn.Module):
 
     def forward(self, input_ids):
         return self.model(input_ids=input_ids).logits
+
+
+class PixelLogits(torch.nn.Module):
+    """A Hugging Face image classifier, logits only."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(pixel_values=x).logits
 
 
 class Seq2SeqLogits(torch.nn.Module):
@@ -120,6 +134,11 @@ def _hf(name):
         return tf.FalconForCausalLM(cfg)
     if name == "gemma":
         return tf.GemmaForCausalLM(tf.GemmaConfig(head_dim=16, **llama_like))
+    if name == "gptj":
+        cfg = tf.GPTJConfig(vocab_size=VOCAB, n_positions=32, n_embd=64, n_layer=2, n_head=4,
+                            rotary_dim=8, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                            use_cache=False)
+        return tf.GPTJForCausalLM(cfg)
     if name == "roberta":
         # Positions count from padding_idx + 1 (= 2): 18 positions for 16 tokens.
         return tf.RobertaForMaskedLM(tf.RobertaConfig(**{**bert_like,
@@ -146,6 +165,27 @@ def _hf(name):
                             activation_dropout=0.0, classifier_dropout=0.0,
                             encoder_layerdrop=0.0, decoder_layerdrop=0.0, use_cache=False)
         return tf.BartForConditionalGeneration(cfg)
+    if name == "pegasus":
+        # Sinusoidal positions: a parameter with requires_grad=False.
+        cfg = tf.PegasusConfig(vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+                               encoder_attention_heads=4, decoder_attention_heads=4,
+                               encoder_ffn_dim=128, decoder_ffn_dim=128,
+                               max_position_embeddings=32, dropout=0.0, attention_dropout=0.0,
+                               activation_dropout=0.0, encoder_layerdrop=0.0,
+                               decoder_layerdrop=0.0, use_cache=False)
+        return tf.PegasusForConditionalGeneration(cfg)
+    if name == "swin":
+        cfg = tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
+                            num_heads=[2, 2], window_size=4, hidden_dropout_prob=0.0,
+                            attention_probs_dropout_prob=0.0, drop_path_rate=0.0,
+                            num_labels=10)
+        return tf.SwinForImageClassification(cfg)
+    if name == "mobilevit":
+        cfg = tf.MobileViTConfig(image_size=32, hidden_sizes=[32, 48, 64],
+                                 neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64], num_labels=10,
+                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                 classifier_dropout_prob=0.0)
+        return tf.MobileViTForImageClassification(cfg)
     raise ValueError(name)
 
 
@@ -194,7 +234,7 @@ def tokens(model, g, steps, pads=False):
 # `compare` checks relative to the largest change (the parameters themselves
 # move by 1e-3 of the gradient and would hide it).
 ONE_STEP = {"resnet50", "efficientnet_b0", "densenet121", "mobilenet_v3_small",
-            "wide_resnet50_2"}
+            "wide_resnet50_2", "mobilevit"}
 
 
 class Case:
@@ -211,7 +251,7 @@ class Case:
         self.steps = 1 if name in ONE_STEP else STEPS
         n = self.steps
         if name in VISION:
-            self.model = _vision(name)
+            self.model = PixelLogits(_hf(name)) if name in HF_VISION else _vision(name)
             self.inputs = ["x"]
             self.loss, self.opt, self.lr = "cross-entropy", "sgd", 1e-3
             self.batch = 4
