@@ -277,20 +277,20 @@ FailureOr<Value> ImportBase::mixAxis(Value x, int64_t axis,
 
 std::optional<std::string>
 ImportBase::capture(llvm::function_ref<LogicalResult()> importOne) {
-  std::string captured;
+  firstDiagnostic.clear();
   nodeError.clear();
   LogicalResult result = success();
   {
     ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-      if (d.getSeverity() == DiagnosticSeverity::Error && captured.empty())
-        captured = d.str();
+      if (d.getSeverity() == DiagnosticSeverity::Error && firstDiagnostic.empty())
+        firstDiagnostic = d.str();
       return success();
     });
     result = importOne();
   }
   if (succeeded(result))
     return std::nullopt;
-  return nodeError.empty() ? captured : nodeError;
+  return nodeError.empty() ? firstDiagnostic : nodeError;
 }
 
 } // namespace colo

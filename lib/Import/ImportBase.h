@@ -116,6 +116,9 @@ public:
 
   mlir::MLIRContext &ctx;
   mlir::OpBuilder builder;
+  /// Within capture(): the first error diagnostic so far (an op's verifier
+  /// or type inference), for messages that name where it happened.
+  std::string firstDiagnostic;
   mlir::Location loc = mlir::UnknownLoc::get(&ctx);
   std::string nodeError;
 

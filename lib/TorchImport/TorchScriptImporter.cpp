@@ -434,6 +434,8 @@ LogicalResult TsImporter::importBlock(torch::jit::Block &block, const std::strin
       }
       outs = std::move(carried);
     } else if (failed(translate(n, ins, outs))) {
+      if (nodeError.empty())
+        nodeError = firstDiagnostic;
       if (nodeError.rfind("in ", 0) != 0 && !nodeError.empty())
         nodeError = "in " + (scope.empty() ? std::string("<root>") : scope) + ": " +
                     kind + ": " + nodeError;

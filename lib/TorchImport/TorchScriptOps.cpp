@@ -1101,9 +1101,10 @@ LogicalResult TsImporter::importSlice(torch::jit::Node *, const std::string &, I
   return push(r, outs);
 }
 
-/// aten::copy_(view, src): writes `src` (broadcast) into a slice of a tensor
-/// known at import time, which later reads of that tensor see (the causal
-/// masks Hugging Face decoders build with in-place slice assignments).
+/// aten::copy_(view, src), aten::fill_(view, value): writes `src` (broadcast)
+/// into a slice of a tensor known at import time, which later reads of that
+/// tensor see (the causal masks Hugging Face decoders build with in-place
+/// slice assignments, Swin's shifted-window masks).
 LogicalResult TsImporter::importCopy(torch::jit::Node *, const std::string &, Inputs ins,
                                      Outputs &outs) {
   TVal &dst = *ins[0];
@@ -1266,6 +1267,48 @@ LogicalResult TsImporter::importMeshgrid(torch::jit::Node *n, const std::string 
   }
   outs.push_back(std::move(list));
   return success();
+}
+
+/// aten::roll(x, shifts, dims): per dimension, the last `shift` elements
+/// moved to the front (two slices concatenated; Swin's shifted windows).
+/// Without dims, the flattened tensor rolls.
+LogicalResult TsImporter::importRoll(torch::jit::Node *, const std::string &, Inputs ins,
+                                     Outputs &outs) {
+  FailureOr<std::vector<int64_t>> shifts = toInts(*ins[1], "shifts");
+  FailureOr<std::vector<int64_t>> dims =
+      ins.size() > 2 && present(ins[2]) ? toInts(*ins[2], "dims") : std::vector<int64_t>();
+  if (failed(shifts) || failed(dims))
+    return failure();
+  TVal x = *ins[0];
+  std::vector<int64_t> shape = shapeOf(x);
+  bool flat = dims->empty();
+  if (flat) {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    FailureOr<TVal> f = reshape(x, {n});
+    if (failed(f))
+      return failure();
+    x = *f;
+    dims->assign(1, 0);
+  }
+  if (shifts->size() != dims->size())
+    return fail("needs one shift per dimension");
+  for (auto [shift, d] : llvm::zip(*shifts, *dims)) {
+    int64_t dim = normDim(d, shapeOf(x).size()), n = shapeOf(x)[dim];
+    int64_t s = n ? ((shift % n) + n) % n : 0;
+    if (s == 0)
+      continue;
+    FailureOr<TVal> tail = slice(x, dim, n - s, n, 1), head = slice(x, dim, 0, n - s, 1);
+    if (failed(tail) || failed(head))
+      return failure();
+    std::vector<TVal> parts = {*tail, *head};
+    FailureOr<TVal> rolled = concat(parts, dim);
+    if (failed(rolled))
+      return failure();
+    x = *rolled;
+  }
+  return push(flat ? reshape(x, shape) : FailureOr<TVal>(x), outs);
 }
 
 /// aten::index_select(x, dim, index): ONNX's Gather along `dim`.
@@ -1506,19 +1549,27 @@ LogicalResult TsImporter::importArange(torch::jit::Node *n, const std::string &,
 /// given, the element type of a tensor): constants.
 LogicalResult TsImporter::importFill(torch::jit::Node *n, const std::string &kind,
                                      Inputs ins, Outputs &outs) {
-  bool like = llvm::StringRef(kind).ends_with("_like");
+  // aten::new_zeros(x, size, ...) and friends: x's dtype, the given size.
+  llvm::StringRef k(kind);
+  bool like = k.ends_with("_like"), fromTensor = k.starts_with("aten::new_");
+  if (fromTensor)
+    k = k.drop_front(strlen("aten::new_"));
+  else
+    k = k.drop_front(strlen("aten::"));
   FailureOr<std::vector<int64_t>> size =
-      like ? FailureOr<std::vector<int64_t>>(shapeOf(*ins[0])) : toInts(*ins[0], "size");
+      like ? FailureOr<std::vector<int64_t>>(shapeOf(*ins[0]))
+           : toInts(*ins[fromTensor ? 1 : 0], "size");
   if (failed(size))
     return failure();
-  double fill = llvm::StringRef(kind).starts_with("aten::ones") ? 1 : 0;
-  int32_t dt = like ? ox::dtypeOf(typeOf(*ins[0]).getElementType()) : ox::kFloat;
-  if (llvm::StringRef(kind).starts_with("aten::full")) {
-    FailureOr<double> v = toDouble(*ins[1], "fill_value");
+  double fill = k.starts_with("ones") ? 1 : 0;
+  int32_t dt = like || fromTensor ? ox::dtypeOf(typeOf(*ins[0]).getElementType()) : ox::kFloat;
+  if (k.starts_with("full")) {
+    TVal &value = *ins[fromTensor ? 2 : 1];
+    FailureOr<double> v = toDouble(value, "fill_value");
     if (failed(v))
       return failure();
     fill = *v;
-    if (!like && !ox::isFloatDType(ins[1]->host->dtype))
+    if (!like && !fromTensor && !ox::isFloatDType(value.host->dtype))
       dt = ox::kInt64;
   }
   if (TVal *d = arg(n, ins, "dtype"); present(d))
@@ -1670,8 +1721,14 @@ LogicalResult TsImporter::importIndex(torch::jit::Node *, const std::string &, I
 LogicalResult TsImporter::importMaskedFill(torch::jit::Node *, const std::string &,
                                            Inputs ins, Outputs &outs) {
   TVal &x = *ins[0], &mask = *ins[1], &value = *ins[2];
-  if (x.host && mask.host && value.host)
-    return push(evalHost("Where", {&*mask.host, &*value.host, &*x.host}, attrs()), outs);
+  if (x.host && mask.host && value.host) {
+    // The result keeps x's dtype (Swin's float(-100.0) into an f32 mask).
+    HostTensor v = *value.host;
+    v.dtype = x.host->dtype;
+    for (double &e : v.values)
+      e = HostTensor::convert(e, v.dtype);
+    return push(evalHost("Where", {&*mask.host, &v, &*x.host}, attrs()), outs);
+  }
   FailureOr<Value> xv = tensor(x), mv = tensor(mask);
   if (failed(xv) || failed(mv))
     return failure();
@@ -1796,6 +1853,7 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::square"] = &TsImporter::importSquare;
     t["aten::stack"] = &TsImporter::importStack;
     t["aten::meshgrid"] = &TsImporter::importMeshgrid;
+    t["aten::roll"] = &TsImporter::importRoll;
     t["aten::index_select"] = &TsImporter::importIndexSelect;
     t["aten::bitwise_not"] = &TsImporter::importBitwiseNot;
     t["aten::gather"] = &TsImporter::importGatherElements;
@@ -1807,14 +1865,15 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::to"] = t["aten::type_as"] = &TsImporter::importTo;
     t["aten::arange"] = &TsImporter::importArange;
     for (const char *kind : {"aten::ones", "aten::zeros", "aten::full", "aten::ones_like",
-                             "aten::zeros_like", "aten::full_like"})
+                             "aten::zeros_like", "aten::full_like", "aten::new_ones",
+                             "aten::new_zeros", "aten::new_full"})
       t[kind] = &TsImporter::importFill;
     t["aten::triu"] = t["aten::tril"] = &TsImporter::importTriangle;
     t["aten::masked_fill"] = &TsImporter::importMaskedFill;
     t["aten::index"] = &TsImporter::importIndex;
     t["aten::where"] = &TsImporter::importWhere;
     t["aten::cumsum"] = &TsImporter::importCumsum;
-    t["aten::copy_"] = &TsImporter::importCopy;
+    t["aten::copy_"] = t["aten::fill_"] = &TsImporter::importCopy;
     t["aten::scaled_dot_product_attention"] = &TsImporter::importAttention;
     return t;
   }();

@@ -239,11 +239,26 @@ class AdaptivePools(torch.nn.Module):
             x.flatten(2), 6).reshape(2, 3, 3, 2)
 
 
+class ShiftedWindows(torch.nn.Module):
+    """torchvision Swin's shifted windows: torch.roll of an activation and
+    a mask built in place in a new_zeros tensor (slice fill_, masked_fill
+    with a Python float)."""
+
+    def forward(self, x):
+        shifted = torch.roll(x, shifts=(-1, 2), dims=(1, 2))
+        mask = x.new_zeros((4, 5))
+        for count, (h, w) in enumerate([(slice(0, 2), slice(0, 3)), (slice(2, 4), slice(3, 5))]):
+            mask[h, w] = count + 1
+        mask = mask.masked_fill(mask != 0, float(-100.0))
+        return shifted + mask + torch.roll(x, 3, dims=2)
+
+
 # (module, input, output shape): traced as aten ops, exported as ONNX ops.
 OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
             "gathers": (Gathers, (2, 4), (2, 3, 3)),
             "resampling": (Resampling, (2, 3, 4, 5), (2, 3, 7, 5)),
             "adaptive_pools": (AdaptivePools, (2, 3, 4, 5), (2, 3, 3, 2)),
+            "shifted_windows": (ShiftedWindows, (2, 4, 5), (2, 4, 5)),
             "hard_activations": (hard_activations, (16, 4), (16, 8)),
             "ceil_pool": (ceil_pools, (2, 3, 13, 13), (2, 3, 3, 3))}
 
