@@ -74,15 +74,19 @@ SmallVector<int64_t> colo::reshapeAlignedDims(ArrayRef<int64_t> in, int64_t dim,
   return dims;
 }
 
-LogicalResult colo::verifyLocalType(Operation *op, RankedTensorType local, StringRef pass) {
+bool colo::inferredTypeIs(Operation *op, RankedTensorType type) {
   auto infer = dyn_cast<InferTypeOpInterface>(op);
   if (!infer)
-    return success();
+    return true;
   SmallVector<Type> inferred;
-  if (succeeded(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
-                                       op->getAttrDictionary(), op->getPropertiesStorage(),
-                                       op->getRegions(), inferred)) &&
-      !inferred.empty() && inferred.front() == local)
+  return succeeded(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                          op->getAttrDictionary(), op->getPropertiesStorage(),
+                                          op->getRegions(), inferred)) &&
+         !inferred.empty() && inferred.front() == type;
+}
+
+LogicalResult colo::verifyLocalType(Operation *op, RankedTensorType local, StringRef pass) {
+  if (inferredTypeIs(op, local))
     return success();
   return op->emitError() << pass << ": local result type " << local
                          << " disagrees with the op's type inference";

@@ -248,7 +248,7 @@ private:
     Operation *op = b.clone(*def);
     for (auto [i, operand] : operands)
       op->setOperand(i, operand);
-    if (failed(verifyLocalType(op, local, "colo-split-batch"))) {
+    if (!inferredTypeIs(op, local)) {
       op->erase();
       return failure();
     }

@@ -8,6 +8,7 @@
 
 #include "colo/Dialect/Colo/ColoOps.h"
 
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/GlobPattern.h"
 
 namespace colo {

@@ -72,12 +72,8 @@ class Logits(torch.nn.Module):
         return self.model(input_ids=input_ids).logits
 
 
-class PixelLogits(torch.nn.Module):
-    """A Hugging Face image classifier, logits only."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
+class PixelLogits(Logits):
+    """A Hugging Face image classifier, logits only (its input named `x`)."""
 
     def forward(self, x):
         return self.model(pixel_values=x).logits

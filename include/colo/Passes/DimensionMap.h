@@ -28,6 +28,10 @@ inline mlir::RankedTensorType withDim(mlir::RankedTensorType t, int64_t dim, int
   return t.clone(shape);
 }
 
+/// Whether `op`'s type inference (if it has one) gives its first result
+/// `type` from its operands as they are now.
+bool inferredTypeIs(mlir::Operation *op, mlir::RankedTensorType type);
+
 /// Checks that `local`, the per-rank type a splitting pass gives `op`'s
 /// result, is what the op's type inference computes from its (already local)
 /// operands; otherwise an error on `op` naming `pass`.
