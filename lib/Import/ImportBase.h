@@ -110,6 +110,11 @@ public:
   mlir::FailureOr<mlir::Value> mixAxis(mlir::Value x, int64_t axis,
                                        const std::vector<std::vector<double>> &m);
 
+  /// An Einsum of run-time tensors as reductions, transposes, reshapes and
+  /// batched matmuls (Einsum.cpp).
+  mlir::FailureOr<mlir::Value> einsum(llvm::StringRef equation,
+                                      llvm::ArrayRef<mlir::Value> operands);
+
   /// Runs `importOne` with diagnostics captured; on failure returns the
   /// problem (the recorded node error, else the first diagnostic).
   std::optional<std::string> capture(llvm::function_ref<mlir::LogicalResult()> importOne);

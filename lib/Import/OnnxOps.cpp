@@ -816,6 +816,20 @@ LogicalResult Importer::importResize(const onnx::NodeProto &node, Inputs ins, Ou
   return success();
 }
 
+LogicalResult Importer::importEinsum(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
+  std::optional<std::string> equation = attrs(node).getString("equation");
+  if (!equation)
+    return fail("missing equation");
+  SmallVector<Value> operands;
+  for (Val *v : ins)
+    operands.push_back(use(*v));
+  FailureOr<Value> y = einsum(*equation, operands);
+  if (failed(y))
+    return failure();
+  outs.push_back(Val{*y, {}, {}});
+  return success();
+}
+
 /// GatherND, GatherElements of a run-time tensor at indices known now (both
 /// known: the host folds them).
 LogicalResult Importer::importGatherAt(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
@@ -1016,6 +1030,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["Clip"] = &Importer::importClip;
     t["GatherND"] = t["GatherElements"] = &Importer::importGatherAt;
     t["Resize"] = &Importer::importResize;
+    t["Einsum"] = &Importer::importEinsum;
     t["HardSigmoid"] = t["HardSwish"] = &Importer::importHardSigmoid;
     t["Gelu"] = &Importer::importGelu;
     t["Softmax"] = t["LogSoftmax"] = &Importer::importSoftmax;

@@ -1311,6 +1311,25 @@ LogicalResult TsImporter::importRoll(torch::jit::Node *, const std::string &, In
   return push(flat ? reshape(x, shape) : FailureOr<TVal>(x), outs);
 }
 
+/// aten::einsum(equation, tensors, path).
+LogicalResult TsImporter::importEinsum(torch::jit::Node *, const std::string &, Inputs ins,
+                                       Outputs &outs) {
+  if (!ins[0]->str || !ins[1]->list)
+    return fail("expects an equation and a list of tensors");
+  SmallVector<Value> operands;
+  for (TVal &t : *ins[1]->list) {
+    FailureOr<Value> v = tensor(t);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  FailureOr<Value> y = einsum(*ins[0]->str, operands);
+  if (failed(y))
+    return failure();
+  outs.push_back(runtime(*y));
+  return success();
+}
+
 /// aten::index_select(x, dim, index): ONNX's Gather along `dim`.
 LogicalResult TsImporter::importIndexSelect(torch::jit::Node *, const std::string &,
                                             Inputs ins, Outputs &outs) {
@@ -1854,6 +1873,7 @@ const llvm::StringMap<TsImporter::Handler> &TsImporter::handlers() {
     t["aten::stack"] = &TsImporter::importStack;
     t["aten::meshgrid"] = &TsImporter::importMeshgrid;
     t["aten::roll"] = &TsImporter::importRoll;
+    t["aten::einsum"] = &TsImporter::importEinsum;
     t["aten::index_select"] = &TsImporter::importIndexSelect;
     t["aten::bitwise_not"] = &TsImporter::importBitwiseNot;
     t["aten::gather"] = &TsImporter::importGatherElements;

@@ -253,12 +253,33 @@ class ShiftedWindows(torch.nn.Module):
         return shifted + mask + torch.roll(x, 3, dims=2)
 
 
+class Einsums(torch.nn.Module):
+    """torch.einsum as models write it: matrix and batched products, an
+    outer product (rotary tables), a contraction with a summed-away index,
+    the ellipsis, the implicit output and three operands."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(5, 3))
+
+    def forward(self, x):  # x [2, 4, 5]
+        a = torch.einsum("bij,jk->bik", x, self.w)                       # [2, 4, 3]
+        b = torch.einsum("bik,bjk->bij", a, a)                           # [2, 4, 4]
+        c = torch.einsum("i,j->ij", x[0, 0], x[1, 1])                    # [5, 5]
+        d = torch.einsum("bij,bij->b", x, x)                             # [2]
+        e = torch.einsum("...ij->...ji", b)                              # [2, 4, 4]
+        f = torch.einsum("bik,kj", a, self.w.t())                        # implicit: [2, 4, 5]
+        g = torch.einsum("bij,jk,kl->bil", x, self.w, self.w.t())        # [2, 4, 5]
+        return (b + e).sum(-1, keepdim=True) * d[:, None, None] + f + g + c[:4]
+
+
 # (module, input, output shape): traced as aten ops, exported as ONNX ops.
 OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
             "gathers": (Gathers, (2, 4), (2, 3, 3)),
             "resampling": (Resampling, (2, 3, 4, 5), (2, 3, 7, 5)),
             "adaptive_pools": (AdaptivePools, (2, 3, 4, 5), (2, 3, 3, 2)),
             "shifted_windows": (ShiftedWindows, (2, 4, 5), (2, 4, 5)),
+            "einsums": (Einsums, (2, 4, 5), (2, 4, 5)),
             "hard_activations": (hard_activations, (16, 4), (16, 8)),
             "ceil_pool": (ceil_pools, (2, 3, 13, 13), (2, 3, 3, 3))}
 
