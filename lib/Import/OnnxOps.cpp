@@ -31,6 +31,13 @@ FailureOr<Value> valueOf(FailureOr<OpTy> op) {
   return op->getResult();
 }
 
+LogicalResult setValue(FailureOr<Value> v, Importer::Outputs &outs) {
+  if (failed(v))
+    return failure();
+  outs.push_back(Val{*v, {}, {}});
+  return success();
+}
+
 template <typename OpTy>
 LogicalResult setResult(FailureOr<OpTy> op, Importer::Outputs &outs) {
   if (failed(op))
@@ -57,11 +64,7 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node, Inputs ins,
   auto it = mnemonics.find(node.op_type());
   if (it == mnemonics.end())
     return fail("unsupported op");
-  FailureOr<Value> y = createUnary(it->second, use(*ins[0]));
-  if (failed(y))
-    return failure();
-  outs.push_back(Val{*y, {}, {}});
-  return success();
+  return setValue(createUnary(it->second, use(*ins[0])), outs);
 }
 
 /// A host operand of a binary op takes the element type of the other side,
@@ -190,11 +193,7 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node, Inputs ins,
   FailureOr<std::optional<double>> lo = bound(1), hi = bound(2);
   if (failed(lo) || failed(hi))
     return failure();
-  FailureOr<Value> y = clamp(use(*ins[0]), *lo, *hi);
-  if (failed(y))
-    return failure();
-  outs.push_back(Val{*y, {}, {}});
-  return success();
+  return setValue(clamp(use(*ins[0]), *lo, *hi), outs);
 }
 
 LogicalResult Importer::importGelu(const onnx::NodeProto &node, Inputs ins,
@@ -466,12 +465,9 @@ LogicalResult Importer::importPool(const onnx::NodeProto &node, Inputs ins,
   bool max = node.op_type() == "MaxPool";
   if (max && node.output_size() > 1 && !node.output(1).empty())
     return fail("the Indices output of MaxPool is not supported");
-  FailureOr<Value> y = pool2d(max, x, kernel, strides, pads, at.getInt("ceil_mode").value_or(0),
-                              at.getInt("count_include_pad").value_or(0));
-  if (failed(y))
-    return failure();
-  outs.push_back(Val{*y, {}, {}});
-  return success();
+  return setValue(pool2d(max, x, kernel, strides, pads, at.getInt("ceil_mode").value_or(0),
+                         at.getInt("count_include_pad").value_or(0)),
+                  outs);
 }
 
 LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &, Inputs ins,
@@ -823,11 +819,7 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node, Inputs ins, Ou
   SmallVector<Value> operands;
   for (Val *v : ins)
     operands.push_back(use(*v));
-  FailureOr<Value> y = einsum(*equation, operands);
-  if (failed(y))
-    return failure();
-  outs.push_back(Val{*y, {}, {}});
-  return success();
+  return setValue(einsum(*equation, operands), outs);
 }
 
 /// GatherND, GatherElements of a run-time tensor at indices known now (both
@@ -835,11 +827,7 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node, Inputs ins, Ou
 LogicalResult Importer::importGatherAt(const onnx::NodeProto &node, Inputs ins, Outputs &outs) {
   if (!ins[1]->host)
     return fail("indices must be constant (known at import time)");
-  FailureOr<Value> y = gatherAt(node.op_type(), use(*ins[0]), *ins[1]->host, attrs(node));
-  if (failed(y))
-    return failure();
-  outs.push_back(Val{*y, {}, {}});
-  return success();
+  return setValue(gatherAt(node.op_type(), use(*ins[0]), *ins[1]->host, attrs(node)), outs);
 }
 
 LogicalResult Importer::importExpand(const onnx::NodeProto &, Inputs ins,

@@ -44,6 +44,13 @@ LogicalResult push(FailureOr<TVal> v, TsImporter::Outputs &outs) {
   return success();
 }
 
+LogicalResult pushValue(FailureOr<Value> v, TsImporter::Outputs &outs) {
+  if (failed(v))
+    return failure();
+  outs.push_back(runtime(*v));
+  return success();
+}
+
 template <typename OpTy>
 LogicalResult pushOp(FailureOr<OpTy> op, TsImporter::Outputs &outs) {
   if (failed(op))
@@ -406,11 +413,7 @@ LogicalResult TsImporter::importUnary(torch::jit::Node *n, const std::string &ki
     return failure();
   if (kind != "aten::gelu") {
     llvm::StringRef mnemonic = llvm::StringRef(kind).drop_front(6).rtrim('_');
-    FailureOr<Value> y = createUnary(mnemonic, *x);
-    if (failed(y))
-      return failure();
-    outs.push_back(runtime(*y));
-    return success();
+    return pushValue(createUnary(mnemonic, *x), outs);
   }
   Type t = x->getType();
   std::string approx = "none";
@@ -442,11 +445,8 @@ LogicalResult TsImporter::importHardSigmoid(torch::jit::Node *, const std::strin
   FailureOr<Value> x = input(ins, 0);
   if (failed(x))
     return failure();
-  FailureOr<Value> y = hardSigmoid(*x, 1.0 / 6, 0.5, kind.find("hardswish") != std::string::npos);
-  if (failed(y))
-    return failure();
-  outs.push_back(runtime(*y));
-  return success();
+  bool swish = kind.find("hardswish") != std::string::npos;
+  return pushValue(hardSigmoid(*x, 1.0 / 6, 0.5, swish), outs);
 }
 
 /// aten::linear, aten::addmm, aten::matmul; a matmul of values known at
@@ -829,12 +829,8 @@ LogicalResult TsImporter::importPool(torch::jit::Node *node, const std::string &
     if (ins.size() > 6 && present(ins[6]))
       return fail("divisor_override is not supported");
   }
-  FailureOr<Value> y = pool2d(max, *x, kernel, stride, {pad[0], pad[1], pad[0], pad[1]},
-                              *ceil, countPad);
-  if (failed(y))
-    return failure();
-  outs.push_back(runtime(*y));
-  return success();
+  return pushValue(
+      pool2d(max, *x, kernel, stride, {pad[0], pad[1], pad[0], pad[1]}, *ceil, countPad), outs);
 }
 
 // Shape manipulation.
@@ -1174,11 +1170,7 @@ LogicalResult TsImporter::importClamp(torch::jit::Node *, const std::string &kin
   FailureOr<Value> x = input(ins, 0);
   if (failed(x))
     return failure();
-  FailureOr<Value> y = clamp(*x, *lo, *hi);
-  if (failed(y))
-    return failure();
-  outs.push_back(runtime(*y));
-  return success();
+  return pushValue(clamp(*x, *lo, *hi), outs);
 }
 
 /// aten::gather(x, dim, index): ONNX's GatherElements, computed now when
@@ -1197,11 +1189,7 @@ LogicalResult TsImporter::importGatherElements(torch::jit::Node *, const std::st
   FailureOr<Value> x = input(ins, 0);
   if (failed(x))
     return failure();
-  FailureOr<Value> y = gatherAt("GatherElements", *x, *ins[2]->host, axis);
-  if (failed(y))
-    return failure();
-  outs.push_back(runtime(*y));
-  return success();
+  return pushValue(gatherAt("GatherElements", *x, *ins[2]->host, axis), outs);
 }
 
 /// aten::stack(tensors, dim): each with a new dimension `dim`, concatenated.
@@ -1323,11 +1311,7 @@ LogicalResult TsImporter::importEinsum(torch::jit::Node *, const std::string &, 
       return failure();
     operands.push_back(*v);
   }
-  FailureOr<Value> y = einsum(*ins[0]->str, operands);
-  if (failed(y))
-    return failure();
-  outs.push_back(runtime(*y));
-  return success();
+  return pushValue(einsum(*ins[0]->str, operands), outs);
 }
 
 /// aten::index_select(x, dim, index): ONNX's Gather along `dim`.
@@ -1689,11 +1673,7 @@ LogicalResult TsImporter::indexLeading(TVal &x, std::vector<TVal> &indices, Outp
   FailureOr<Value> xv = tensor(x);
   if (failed(xv))
     return failure();
-  FailureOr<Value> y = gatherAt("GatherND", *xv, stacked, attrs());
-  if (failed(y))
-    return failure();
-  outs.push_back(runtime(*y));
-  return success();
+  return pushValue(gatherAt("GatherND", *xv, stacked, attrs()), outs);
 }
 
 /// aten::index with one index tensor (the other dimensions whole:

@@ -153,23 +153,17 @@ def _hf(name):
         cfg = tf.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2,
                           num_heads=4, dropout_rate=0.0, use_cache=False)
         return tf.T5ForConditionalGeneration(cfg)
+    bart_like = dict(vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                     decoder_ffn_dim=128, max_position_embeddings=32, dropout=0.0,
+                     attention_dropout=0.0, activation_dropout=0.0, encoder_layerdrop=0.0,
+                     decoder_layerdrop=0.0, use_cache=False)
     if name == "bart":
-        cfg = tf.BartConfig(vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
-                            encoder_attention_heads=4, decoder_attention_heads=4,
-                            encoder_ffn_dim=128, decoder_ffn_dim=128,
-                            max_position_embeddings=32, dropout=0.0, attention_dropout=0.0,
-                            activation_dropout=0.0, classifier_dropout=0.0,
-                            encoder_layerdrop=0.0, decoder_layerdrop=0.0, use_cache=False)
-        return tf.BartForConditionalGeneration(cfg)
+        return tf.BartForConditionalGeneration(tf.BartConfig(classifier_dropout=0.0,
+                                                             **bart_like))
     if name == "pegasus":
         # Sinusoidal positions: a parameter with requires_grad=False.
-        cfg = tf.PegasusConfig(vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
-                               encoder_attention_heads=4, decoder_attention_heads=4,
-                               encoder_ffn_dim=128, decoder_ffn_dim=128,
-                               max_position_embeddings=32, dropout=0.0, attention_dropout=0.0,
-                               activation_dropout=0.0, encoder_layerdrop=0.0,
-                               decoder_layerdrop=0.0, use_cache=False)
-        return tf.PegasusForConditionalGeneration(cfg)
+        return tf.PegasusForConditionalGeneration(tf.PegasusConfig(**bart_like))
     if name == "swin":
         cfg = tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
                             num_heads=[2, 2], window_size=4, hidden_dropout_prob=0.0,
