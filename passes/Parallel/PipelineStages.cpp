@@ -24,21 +24,41 @@ namespace colo {
 using namespace mlir;
 using namespace colo;
 
+namespace {
+/// The ops of `block` that depend on its arguments (the activations), in
+/// order; the others (parameter loads, constants, masks) are copied into
+/// every stage that uses them.
+SmallVector<Operation *> inputDependentOps(Block &block) {
+  SmallVector<Operation *> ops;
+  DenseSet<Operation *> varying;
+  for (Operation &op : block.without_terminator())
+    if (llvm::any_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || varying.contains(def);
+        })) {
+      varying.insert(&op);
+      ops.push_back(&op);
+    }
+  return ops;
+}
+
+int64_t flopsOf(Operation *op) {
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    return cost.getFlops();
+  return 0;
+}
+} // namespace
+
 void colo::inferMissingStages(Block &block) {
   // Only activations order the stages: a constant or parameter load carries
   // the label of one stage that reads it but is copied into every stage
   // that does (an attention mask's label must not pull the layer-0 softmax
   // that decomposing attention made into the last stage).
   SmallVector<Operation *> ops;
-  DenseSet<Operation *> varying;
-  for (Operation &op : block.without_terminator()) {
+  for (Operation &op : block.without_terminator())
     ops.push_back(&op);
-    if (llvm::any_of(op.getOperands(), [&](Value v) {
-          Operation *def = v.getDefiningOp();
-          return !def || varying.contains(def);
-        }))
-      varying.insert(&op);
-  }
+  SmallVector<Operation *> varyingOps = inputDependentOps(block);
+  DenseSet<Operation *> varying(varyingOps.begin(), varyingOps.end());
   for (Operation *op : ops) {
     if (getStage(op))
       continue;
@@ -61,25 +81,11 @@ void colo::inferMissingStages(Block &block) {
   }
 }
 
-namespace {
-int64_t flopsOf(Operation *op) {
-  if (auto cost = dyn_cast<CostOpInterface>(op))
-    return cost.getFlops();
-  return 0;
-}
-} // namespace
 
 PipelineCutPoints colo::findPipelineCutPoints(Block &body) {
   PipelineCutPoints cuts;
-  DenseSet<Operation *> varying;
-  for (Operation &op : body.without_terminator())
-    if (llvm::any_of(op.getOperands(), [&](Value v) {
-          Operation *def = v.getDefiningOp();
-          return !def || varying.contains(def);
-        })) {
-      varying.insert(&op);
-      cuts.ops.push_back(&op);
-    }
+  cuts.ops = inputDependentOps(body);
+  DenseSet<Operation *> varying(cuts.ops.begin(), cuts.ops.end());
   int64_t n = cuts.ops.size();
   DenseMap<Operation *, int64_t> index;
   for (auto [i, op] : llvm::enumerate(cuts.ops))
