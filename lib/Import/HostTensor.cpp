@@ -493,6 +493,20 @@ EvalResult gatherOffsets(StringRef op, ArrayRef<int64_t> data, const HostTensor 
   return EvalResult::ok({std::move(out)});
 }
 
+EvalResult scatterTargets(StringRef op, ArrayRef<int64_t> data, const HostTensor &idx,
+                          ArrayRef<int64_t> updates, const NodeAttrs &attrs) {
+  std::string reduction = attrs.getString("reduction").value_or("none");
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return EvalResult::fail("unknown reduction '" + reduction + "'");
+  // A scatter writes update i where the matching gather would read element
+  // i (ScatterND has no batch dimensions: batch_dims is absent).
+  EvalResult at =
+      gatherOffsets(op == "ScatterND" ? "GatherND" : "GatherElements", data, idx, attrs);
+  if (at.kind == EvalResult::Folded && ArrayRef<int64_t>(at.outputs[0].shape) != updates)
+    return EvalResult::fail("updates do not match the indexed slices");
+  return at;
+}
+
 EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
                     const NodeAttrs &attrs) {
   auto input = [&](size_t i) -> const HostTensor * {
@@ -778,47 +792,68 @@ EvalResult evaluate(llvm::StringRef op, ArrayRef<const HostTensor *> in,
     return nary(in.take_front(1), in[0]->dtype,
                 [](ArrayRef<double> a) { return double((a[0] > 0) - (a[0] < 0)); });
 
-  // Hugging Face decoders build their causal masks with it (static shapes
-  // make every operand a constant).
-  if (op == "ScatterND") {
-    const HostTensor &x = *in[0], &idx = *in[1], &updates = *in[2];
+  // Hugging Face decoders build their causal masks with ScatterND (static
+  // shapes make every operand a constant); BEiT its relative position index
+  // with ScatterElements (the dynamo exporter's select_scatter).
+  if (op == "ScatterND" || op == "ScatterElements") {
+    EvalResult at = scatterTargets(op, in[0]->shape, *in[1], in[2]->shape, attrs);
+    if (at.kind != EvalResult::Folded)
+      return at;
     std::string reduction = attrs.getString("reduction").value_or("none");
-    if (reduction != "none" && reduction != "add" && reduction != "mul" &&
-        reduction != "max" && reduction != "min")
-      return EvalResult::fail("unknown reduction '" + reduction + "'");
-    if (idx.shape.empty())
-      return EvalResult::fail("indices must have rank >= 1");
-    int64_t k = idx.shape.back();
-    if (k < 1 || k > static_cast<int64_t>(x.shape.size()))
-      return EvalResult::fail("index depth out of range");
-    SmallVector<int64_t> strides = stridesOf(x.shape);
-    int64_t slice = 1;
-    for (size_t d = k; d < x.shape.size(); ++d)
-      slice *= x.shape[d];
-    int64_t count = idx.numel() / k;
-    if (updates.numel() != count * slice)
-      return EvalResult::fail("updates do not match the indexed slices");
-    HostTensor out = x;
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t offset = 0;
-      for (int64_t d = 0; d < k; ++d) {
-        int64_t j = idx.asInt(i * k + d);
-        if (j < 0)
-          j += x.shape[d];
-        if (j < 0 || j >= x.shape[d])
-          return EvalResult::fail("index out of range");
-        offset += j * strides[d];
-      }
-      for (int64_t e = 0; e < slice; ++e) {
-        double &o = out.values[offset + e], u = updates.values[i * slice + e];
-        o = reduction == "add"   ? o + u
-            : reduction == "mul" ? o * u
-            : reduction == "max" ? std::max(o, u)
-            : reduction == "min" ? std::min(o, u)
-                                 : u;
-        o = HostTensor::convert(o, x.dtype);
-      }
+    HostTensor out = *in[0];
+    for (int64_t i = 0, n = in[2]->numel(); i < n; ++i) {
+      double &o = out.values[static_cast<int64_t>(at.outputs[0].values[i])];
+      double u = in[2]->values[i];
+      o = reduction == "add"   ? o + u
+          : reduction == "mul" ? o * u
+          : reduction == "max" ? std::max(o, u)
+          : reduction == "min" ? std::min(o, u)
+                               : u;
+      o = HostTensor::convert(o, out.dtype);
     }
+    return EvalResult::ok({std::move(out)});
+  }
+
+  // BEiT's relative position index sums coordinates (aten::sum of a tensor
+  // known now).
+  if (op == "ReduceSum") {
+    const HostTensor &x = *in[0];
+    int64_t rank = x.shape.size();
+    std::optional<std::vector<int64_t>> axes =
+        attrs.opset >= 13 ? intsInput(1) : attrs.getInts("axes");
+    if (!axes || axes->empty()) {
+      if (attrs.getInt("noop_with_empty_axes").value_or(0))
+        return EvalResult::ok({x});
+      axes.emplace();
+      for (int64_t d = 0; d < rank; ++d)
+        axes->push_back(d);
+    }
+    SmallVector<bool> reduced(rank, false);
+    for (int64_t a : *axes) {
+      std::optional<int64_t> d = normAxis(a, rank);
+      if (!d)
+        return EvalResult::fail("axis " + std::to_string(a) + " out of range");
+      reduced[*d] = true;
+    }
+    bool keep = attrs.getInt("keepdims").value_or(1);
+    HostTensor out{x.dtype, {}, {}};
+    SmallVector<int64_t> kept; // the result's shape with reduced dims as 1
+    for (int64_t d = 0; d < rank; ++d) {
+      kept.push_back(reduced[d] ? 1 : x.shape[d]);
+      if (!reduced[d] || keep)
+        out.shape.push_back(kept.back());
+    }
+    out.values.assign(cappedNumel(kept), 0.0);
+    SmallVector<int64_t> strides = stridesOf(x.shape), keptStrides = stridesOf(kept);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      int64_t o = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        if (!reduced[d])
+          o += ((i / strides[d]) % x.shape[d]) * keptStrides[d];
+      out.values[o] += x.values[i];
+    }
+    for (double &v : out.values)
+      v = HostTensor::convert(v, x.dtype);
     return EvalResult::ok({std::move(out)});
   }
 

@@ -83,6 +83,13 @@ EvalResult evaluate(llvm::StringRef opType, llvm::ArrayRef<const HostTensor *> i
 EvalResult gatherOffsets(llvm::StringRef op, llvm::ArrayRef<int64_t> data,
                          const HostTensor &indices, const NodeAttrs &attrs);
 
+/// Where each update of an ONNX ScatterND or ScatterElements (`op`) into a
+/// tensor of shape `data` is written: flat offsets in `data`, int64, shaped
+/// like the updates. Checks the reduction attribute and the updates' shape.
+EvalResult scatterTargets(llvm::StringRef op, llvm::ArrayRef<int64_t> data,
+                          const HostTensor &indices, llvm::ArrayRef<int64_t> updates,
+                          const NodeAttrs &attrs);
+
 /// NumPy broadcast of two shapes; false if incompatible.
 bool broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b,
                      llvm::SmallVectorImpl<int64_t> &out);

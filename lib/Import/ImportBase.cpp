@@ -182,6 +182,57 @@ FailureOr<Value> ImportBase::gatherAt(StringRef op, Value data,
   return g->getResult();
 }
 
+FailureOr<Value> ImportBase::scatterAt(StringRef op, Value data,
+                                       const onnx_import::HostTensor &indices, Value updates,
+                                       const onnx_import::NodeAttrs &attrs) {
+  auto type = cast<RankedTensorType>(data.getType());
+  auto updatesType = cast<RankedTensorType>(updates.getType());
+  onnx_import::EvalResult targets = onnx_import::scatterTargets(
+      op, type.getShape(), indices, updatesType.getShape(), attrs);
+  if (targets.kind != onnx_import::EvalResult::Folded)
+    return fail(targets.error);
+  std::string reduction = attrs.getString("reduction").value_or("none");
+  if (reduction != "none")
+    return fail("reduction '" + reduction + "' into a run-time tensor is not supported");
+  std::vector<int64_t> at;
+  for (double t : targets.outputs[0].values)
+    at.push_back(static_cast<int64_t>(t));
+  return scatterFlat(data, at, updates);
+}
+
+FailureOr<Value> ImportBase::scatterFlat(Value data, ArrayRef<int64_t> targets, Value updates) {
+  auto type = cast<RankedTensorType>(data.getType());
+  int64_t n = type.getNumElements(), m = targets.size();
+  if (cast<RankedTensorType>(updates.getType()).getNumElements() != m)
+    return fail("the updates do not match the elements written");
+  onnx_import::HostTensor from{onnx_import::kInt64, {n}, {}};
+  for (int64_t i = 0; i < n; ++i)
+    from.values.push_back(i);
+  for (int64_t i = 0; i < m; ++i)
+    from.values[targets[i]] = n + i;
+  Type elem = type.getElementType();
+  FailureOr<ReshapeOp> flatData =
+      createTyped<ReshapeOp>(RankedTensorType::get({n}, elem), data);
+  FailureOr<ReshapeOp> flatUpdates =
+      createTyped<ReshapeOp>(RankedTensorType::get({m}, elem), updates);
+  if (failed(flatData) || failed(flatUpdates))
+    return failure();
+  FailureOr<ConcatOp> joined =
+      create<ConcatOp>(ValueRange{flatData->getResult(), flatUpdates->getResult()},
+                       builder.getI64IntegerAttr(0));
+  if (failed(joined))
+    return failure();
+  Value at = ConstantOp::create(builder, loc, from.toAttr(&ctx));
+  FailureOr<GatherOp> picked =
+      create<GatherOp>(joined->getResult(), at, builder.getI64IntegerAttr(0));
+  if (failed(picked))
+    return failure();
+  FailureOr<ReshapeOp> result = createTyped<ReshapeOp>(type, picked->getResult());
+  if (failed(result))
+    return failure();
+  return result->getResult();
+}
+
 std::vector<std::vector<double>> adaptiveAverageWeights(int64_t in, int64_t out) {
   std::vector<std::vector<double>> m(out, std::vector<double>(in, 0.0));
   for (int64_t i = 0; i < out; ++i) {

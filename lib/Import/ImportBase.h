@@ -103,6 +103,21 @@ public:
                                         const onnx_import::HostTensor &indices,
                                         const onnx_import::NodeAttrs &attrs);
 
+  /// ONNX's ScatterND or ScatterElements (`op`, reduction none) of run-time
+  /// tensors at indices known now: each element of the result reads data's
+  /// own element or the update last written there, one colo.gather of the
+  /// two flat tensors joined (BEiT's relative position index; in-place
+  /// writes into views of run-time tensors).
+  mlir::FailureOr<mlir::Value> scatterAt(llvm::StringRef op, mlir::Value data,
+                                         const onnx_import::HostTensor &indices,
+                                         mlir::Value updates,
+                                         const onnx_import::NodeAttrs &attrs);
+
+  /// `data` with element targets[i] of its flat form replaced by element i of
+  /// `updates` (later writes win), as scatterAt does it.
+  mlir::FailureOr<mlir::Value> scatterFlat(mlir::Value data, llvm::ArrayRef<int64_t> targets,
+                                           mlir::Value updates);
+
   /// x with dimension `axis` mixed by the matrix `m` ([out][in], computed
   /// now): y[.., i, ..] = sum_j m[i][j] x[.., j, ..], one colo.matmul
   /// (between transposes that bring the axis last). Resizing and adaptive

@@ -53,7 +53,8 @@ int requiredInputs(llvm::StringRef op, int64_t opset) {
       {"CastLike", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2},
       {"BatchNormalization", 5}, {"Reshape", 2}, {"Slice", 3}, {"SequenceAt", 2},
       {"Gather", 2}, {"GatherND", 2}, {"GatherElements", 2}, {"Expand", 2}, {"Range", 3},
-      {"CumSum", 2}, {"SequenceEmpty", 0}, {"SequenceInsert", 2}};
+      {"CumSum", 2}, {"SequenceEmpty", 0}, {"SequenceInsert", 2}, {"ScatterND", 3},
+      {"ScatterElements", 3}};
   if (op == "Constant")
     return 0;
   if (op == "Unsqueeze")

@@ -830,6 +830,16 @@ LogicalResult Importer::importGatherAt(const onnx::NodeProto &node, Inputs ins, 
   return setValue(gatherAt(node.op_type(), use(*ins[0]), *ins[1]->host, attrs(node)), outs);
 }
 
+/// ScatterND, ScatterElements into run-time tensors at indices known now
+/// (all three known: the host folds them).
+LogicalResult Importer::importScatterAt(const onnx::NodeProto &node, Inputs ins,
+                                        Outputs &outs) {
+  if (!ins[1]->host)
+    return fail("indices must be constant (known at import time)");
+  return setValue(
+      scatterAt(node.op_type(), use(*ins[0]), *ins[1]->host, use(*ins[2]), attrs(node)), outs);
+}
+
 LogicalResult Importer::importExpand(const onnx::NodeProto &, Inputs ins,
                                      Outputs &outs) {
   Value x = use(*ins[0]);
@@ -1017,6 +1027,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
     t["Cast"] = t["CastLike"] = &Importer::importCast;
     t["Clip"] = &Importer::importClip;
     t["GatherND"] = t["GatherElements"] = &Importer::importGatherAt;
+    t["ScatterND"] = t["ScatterElements"] = &Importer::importScatterAt;
     t["Resize"] = &Importer::importResize;
     t["Einsum"] = &Importer::importEinsum;
     t["HardSigmoid"] = t["HardSwish"] = &Importer::importHardSigmoid;

@@ -56,6 +56,7 @@ NodeAttrs attrs(std::map<std::string, int64_t> ints,
                              : std::optional<std::vector<int64_t>>(it->second);
   };
   a.getTensor = [](llvm::StringRef) -> std::optional<HostTensor> { return std::nullopt; };
+  a.getString = [](llvm::StringRef) -> std::optional<std::string> { return std::nullopt; };
   return a;
 }
 
@@ -179,6 +180,25 @@ FailureOr<TVal> TsImporter::slice(TVal &x, int64_t dim, int64_t start, int64_t e
   if (failed(op))
     return failure();
   return runtime(op->getResult());
+}
+
+std::shared_ptr<TensorView> TsImporter::sliceView(TVal &x, int64_t dim, int64_t start,
+                                                  int64_t end, int64_t step) {
+  auto view = std::make_shared<TensorView>();
+  view->root = x.view ? x.view->root : &x;
+  if (x.view)
+    view->steps = x.view->steps;
+  // The offsets take x's shape first: a view reshaped (a selection) keeps
+  // its elements' order, not its dimensions.
+  std::vector<int64_t> shape = shapeOf(x);
+  dim = normDim(dim, shape.size());
+  view->steps.push_back([shape, dim, start, end, step](const HostTensor &offsets) {
+    HostTensor in = offsets, s = HostTensor::vector({start}), e = HostTensor::vector({end}),
+               a = HostTensor::vector({dim}), st = HostTensor::vector({step});
+    in.shape.assign(shape.begin(), shape.end());
+    return ox::evaluate("Slice", {&in, &s, &e, &a, &st}, attrs());
+  });
+  return view;
 }
 
 FailureOr<TVal> TsImporter::cast(TVal &x, int32_t dtype) {
@@ -453,7 +473,20 @@ LogicalResult TsImporter::translate(torch::jit::Node *n, std::vector<TVal *> &in
   auto it = handlers().find(kind);
   if (it == handlers().end())
     return fail("unsupported op");
-  return (this->*(it->second))(n, kind, ins, outs);
+  if (failed((this->*(it->second))(n, kind, ins, outs)))
+    return failure();
+  // An in-place op (aten::add_, aten::relu_, ...) writes its result into its
+  // first operand, and into the tensor that is a view of: later reads of
+  // either see it. copy_, fill_ and masked_fill_ write themselves.
+  llvm::StringRef k(kind);
+  bool inPlace = k.starts_with("aten::") && k.ends_with("_") && !k.ends_with("__") &&
+                 !llvm::is_contained({"aten::copy_", "aten::fill_", "aten::masked_fill_"}, k);
+  if (!inPlace || ins.empty() || outs.size() != 1 || !(ins[0]->value || ins[0]->host))
+    return success();
+  TVal result = outs[0];
+  TVal *copyIns[] = {ins[0], &result};
+  outs.clear();
+  return importCopy(n, kind, copyIns, outs);
 }
 
 FailureOr<OwningOpRef<ModuleOp>> TsImporter::run() {

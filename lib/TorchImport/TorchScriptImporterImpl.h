@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -24,12 +25,13 @@ namespace colo::torch_import {
 
 struct TVal;
 
-/// Where a slice of a tensor known at import time lies in the tensor it was
-/// sliced from, so that an in-place write to it (aten::copy_) updates that
-/// tensor: the root value and, per dimension, the root's indices it holds.
-struct HostView {
+/// Where a slice or selection lies in the tensor it was taken from, so that
+/// an in-place write to it (aten::copy_) updates that tensor: the root value
+/// and the slices that lead from it to the view, replayed on the root's
+/// element offsets only when something writes.
+struct TensorView {
   TVal *root;
-  std::vector<std::vector<int64_t>> indices;
+  std::vector<std::function<onnx_import::EvalResult(const onnx_import::HostTensor &)>> steps;
 };
 
 /// A TorchScript value during import.
@@ -41,7 +43,7 @@ struct TVal {
   std::string name;                            // module path, or buffer name
   std::optional<std::string> str;
   bool none = false;
-  std::shared_ptr<HostView> view;              // a slice of a host tensor
+  std::shared_ptr<TensorView> view;            // a slice of another value
 };
 
 int32_t dtypeOf(c10::ScalarType t);
@@ -107,6 +109,10 @@ private:
   mlir::FailureOr<TVal> transpose(TVal &x, llvm::ArrayRef<int64_t> perm);
   mlir::FailureOr<TVal> slice(TVal &x, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
+  /// The view of `x` (a value of the environment, which in-place writes
+  /// update) that its slice [start:end:step] along `dim` is.
+  std::shared_ptr<TensorView> sliceView(TVal &x, int64_t dim, int64_t start, int64_t end,
+                                        int64_t step);
   mlir::FailureOr<TVal> binary(llvm::StringRef onnxOp, TVal &a, TVal &b);
   /// `a <p> b` elementwise on run-time values (a number takes the tensor's
   /// element type).

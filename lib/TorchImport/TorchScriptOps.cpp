@@ -662,13 +662,11 @@ LogicalResult TsImporter::importSoftmax(torch::jit::Node *, const std::string &k
       createTyped<LogSoftmaxOp>(x->getType(), *x, builder.getI64IntegerAttr(axis)), outs);
 }
 
-/// aten::mean, aten::sum.
+/// aten::mean, aten::sum (computed now of a tensor known now: BEiT's
+/// relative position index).
 LogicalResult TsImporter::importReduce(torch::jit::Node *n, const std::string &kind,
                                        Inputs ins, Outputs &outs) {
-  FailureOr<Value> x = input(ins, 0);
-  if (failed(x))
-    return failure();
-  int64_t rank = mlir::cast<RankedTensorType>(x->getType()).getRank();
+  int64_t rank = shapeOf(*ins[0]).size();
   std::vector<int64_t> dims;
   if (TVal *d = arg(n, ins, "dim"); present(d)) {
     FailureOr<std::vector<int64_t>> ds = toInts(*d, "dim");
@@ -684,6 +682,16 @@ LogicalResult TsImporter::importReduce(torch::jit::Node *n, const std::string &k
   bool keep = false;
   if (TVal *k = arg(n, ins, "keepdim"); present(k))
     keep = *toInt(*k, "keepdim");
+  if (kind == "aten::sum" && ins[0]->host && !present(arg(n, ins, "dtype"))) {
+    // PyTorch sums integers and booleans as int64.
+    HostTensor x = *ins[0]->host, axes = HostTensor::vector(dims);
+    if (!onnx_import::isFloatDType(x.dtype))
+      x.dtype = onnx_import::kInt64;
+    return push(evalHost("ReduceSum", {&x, &axes}, attrs({{"keepdims", keep}})), outs);
+  }
+  FailureOr<Value> x = input(ins, 0);
+  if (failed(x))
+    return failure();
   auto d = builder.getDenseI64ArrayAttr(dims);
   UnitAttr keepAttr = keep ? builder.getUnitAttr() : UnitAttr();
   if (kind == "aten::mean")
@@ -907,7 +915,11 @@ LogicalResult TsImporter::importSqueeze(torch::jit::Node *, const std::string &k
   if (failed(s))
     return failure();
   shape.erase(shape.begin() + dim);
-  return push(reshape(*s, shape), outs);
+  FailureOr<TVal> selected = reshape(*s, shape);
+  if (failed(selected))
+    return failure();
+  selected->view = sliceView(*ins[0], dim, i, i + 1, 1);
+  return push(selected, outs);
 }
 
 /// aten::transpose, aten::t.
@@ -1068,69 +1080,55 @@ LogicalResult TsImporter::importSlice(torch::jit::Node *, const std::string &, I
   if (failed(dim))
     return failure();
   FailureOr<TVal> r = slice(*ins[0], *dim, start, end, step);
-  if (failed(r) || !r->host)
-    return push(r, outs);
-  // Remember where the slice lies in the tensor first sliced.
-  TVal &x = *ins[0];
-  std::vector<int64_t> shape = shapeOf(x);
-  bool sliced = x.view && x.view->indices.size() == shape.size() &&
-                llvm::all_of(llvm::seq<size_t>(0, shape.size()), [&](size_t d) {
-                  return static_cast<int64_t>(x.view->indices[d].size()) == shape[d];
-                });
-  auto view = std::make_shared<HostView>();
-  view->root = sliced ? x.view->root : &x;
-  if (sliced) {
-    view->indices = x.view->indices;
-  } else {
-    for (int64_t n : shape) {
-      view->indices.emplace_back(n);
-      std::iota(view->indices.back().begin(), view->indices.back().end(), 0);
-    }
-  }
-  int64_t d = normDim(*dim, shape.size());
-  ox::SliceBounds b = ox::resolveSlice(shape[d], start, end, step);
-  std::vector<int64_t> kept;
-  for (int64_t k = 0; k < b.size; ++k)
-    kept.push_back(view->indices[d][b.start + k * step]);
-  view->indices[d] = std::move(kept);
-  r->view = std::move(view);
+  if (failed(r))
+    return failure();
+  r->view = sliceView(*ins[0], *dim, start, end, step);
   return push(r, outs);
 }
 
 /// aten::copy_(view, src), aten::fill_(view, value): writes `src` (broadcast)
-/// into a slice of a tensor known at import time, which later reads of that
-/// tensor see (the causal masks Hugging Face decoders build with in-place
-/// slice assignments, Swin's shifted-window masks).
+/// into a slice of a tensor, which later reads of that tensor see: on the
+/// host when both are known now (the causal masks Hugging Face decoders build
+/// with in-place slice assignments, Swin's shifted-window masks, BEiT's
+/// relative position index), else as a scatter at the slice's offsets.
 LogicalResult TsImporter::importCopy(torch::jit::Node *, const std::string &, Inputs ins,
                                      Outputs &outs) {
   TVal &dst = *ins[0];
-  if (!dst.host || !ins[1]->host)
-    return fail("in-place copy into a run-time tensor is not supported");
-  std::vector<int64_t> shape = shapeOf(dst);
-  HostTensor shapeT = HostTensor::vector(shape);
-  FailureOr<TVal> src = evalHost("Expand", {&*ins[1]->host, &shapeT}, attrs());
+  FailureOr<TVal> src = expand(*ins[1], shapeOf(dst));
   if (failed(src))
     return failure();
-  FailureOr<TVal> written = evalHost("Cast", {&*src->host}, attrs({{"to", dst.host->dtype}}));
+  FailureOr<TVal> written = cast(*src, ox::dtypeOf(typeOf(dst).getElementType()));
   if (failed(written))
     return failure();
-  if (dst.view && dst.view->root->host) {
-    HostTensor &root = *dst.view->root->host;
-    llvm::SmallVector<int64_t> strides = ox::stridesOf(root.shape);
-    std::vector<int64_t> at(shape.size(), 0);
-    for (int64_t i = 0, n = written->host->numel(); i < n; ++i) {
-      int64_t offset = 0;
-      for (size_t d = 0; d < shape.size(); ++d)
-        offset += dst.view->indices[d][at[d]] * strides[d];
-      root.values[offset] = written->host->values[i];
-      for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0 && ++at[d] == shape[d];
-           --d)
-        at[d] = 0;
+  if (dst.view) {
+    TVal &root = *dst.view->root;
+    std::vector<int64_t> rootShape = shapeOf(root);
+    HostTensor offsets{ox::kInt64, {rootShape.begin(), rootShape.end()}, {}};
+    for (int64_t i = 0, n = offsets.numel(); i < n; ++i)
+      offsets.values.push_back(i);
+    for (auto &step : dst.view->steps) {
+      ox::EvalResult r = step(offsets);
+      if (r.kind != ox::EvalResult::Folded)
+        return fail("the written slice: " + r.error);
+      offsets = std::move(r.outputs[0]);
+    }
+    if (root.host && written->host) {
+      for (int64_t i = 0, n = offsets.numel(); i < n; ++i)
+        root.host->values[offsets.asInt(i)] = written->host->values[i];
+    } else {
+      FailureOr<Value> before = tensor(root), update = tensor(*written);
+      if (failed(before) || failed(update))
+        return failure();
+      FailureOr<Value> after = scatterFlat(*before, offsets.asInts(), *update);
+      if (failed(after))
+        return failure();
+      root.value = *after;
+      root.host.reset();
     }
   }
-  written->view = dst.view;
   dst.host = written->host;
-  outs.push_back(*written);
+  dst.value = written->value;
+  outs.push_back(dst);
   return success();
 }
 
@@ -1451,16 +1449,9 @@ LogicalResult TsImporter::importMaskedFillInPlace(torch::jit::Node *n, const std
   Outputs filled;
   if (failed(importMaskedFill(n, kind, ins, filled)))
     return failure();
-  if (ins[0]->host && filled[0].host) {
-    TVal src = filled[0];
-    TVal *copyIns[] = {ins[0], &src};
-    return importCopy(n, kind, copyIns, outs);
-  }
-  if (ins[0]->view)
-    return fail("in-place masked_fill_ of a slice is not supported");
-  *ins[0] = filled[0];
-  outs.push_back(filled[0]);
-  return success();
+  TVal src = filled[0];
+  TVal *copyIns[] = {ins[0], &src};
+  return importCopy(n, kind, copyIns, outs);
 }
 
 /// aten::split, aten::chunk, aten::unbind: a list of slices.

@@ -273,6 +273,35 @@ class Einsums(torch.nn.Module):
         return (b + e).sum(-1, keepdim=True) * d[:, None, None] + f + g + c[:4]
 
 
+class InPlaceWrites(torch.nn.Module):
+    """Writes into slices and selections: of an activation (aten::copy_ at
+    the view's offsets; ONNX ScatterND from the exporter), also by in-place
+    arithmetic (mul_ of a slice changes the tensor it was sliced from,
+    relu_ the tensor itself); and of an index built in place from a sum of coordinate
+    grids (BEiT's relative position index, aten::sum and fill_ of tensors
+    known now), which then gathers from the activation."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 6)
+
+    def forward(self, x):  # x [2, 4]
+        h = self.proj(x)
+        h[:, 1] = h[:, 0] * 3
+        h[1, 2:5] = torch.tanh(h[0, :3])
+        h[:, -1] += 1
+        h[:, 3:5].mul_(2)
+        g = h + 2
+        g.relu_()
+        grid = torch.stack(torch.meshgrid(torch.arange(2), torch.arange(2), indexing="ij"))
+        index = torch.zeros(3, 3, dtype=torch.long)
+        index[1:, 1:] = grid.sum(0) * 2 + 1
+        index[0, :] = 7
+        index[:, 0] = 9
+        index[0, 0] = 11
+        return g[:, 2:5, None] * h.flatten()[index.view(-1)].view(3, 3)
+
+
 # (module, input, output shape): traced as aten ops, exported as ONNX ops.
 OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
             "gathers": (Gathers, (2, 4), (2, 3, 3)),
@@ -280,6 +309,7 @@ OP_CASES = {"repeat_pad": (RepeatPad, (2, 4), (3, 4, 7)),
             "adaptive_pools": (AdaptivePools, (2, 3, 4, 5), (2, 3, 3, 2)),
             "shifted_windows": (ShiftedWindows, (2, 4, 5), (2, 4, 5)),
             "einsums": (Einsums, (2, 4, 5), (2, 4, 5)),
+            "in_place_writes": (InPlaceWrites, (2, 4), (2, 3, 3)),
             "hard_activations": (hard_activations, (16, 4), (16, 8)),
             "ceil_pool": (ceil_pools, (2, 3, 13, 13), (2, 3, 3, 3))}
 

@@ -52,7 +52,7 @@ TRAIN = [c for c in ALL if c[0] not in zoo.VISION] + [
     ("squeezenet1_0", T), ("squeezenet1_0", D), ("squeezenet1_0", J),
     ("mobilenet_v3_small", T), ("mobilenet_v3_small", J),
     ("efficientnet_b0", T), ("resnet50", T), ("swin", T), ("swin", D), ("swin", J),
-    ("mobilevit", T), ("mobilevit", J)]
+    ("mobilevit", T), ("mobilevit", J), ("beit", T), ("beit", D), ("beit", J)]
 
 
 @pytest.fixture(scope="session")

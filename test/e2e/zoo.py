@@ -28,7 +28,7 @@ DECODERS = ["opt", "gpt_neox", "mistral", "qwen2", "phi", "bloom", "falcon", "ge
 ENCODERS = ["roberta", "albert", "distilbert", "electra"]
 SEQ2SEQ = ["t5", "bart", "pegasus"]
 # Hugging Face vision transformers take pixel_values (PixelLogits).
-HF_VISION = ["swin", "mobilevit"]
+HF_VISION = ["swin", "mobilevit", "beit"]
 VISION = ["resnet50", "efficientnet_b0", "densenet121", "squeezenet1_0",
           "mobilenet_v3_small", "wide_resnet50_2"] + HF_VISION
 MODELS = DECODERS + ENCODERS + SEQ2SEQ + VISION
@@ -176,6 +176,14 @@ def _hf(name):
                                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                  classifier_dropout_prob=0.0)
         return tf.MobileViTForImageClassification(cfg)
+    if name == "beit":
+        # The relative position bias: a table gathered at an index that BEiT
+        # builds in place (aten::copy_ into slices and selections).
+        cfg = tf.BeitConfig(image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, intermediate_size=128,
+                            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                            drop_path_rate=0.0, num_labels=10, use_relative_position_bias=True)
+        return tf.BeitForImageClassification(cfg)
     raise ValueError(name)
 
 
