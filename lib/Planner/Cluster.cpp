@@ -71,6 +71,7 @@ ClusterSpec a100(StringRef name, double memoryGB, double hbmGBs,
   // A100 data sheet (SXM4): 312 TFLOP/s bf16/fp16 tensor dense (624 with
   // 2:4 sparsity); 19.5 TFLOP/s plain fp32 (156 with TF32 tensor cores).
   c.peakFlops16 = 312 * TFLOPS;
+  c.gemmWaveTiles = 108; // SMs
   c.peakFlops32 = 19.5 * TFLOPS;
   c.memoryBandwidth = hbmGBs * GB;
   // NVLink 3 through NVSwitch: 600 GB/s per GPU both directions together.
@@ -91,6 +92,7 @@ ClusterSpec hopper(StringRef name, double memoryGB, double hbmGBs) {
   // H100/H200 SXM data sheets: 989 TFLOP/s bf16/fp16 tensor dense (the
   // headline 1979 is with sparsity); 67 TFLOP/s plain fp32.
   c.peakFlops16 = 989 * TFLOPS;
+  c.gemmWaveTiles = 132; // SMs of the SXM parts
   c.peakFlops32 = 67 * TFLOPS;
   c.memoryBandwidth = hbmGBs * GB;
   // NVLink 4 through NVSwitch: 900 GB/s per GPU both directions together.
@@ -111,6 +113,7 @@ ClusterSpec v100_32g() {
   // V100 SXM2 data sheet: 125 TFLOP/s fp16 tensor (fp32 accumulate; no
   // bf16 on Volta), 15.7 TFLOP/s fp32, 900 GB/s HBM2.
   c.peakFlops16 = 125 * TFLOPS;
+  c.gemmWaveTiles = 80; // SMs
   c.peakFlops32 = 15.7 * TFLOPS;
   c.memoryBandwidth = 900 * GB;
   // NVLink 2: 300 GB/s per GPU both directions together. DGX-1V wires the
@@ -134,6 +137,7 @@ ClusterSpec rtx3090() {
   // fp32 accumulate, which is what mixed-precision training uses (142 with
   // fp16 accumulate); 35.6 TFLOP/s fp32; 936 GB/s GDDR6X.
   c.peakFlops16 = 71 * TFLOPS;
+  c.gemmWaveTiles = 82; // SMs
   c.peakFlops32 = 35.6 * TFLOPS;
   c.memoryBandwidth = 936 * GB;
   // No NVSwitch (NVLink bridges pair two cards at most): eight cards talk over
@@ -157,6 +161,7 @@ ClusterSpec rtx2060() {
   // that mixed-precision training uses: the 25.8 is taken. No bf16 on Turing.
   // 6.45 TFLOP/s fp32; 336 GB/s GDDR6.
   c.peakFlops16 = 25.8 * TFLOPS;
+  c.gemmWaveTiles = 30; // SMs
   c.peakFlops32 = 6.45 * TFLOPS;
   c.memoryBandwidth = 336 * GB;
   // No NVLink on the 2060: peers over PCIe Gen3 x16, ~12 GB/s per direction.
@@ -195,11 +200,12 @@ std::optional<ClusterSpec> gpuShape(StringRef name) {
   return std::nullopt;
 }
 
-/// A GPU preset: its shape, and attention fused as GPU stacks run it.
+/// A GPU preset: its shape, and attention and the loss fused as GPU stacks
+/// run them.
 std::optional<ClusterSpec> gpuPreset(StringRef name) {
   std::optional<ClusterSpec> spec = gpuShape(name);
   if (spec)
-    spec->fusedAttention = 1;
+    spec->fusedAttention = spec->fusedLoss = 1;
   return spec;
 }
 
@@ -236,12 +242,14 @@ const Field deviceFields[] = {
      FieldKind::Efficiency, false},
     {"memory_efficiency", &ClusterSpec::memoryEfficiency, 1,
      FieldKind::Efficiency, false},
+    {"gemm_wave_tiles", &ClusterSpec::gemmWaveTiles, 1, FieldKind::NonNegative, false},
     {"workspace_gb", &ClusterSpec::workspace, GB, FieldKind::NonNegative,
      false},
     {"collective_staging", &ClusterSpec::collectiveStaging, 1,
      FieldKind::Flag, false},
     {"fused_attention", &ClusterSpec::fusedAttention, 1, FieldKind::Flag,
      false},
+    {"fused_loss", &ClusterSpec::fusedLoss, 1, FieldKind::Flag, false},
 };
 const Field linkFields[] = {
     {"intra_node_gbs", &ClusterSpec::intraBandwidth, GB, FieldKind::Positive,
@@ -624,6 +632,8 @@ void colo::planner::printCluster(const ClusterSpec &spec,
       num(spec.peakFlops16 / TFLOPS) + " TFLOP/s" + eff(spec.matmulEfficiency));
   row("peak fp32",
       num(spec.peakFlops32 / TFLOPS) + " TFLOP/s" + eff(spec.matmulEfficiency));
+  if (spec.gemmWaveTiles > 0)
+    row("matrix products", "in waves of " + num(spec.gemmWaveTiles) + " tiles of 256 x 128");
   row("memory bandwidth",
       num(spec.memoryBandwidth / GB) + " GB/s" + eff(spec.memoryEfficiency));
   row("intra-node link", num(spec.intraBandwidth / GB) +
@@ -640,6 +650,9 @@ void colo::planner::printCluster(const ClusterSpec &spec,
   row("attention", spec.fusedAttention > 0
                        ? "fused (no s x s probabilities kept for the backward)"
                        : "as its ops (the probabilities kept for the backward)");
+  row("loss", spec.fusedLoss > 0
+                  ? "fused (the logits' gradient in the training precision)"
+                  : "float32 log-probabilities and their gradient kept");
 }
 
 //===----------------------------------------------------------------------===//

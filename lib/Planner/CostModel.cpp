@@ -20,9 +20,11 @@ using namespace mlir;
 namespace colo::planner {
 
 PartCost &PartCost::operator+=(const PartCost &o) {
+  gemms.insert(gemms.end(), o.gemms.begin(), o.gemms.end());
   matmulFlops += o.matmulFlops;
   otherFlops += o.otherFlops;
   memoryBytes += o.memoryBytes;
+  weightBytes += o.weightBytes;
   attentionFlops += o.attentionFlops;
   params += o.params;
   ops += o.ops;
@@ -47,21 +49,45 @@ int64_t bytesOf(Type t) {
   return rt ? (rt.getNumElements() * rt.getElementTypeBitWidth() + 7) / 8 : 0;
 }
 
+Operation *weightSource(Value v);
+
 void addCost(PartCost &c, Operation *op) {
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost)
     return;
-  if (!isa<ReshapeOp, GlobalLoadOp, ConstantOp>(op))
-    c.ops += 1;
+  // Loading a parameter or a constant names memory; nothing moves.
+  if (isa<ReshapeOp, GlobalLoadOp, ConstantOp>(op))
+    return;
+  c.ops += 1;
   double flops = cost.getFlops();
-  if (cost.getCostClass() == CostClass::Matmul)
+  if (cost.getCostClass() == CostClass::Matmul) {
     c.matmulFlops += flops;
-  else {
-    c.otherFlops += flops;
-    c.memoryBytes += cost.getBytesRead() + cost.getBytesWritten();
+    if (auto mm = dyn_cast<MatmulOp>(op)) {
+      auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
+      auto rhs = cast<RankedTensorType>(mm.getRhs().getType());
+      auto result = mm.getType();
+      Gemm g;
+      g.depth = lhs.getShape().back();
+      g.cols = result.getShape().back();
+      g.ofWeight = weightSource(mm.getRhs()) != nullptr;
+      // Against a weight every leading dimension of the activation is rows
+      // (tokens); between activations they are the batch.
+      double leading = result.getNumElements() / g.cols;
+      g.rows = g.ofWeight ? leading : result.getDimSize(result.getRank() - 2);
+      g.batch = leading / g.rows;
+      c.gemms.push_back(g);
+    }
+    if (isa<AttentionOp>(op))
+      c.attentionFlops += flops;
+    return;
   }
-  if (isa<AttentionOp>(op))
-    c.attentionFlops += flops;
+  c.otherFlops += flops;
+  // An op of the parameters alone (a transposed or cast weight) runs once
+  // per microbatch, whatever the microbatch's size.
+  bool ofWeights = op->getNumOperands() > 0 && llvm::all_of(op->getOperands(), [](Value v) {
+                     return weightSource(v) != nullptr;
+                   });
+  (ofWeights ? c.weightBytes : c.memoryBytes) += cost.getBytesRead() + cost.getBytesWritten();
 }
 
 /// The parameter or constant `v` is, or is a view, transpose or cast of (a
@@ -130,6 +156,8 @@ void addParams(PartCost &c, Operation *op, ModuleOp module,
 }
 
 void scale(PartCost &c, double f) {
+  for (Gemm &g : c.gemms)
+    (g.ofWeight ? g.rows : g.batch) *= f;
   c.matmulFlops *= f;
   c.otherFlops *= f;
   c.memoryBytes *= f;
@@ -317,6 +345,7 @@ struct Shared {
   double mcount = 0; // microbatches per step
   double peak = 0;   // achievable matmul FLOP/s
   double bw = 0;     // achievable memory bandwidth, B/s
+  double waveTiles = 0; // ClusterSpec::gemmWaveTiles
   /// Bytes of one microbatch's b*s*h activation between layers.
   double boundary = 0;
   /// Bytes per parameter and gradient in the training precision.
@@ -332,6 +361,7 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   // float32 peak (on a CPU with AMX, a quarter of the bf16 one).
   s.peak = (m.elementBytes >= 4 ? c.peakFlops32 : c.peakFlops16) * c.matmulEfficiency;
   s.bw = c.memoryBandwidth * c.memoryEfficiency;
+  s.waveTiles = c.gemmWaveTiles;
   // colo's tensor parallelism splits the layers' matmuls (Megatron's column-
   // and row-parallel pairs) and keeps the embedding, the norms and the LM head
   // replicated (docs/parallel.md): every tensor-parallel rank runs them whole.
@@ -348,9 +378,44 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
 /// The kinds of time partTime adds up.
 enum { Matmul = 1, Memory = 2, Launch = 4, All = 7 };
 
+/// The fraction of a device's tile slots that `batch` products of a `rows`
+/// x `cols` result use: cuBLAS computes it in 256 x 128 tiles, one per SM at
+/// a time, so the last tile of a row or column and the last wave of tiles
+/// run partly empty (NVIDIA, "Matrix Multiplication Background User's Guide":
+/// tile and wave quantization). 1 without a wave size (a CPU).
+double waveEfficiency(double rows, double cols, double batch, double waveTiles) {
+  constexpr double kTileRows = 256, kTileCols = 128;
+  if (waveTiles <= 0 || rows <= 0 || cols <= 0)
+    return 1;
+  double tiles = std::ceil(rows / kTileRows) * std::ceil(cols / kTileCols) * batch;
+  double waves = std::ceil(tiles / waveTiles);
+  return rows * cols * batch / (waves * waveTiles * kTileRows * kTileCols);
+}
+
+/// Matrix-product time of one microbatch through `part` split `split` ways:
+/// each colo.matmul at the achievable peak times its wave efficiency, the
+/// rest (attention, convolutions) at the achievable peak. Tensor parallelism
+/// splits a product as Megatron-LM pairs them: one that widens (QKV, the
+/// MLP's first) by its columns, one that narrows (the output projections)
+/// by its depth; products between activations by heads (the batch).
+double matmulTime(const PartCost &part, int64_t split, const Shared &s) {
+  double total = s.b * part.matmulFlops / split, quantized = 0, time = 0;
+  for (const Gemm &g : part.gemms) {
+    double rows = g.ofWeight ? s.b * g.rows : g.rows;
+    double batch = g.ofWeight ? g.batch : s.b * g.batch / split;
+    bool widens = g.cols > g.depth;
+    double cols = g.ofWeight && widens ? g.cols / split : g.cols;
+    double depth = g.ofWeight && !widens ? g.depth / split : g.depth;
+    double flops = 2 * rows * depth * cols * batch;
+    quantized += flops;
+    time += flops / (s.peak * waveEfficiency(rows, cols, batch, s.waveTiles));
+  }
+  return time + std::max(0.0, total - quantized) / s.peak;
+}
+
 /// Forward time of one microbatch through `part` split `split` ways (the
-/// `what` kinds of it): matmul FLOPs at the achievable peak, memory-bound
-/// bytes at the achievable bandwidth, and a launch per kernel.
+/// `what` kinds of it): matmul FLOPs at the achievable peak (matmulTime),
+/// memory-bound bytes at the achievable bandwidth, and a launch per kernel.
 double partTime(const PartCost &part, int64_t split, const Shared &s, int what = All) {
   // Without sequence parallelism the hidden-size ops (norms, dropout,
   // residuals) are replicated on every tensor-parallel rank: their share of
@@ -362,8 +427,9 @@ double partTime(const PartCost &part, int64_t split, const Shared &s, int what =
                     ? part.savedReplicated / (part.savedReplicated + splitSaved)
                     : 0;
   double memShare = s.sequenceParallel ? 1.0 / split : repl + (1 - repl) / split;
-  return (what & Matmul ? s.b * part.matmulFlops / split / s.peak : 0) +
-         (what & Memory ? s.b * part.memoryBytes * memShare / s.bw : 0) +
+  return (what & Matmul ? matmulTime(part, split, s) : 0) +
+         (what & Memory ? (s.b * part.memoryBytes * memShare + part.weightBytes / split) / s.bw
+                        : 0) +
          (what & Launch ? part.ops * kKernelLaunchSeconds : 0);
 }
 
@@ -769,9 +835,12 @@ double activationMemory(int64_t d, bool first, bool last, double inflight,
 double bufferMemory(bool first, bool last, const ModelProfile &m, const ClusterSpec &c,
                     const Plan &plan, const Shared &s) {
   int64_t tp = s.tp, edge = s.edge;
-  // Workspace, plus the fp32 logits the loss keeps and their gradient,
-  // written next to them when backward starts (the head's share of them).
-  double buffers = c.workspace + (last ? 2 * s.b * m.seq * m.vocab * 4.0 / edge : 0);
+  // Workspace, plus the fp32 log-probabilities the loss keeps and their
+  // gradient, written next to them when backward starts (the head's share of
+  // them); a fused loss keeps none and writes the gradient in the training
+  // precision.
+  double logitBytes = c.fusedLoss > 0 ? m.elementBytes : 2 * 4.0;
+  double buffers = c.workspace + (last ? s.b * m.seq * m.vocab * logitBytes / edge : 0);
   // ZeRO-3 also holds whole (tp-shared) parameters: those of the part that
   // computes and of the one prefetched, and the gradient of the part being
   // reduce-scattered; three times the largest part (a layer, the embedding

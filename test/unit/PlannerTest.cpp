@@ -247,8 +247,34 @@ TEST(PlannerPredict, VocabParallelSplitsEmbeddingAndHead) {
               (m.layers * 4 + 2) * collectiveTime(Collective::AllReduce, bytes, 2, 1, c),
               1e-12);
   EXPECT_NEAR(r.commBytesDevice, (m.layers * 4 + 2) * bytes, 1);
-  // The logits and their gradient are split too.
-  EXPECT_NEAR(r.memory.buffers, c.workspace + 2 * 2.0 * m.seq * m.vocab * 4 / 2, 1);
+  // The logits' gradient is split too: in the training precision, as the
+  // GPU presets' fused loss writes it, and as float32 log-probabilities and
+  // their gradient where the loss is not fused.
+  EXPECT_NEAR(r.memory.buffers, c.workspace + 2.0 * m.seq * m.vocab * m.elementBytes / 2, 1);
+  c.fusedLoss = 0;
+  Prediction unfused = cantFail(predict(m, c, cantFail(parsePlan("dp=1,tp=2,mbs=2,micro=1"))));
+  EXPECT_NEAR(unfused.memory.buffers, c.workspace + 2 * 2.0 * m.seq * m.vocab * 4 / 2, 1);
+}
+
+// GPT-2's head reads the token embedding transposed: an op of the weights
+// alone, which moves the table once per microbatch however many samples it
+// holds, and parameter loads move nothing.
+TEST(PlannerProfile, WeightOnlyOpsCostOncePerMicrobatch) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  double table = double(m.vocab) * m.hidden * m.elementBytes;
+  EXPECT_NEAR(m.post.weightBytes, 2 * table, 1);
+  EXPECT_LT(m.post.memoryBytes, table / 8);
+  EXPECT_EQ(m.layer.weightBytes, 0);
+  // Twice the samples: twice the per-sample bytes, the table's once.
+  ClusterSpec c = cluster("a100-80g:1x1");
+  auto memoryTime = [&](const char *plan) {
+    return cantFail(predict(m, c, cantFail(parsePlan(plan)))).computeMemory;
+  };
+  double one = memoryTime("mbs=1,micro=1"), two = memoryTime("mbs=2,micro=1");
+  double weightOps = m.pre.weightBytes + m.layers * m.layer.weightBytes + m.post.weightBytes;
+  double tableTime = 3 * weightOps / (c.memoryBandwidth * c.memoryEfficiency);
+  EXPECT_NEAR(two - one, one - tableTime, 1e-9 * one);
 }
 
 // GPT-2's wte is tied to the LM head: with pipeline stages the last one keeps a

@@ -43,6 +43,10 @@ struct ClusterSpec {
   double hostMemory = 0;         ///< bytes per node
   double pcieBandwidth = 0;      ///< B/s per device, host<->device
   double matmulEfficiency = 0.8; ///< achievable fraction of peak, large GEMMs
+  /// Output tiles of a matrix product the device computes at once (its SMs,
+  /// one 256 x 128 tile each): a product's tiles run in waves of this many,
+  /// the last partly empty. 0 where products do not run in waves (a CPU).
+  double gemmWaveTiles = 0;
   double memoryEfficiency = 0.8; ///< achievable fraction of memoryBandwidth
   /// Bytes per device that the software reserves beyond the model's tensors:
   /// CUDA context, NCCL and cuBLAS workspaces, allocator slack on a GPU.
@@ -58,6 +62,13 @@ struct ClusterSpec {
   /// the backward; 0 where the step computes attention as the ops it stands
   /// for and keeps them (colo's CPU path, `local-cpu`).
   double fusedAttention = 0;
+  /// 1 where the loss is one fused kernel over the logits in the training
+  /// precision (flash-attn's cross-entropy, llm-foundry's `fused_crossentropy`;
+  /// what colo's CUDA target generates), which keeps no float32 copy of them
+  /// and writes their gradient in the training precision; 0 where the loss
+  /// keeps the float32 log-probabilities and their float32 gradient (colo's
+  /// CPU path, PyTorch's cross-entropy under autocast).
+  double fusedLoss = 0;
 
   int64_t worldSize() const { return nodes * devicesPerNode; }
 };

@@ -13,10 +13,24 @@ namespace colo::planner {
 
 /// Costs of one part of the model for one sample, forward, unpartitioned,
 /// read off the IR through the ops' cost interface.
+/// One matrix product of a part, per sample: `batch` products of a
+/// `rows` x `depth` by a `depth` x `cols` matrix. With a weight operand the
+/// samples are rows (tokens); between activations they are in the batch.
+struct Gemm {
+  double rows = 0, depth = 0, cols = 0, batch = 1;
+  bool ofWeight = false;
+};
+
 struct PartCost {
+  /// The colo.matmul products among matmulFlops, for the wave quantization
+  /// of ClusterSpec::gemmWaveTiles.
+  std::vector<Gemm> gemms;
   double matmulFlops = 0;  // matmul/conv/attention FLOPs
   double otherFlops = 0;   // elementwise, norms, reductions
-  double memoryBytes = 0;  // bytes read + written by memory-bound ops
+  double memoryBytes = 0;  // bytes read + written by memory-bound ops, per sample
+  /// Bytes read + written by memory-bound ops of the parameters alone
+  /// (transposed or cast weights), once per microbatch.
+  double weightBytes = 0;
   double attentionFlops = 0;
   double params = 0;
   double ops = 0;          // kernels launched
