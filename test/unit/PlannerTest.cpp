@@ -256,6 +256,31 @@ TEST(PlannerPredict, VocabParallelSplitsEmbeddingAndHead) {
   EXPECT_NEAR(unfused.memory.buffers, c.workspace + 2 * 2.0 * m.seq * m.vocab * 4 / 2, 1);
 }
 
+// An A100 computes 108 output tiles of 256 x 128 at once: a product of 109
+// tiles takes two waves, the second nearly empty, and one of 108 one; tensor
+// parallelism splits a widening product's columns and a narrowing one's
+// depth (NVIDIA's tile and wave quantization).
+TEST(PlannerPredict, MatrixProductsRunInWaves) {
+  ClusterSpec c = cluster("a100-80g:1x2");
+  auto matmulTime = [&](Gemm g, const char *plan) {
+    ModelProfile m = handModel(2 * g.rows * g.depth * g.cols, 1e6);
+    m.layer.gemms = {g};
+    return cantFail(predict(m, c, cantFail(parsePlan(plan)))).computeMatmul;
+  };
+  double peak = c.peakFlops16 * c.matmulEfficiency;
+  auto ideal = [&](Gemm g, double split) {
+    return 3 * 8 * 2 * g.rows * g.depth * g.cols / split / peak;
+  };
+  Gemm full{256, 1024, 128 * 108, 1, true}, oneMore{256, 1024, 128 * 109, 1, true};
+  EXPECT_NEAR(matmulTime(full, "dp=2,mbs=1"), ideal(full, 1), 1e-12);
+  EXPECT_NEAR(matmulTime(oneMore, "dp=2,mbs=1"), ideal(oneMore, 1) * 216 / 109, 1e-12);
+  // tp = 2 halves the widening product's columns (55 of 108 slots used, the
+  // last tile half empty) but leaves a narrowing one's tiles whole.
+  Gemm widens{256, 1024, 128 * 109, 1, true}, narrows{256, 128 * 109, 1024, 1, true};
+  EXPECT_NEAR(matmulTime(widens, "tp=2,mbs=1"), ideal(widens, 2) * 108 / 54.5, 1e-12);
+  EXPECT_NEAR(matmulTime(narrows, "tp=2,mbs=1"), ideal(narrows, 2) * 108 / 8, 1e-12);
+}
+
 // GPT-2's head reads the token embedding transposed: an op of the weights
 // alone, which moves the table once per microbatch however many samples it
 // holds, and parameter loads move nothing.
