@@ -49,7 +49,19 @@ int64_t bytesOf(Type t) {
   return rt ? (rt.getNumElements() * rt.getElementTypeBitWidth() + 7) / 8 : 0;
 }
 
-Operation *weightSource(Value v);
+/// The parameter or constant `v` is, or is a view, transpose or cast of (a
+/// transposed weight); null when `v` depends on the batch.
+Operation *weightSource(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<GlobalLoadOp, ConstantOp>(def))
+      return def;
+    if (!isa<ReshapeOp, TransposeOp, BroadcastToOp, ConvertOp>(def) ||
+        def->getNumOperands() != 1)
+      return nullptr;
+    v = def->getOperand(0);
+  }
+  return nullptr;
+}
 
 void addCost(PartCost &c, Operation *op) {
   auto cost = dyn_cast<CostOpInterface>(op);
@@ -90,19 +102,6 @@ void addCost(PartCost &c, Operation *op) {
   (ofWeights ? c.weightBytes : c.memoryBytes) += cost.getBytesRead() + cost.getBytesWritten();
 }
 
-/// The parameter or constant `v` is, or is a view, transpose or cast of (a
-/// transposed weight); null when `v` depends on the batch.
-Operation *weightSource(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (isa<GlobalLoadOp, ConstantOp>(def))
-      return def;
-    if (!isa<ReshapeOp, TransposeOp, BroadcastToOp, ConvertOp>(def) ||
-        def->getNumOperands() != 1)
-      return nullptr;
-    v = def->getOperand(0);
-  }
-  return nullptr;
-}
 
 /// Adds the forward values that `op`'s backward reads to the bytes kept for
 /// backward, each value once (`kept`); a reshape is a view of its operand, so
