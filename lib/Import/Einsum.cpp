@@ -1,8 +1,8 @@
 // Einsum as the ops it stands for (ONNX Einsum, aten::einsum): each operand's
 // own letters summed away, then operands taken pairwise into one batched
 // colo.matmul of [batch, free, contracted] by [batch, contracted, free],
-// then the result transposed into the equation's order. Repeated letters
-// within one operand (diagonals) are not supported.
+// then the result transposed into the equation's order. A letter repeated
+// within one operand first takes the operand's diagonal.
 #include "ImportBase.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -34,7 +34,10 @@ FailureOr<Value> ImportBase::einsum(llvm::StringRef equation, ArrayRef<Value> op
   // from the right as NumPy broadcasting aligns them.
   int64_t ellipsisRank = 0;
   std::vector<Term> terms;
-  for (auto [spec, v] : llvm::zip(inputs, operands)) {
+  std::string written; // every operand's letters, repeats included
+
+  for (auto [spec, operand] : llvm::zip(inputs, operands)) {
+    Value v = operand;
     auto type = cast<RankedTensorType>(v.getType());
     std::string letters = spec.str();
     if (size_t at = letters.find("..."); at != std::string::npos) {
@@ -50,9 +53,37 @@ FailureOr<Value> ImportBase::einsum(llvm::StringRef equation, ArrayRef<Value> op
     if (static_cast<int64_t>(letters.size()) != type.getRank())
       return fail("operand '" + spec.str() + "' does not match a rank-" +
                   std::to_string(type.getRank()) + " tensor");
+    written += letters;
+    // A letter repeated within one operand takes its diagonal: one gather of
+    // the flat operand at offsets computed now.
+    std::string unique;
     for (char c : letters)
-      if (llvm::count(letters, c) > 1)
-        return fail("repeated indices within one operand (diagonals) are not supported");
+      if (unique.find(c) == std::string::npos)
+        unique.push_back(c);
+    if (unique.size() != letters.size()) {
+      SmallVector<int64_t> shape;
+      for (char c : unique)
+        shape.push_back(type.getDimSize(letters.find(c)));
+      for (auto [d, c] : llvm::enumerate(letters))
+        if (type.getDimSize(d) != shape[unique.find(c)])
+          return fail("index '" + std::string(1, c) + "' spans dimensions of different sizes");
+      SmallVector<int64_t> strides = onnx_import::stridesOf(type.getShape()),
+                           diagonalStrides = onnx_import::stridesOf(shape);
+      onnx_import::HostTensor offsets{onnx_import::kInt64, shape, {}};
+      for (int64_t i = 0, n = offsets.numel(); i < n; ++i) {
+        int64_t offset = 0;
+        for (auto [d, c] : llvm::enumerate(letters)) {
+          size_t u = unique.find(c);
+          offset += ((i / diagonalStrides[u]) % shape[u]) * strides[d];
+        }
+        offsets.values.push_back(offset);
+      }
+      FailureOr<Value> diagonal = gatherFlat(v, offsets);
+      if (failed(diagonal))
+        return failure();
+      v = *diagonal;
+      letters = unique;
+    }
     terms.push_back({v, letters});
   }
   std::string out;
@@ -69,11 +100,8 @@ FailureOr<Value> ImportBase::einsum(llvm::StringRef equation, ArrayRef<Value> op
     // alphabetically.
     for (int64_t i = 0; i < ellipsisRank; ++i)
       out.push_back('A' + static_cast<char>(i));
-    std::string all;
-    for (const Term &t : terms)
-      all += t.letters;
     for (char c = 'a'; c <= 'z'; ++c)
-      if (llvm::count(all, c) == 1)
+      if (llvm::count(written, c) == 1)
         out.push_back(c);
   }
 

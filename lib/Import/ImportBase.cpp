@@ -171,12 +171,21 @@ FailureOr<Value> ImportBase::gatherAt(StringRef op, Value data,
       onnx_import::gatherOffsets(op, type.getShape(), indices, attrs);
   if (offsets.kind != onnx_import::EvalResult::Folded)
     return fail(offsets.error);
-  FailureOr<ReshapeOp> flat = createTyped<ReshapeOp>(
-      RankedTensorType::get({type.getNumElements()}, type.getElementType()), data);
-  if (failed(flat))
-    return failure();
-  Value at = ConstantOp::create(builder, loc, offsets.outputs[0].toAttr(&ctx));
-  FailureOr<GatherOp> g = create<GatherOp>(flat->getResult(), at, builder.getI64IntegerAttr(0));
+  return gatherFlat(data, offsets.outputs[0]);
+}
+
+FailureOr<Value> ImportBase::gatherFlat(Value data, const onnx_import::HostTensor &offsets) {
+  auto type = cast<RankedTensorType>(data.getType());
+  Value flat = data;
+  if (type.getRank() != 1) {
+    FailureOr<ReshapeOp> r = createTyped<ReshapeOp>(
+        RankedTensorType::get({type.getNumElements()}, type.getElementType()), data);
+    if (failed(r))
+      return failure();
+    flat = r->getResult();
+  }
+  Value at = ConstantOp::create(builder, loc, offsets.toAttr(&ctx));
+  FailureOr<GatherOp> g = create<GatherOp>(flat, at, builder.getI64IntegerAttr(0));
   if (failed(g))
     return failure();
   return g->getResult();
@@ -222,12 +231,10 @@ FailureOr<Value> ImportBase::scatterFlat(Value data, ArrayRef<int64_t> targets, 
                        builder.getI64IntegerAttr(0));
   if (failed(joined))
     return failure();
-  Value at = ConstantOp::create(builder, loc, from.toAttr(&ctx));
-  FailureOr<GatherOp> picked =
-      create<GatherOp>(joined->getResult(), at, builder.getI64IntegerAttr(0));
+  FailureOr<Value> picked = gatherFlat(joined->getResult(), from);
   if (failed(picked))
     return failure();
-  FailureOr<ReshapeOp> result = createTyped<ReshapeOp>(type, picked->getResult());
+  FailureOr<ReshapeOp> result = createTyped<ReshapeOp>(type, *picked);
   if (failed(result))
     return failure();
   return result->getResult();

@@ -118,6 +118,11 @@ public:
   mlir::FailureOr<mlir::Value> scatterFlat(mlir::Value data, llvm::ArrayRef<int64_t> targets,
                                            mlir::Value updates);
 
+  /// The elements of `data` at the flat `offsets` (int64, computed now),
+  /// shaped like them: one colo.gather of data's flat form.
+  mlir::FailureOr<mlir::Value> gatherFlat(mlir::Value data,
+                                          const onnx_import::HostTensor &offsets);
+
   /// x with dimension `axis` mixed by the matrix `m` ([out][in], computed
   /// now): y[.., i, ..] = sum_j m[i][j] x[.., j, ..], one colo.matmul
   /// (between transposes that bring the axis last). Resizing and adaptive

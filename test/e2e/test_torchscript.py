@@ -256,7 +256,9 @@ class ShiftedWindows(torch.nn.Module):
 class Einsums(torch.nn.Module):
     """torch.einsum as models write it: matrix and batched products, an
     outer product (rotary tables), a contraction with a summed-away index,
-    the ellipsis, the implicit output and three operands."""
+    the ellipsis, the implicit output, three operands and diagonals (a
+    letter repeated within one operand, with an explicit and the implicit
+    output)."""
 
     def __init__(self):
         super().__init__()
@@ -270,7 +272,10 @@ class Einsums(torch.nn.Module):
         e = torch.einsum("...ij->...ji", b)                              # [2, 4, 4]
         f = torch.einsum("bik,kj", a, self.w.t())                        # implicit: [2, 4, 5]
         g = torch.einsum("bij,jk,kl->bil", x, self.w, self.w.t())        # [2, 4, 5]
-        return (b + e).sum(-1, keepdim=True) * d[:, None, None] + f + g + c[:4]
+        h = torch.einsum("bii->bi", b) + torch.einsum("bii", b)[:, None]  # diagonals: [2, 4]
+        k = torch.einsum("iji->j", b.permute(1, 0, 2)[:, :2, :])        # [2]
+        return ((b + e).sum(-1, keepdim=True) * d[:, None, None] + f + g + c[:4]
+                + h[:, :, None] + k[:, None, None])
 
 
 class InPlaceWrites(torch.nn.Module):
