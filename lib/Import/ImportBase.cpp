@@ -201,12 +201,37 @@ FailureOr<Value> ImportBase::scatterAt(StringRef op, Value data,
   if (targets.kind != onnx_import::EvalResult::Folded)
     return fail(targets.error);
   std::string reduction = attrs.getString("reduction").value_or("none");
-  if (reduction != "none")
-    return fail("reduction '" + reduction + "' into a run-time tensor is not supported");
-  std::vector<int64_t> at;
-  for (double t : targets.outputs[0].values)
-    at.push_back(static_cast<int64_t>(t));
-  return scatterFlat(data, at, updates);
+  if (reduction == "none") {
+    std::vector<int64_t> at;
+    for (double t : targets.outputs[0].values)
+      at.push_back(static_cast<int64_t>(t));
+    return scatterFlat(data, at, updates);
+  }
+  if (reduction != "add" || !isa<FloatType>(type.getElementType()))
+    return fail("reduction '" + reduction + "' into a run-time " +
+                (reduction == "add" ? "integer " : "") + "tensor is not supported");
+  // data + every update added at its target (repeated targets accumulate).
+  int64_t n = type.getNumElements(), m = updatesType.getNumElements();
+  Type elem = type.getElementType();
+  FailureOr<ReshapeOp> flatUpdates =
+      createTyped<ReshapeOp>(RankedTensorType::get({m}, elem), updates);
+  if (failed(flatUpdates))
+    return failure();
+  onnx_import::HostTensor at = targets.outputs[0];
+  at.shape = {m};
+  Value targetsAt = ConstantOp::create(builder, loc, at.toAttr(&ctx));
+  FailureOr<ScatterAddOp> added =
+      createTyped<ScatterAddOp>(RankedTensorType::get({n}, elem), flatUpdates->getResult(),
+                                targetsAt, builder.getI64IntegerAttr(0));
+  if (failed(added))
+    return failure();
+  FailureOr<ReshapeOp> shaped = createTyped<ReshapeOp>(type, added->getResult());
+  if (failed(shaped))
+    return failure();
+  FailureOr<AddOp> sum = create<AddOp>(data, shaped->getResult());
+  if (failed(sum))
+    return failure();
+  return sum->getResult();
 }
 
 FailureOr<Value> ImportBase::scatterFlat(Value data, ArrayRef<int64_t> targets, Value updates) {

@@ -493,6 +493,13 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
           .Case([&](BroadcastToOp) -> Grads {
             return SmallVector<Value>{sumToShape(b, gb.loc, g, tensorType(x))};
           })
+          // Scatter-add in the forward (an imported scatter with reduction
+          // add): each update's gradient is the result's at its index.
+          .Case([&](ScatterAddOp scatter) -> Grads {
+            return SmallVector<Value>{
+                GatherOp::create(b, gb.loc, g, scatter.getIndices(), scatter.getAxis()),
+                Value()};
+          })
           .Case([&](GatherOp gather) -> Grads {
             return SmallVector<Value>{
                 ScatterAddOp::create(b, gb.loc, x.getType(), g, gather.getIndices(),

@@ -298,6 +298,12 @@ std::vector<Case> cases() {
       Case("gather_axis0", {"4x3xf64", "2x3xi64"},
            "%r = colo.gather %a0, %a1 axis = 0 : tensor<4x3xf64>, tensor<2x3xi64>")
           .fix(1, {0, 2, 2, -1, 0, 1}));
+  // An imported scatter with reduction add (ONNX ScatterND, ScatterElements).
+  c.push_back(
+      Case("scatter_add_repeated_indices", {"2x3x2xf64", "3xi64"},
+           "%r = colo.scatter_add %a0, %a1 axis = 1 : tensor<2x3x2xf64>, tensor<3xi64> -> "
+           "tensor<2x4x2xf64>")
+          .fix(1, {3, 0, 3}));
   c.push_back(Case("embedding_repeated_ids", {"5x3xf64", "2x3xi64"},
                    "%r = colo.embedding %a0, %a1 : tensor<5x3xf64>, tensor<2x3xi64>")
                   .fix(1, {4, 1, 4, 0, 1, 4}));
