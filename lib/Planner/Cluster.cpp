@@ -250,6 +250,7 @@ const Field deviceFields[] = {
     {"fused_attention", &ClusterSpec::fusedAttention, 1, FieldKind::Flag,
      false},
     {"fused_loss", &ClusterSpec::fusedLoss, 1, FieldKind::Flag, false},
+    {"fused_elementwise", &ClusterSpec::fusedElementwise, 1, FieldKind::Flag, false},
 };
 const Field linkFields[] = {
     {"intra_node_gbs", &ClusterSpec::intraBandwidth, GB, FieldKind::Positive,
@@ -650,6 +651,7 @@ void colo::planner::printCluster(const ClusterSpec &spec,
   row("attention", spec.fusedAttention > 0
                        ? "fused (no s x s probabilities kept for the backward)"
                        : "as its ops (the probabilities kept for the backward)");
+  row("elementwise ops", spec.fusedElementwise > 0 ? "fused kernels" : "a kernel each");
   row("loss", spec.fusedLoss > 0
                   ? "fused (the logits' gradient in the training precision)"
                   : "float32 log-probabilities and their gradient kept");
@@ -873,5 +875,6 @@ ClusterSpec colo::planner::measureLocalCpu(double *allCoreGemmFlops) {
   // workspace; its MPI collectives stage received chunks in host memory.
   c.workspace = 0;
   c.collectiveStaging = 1;
+  c.fusedElementwise = 1;
   return c;
 }

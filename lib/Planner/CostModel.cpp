@@ -31,6 +31,8 @@ PartCost &PartCost::operator+=(const PartCost &o) {
   savedReplicated += o.savedReplicated;
   savedSplit += o.savedSplit;
   savedScores += o.savedScores;
+  fusedBytes += o.fusedBytes;
+  scoreBytes += o.scoreBytes;
   return *this;
 }
 
@@ -63,6 +65,29 @@ Operation *weightSource(Value v) {
   return nullptr;
 }
 
+/// What defines `v`, through reshapes (views of their operand).
+Operation *viewedDefiningOp(Value v) {
+  Operation *def = v.getDefiningOp();
+  while (auto reshape = dyn_cast_or_null<ReshapeOp>(def))
+    def = reshape.getOperand().getDefiningOp();
+  return def;
+}
+
+/// A kernel a fused elementwise chain can absorb: a memory-bound op that
+/// moves data (not a load, a constant or a view).
+bool isMemoryBound(Operation *op) {
+  auto cost = dyn_cast_or_null<CostOpInterface>(op);
+  return cost && cost.getCostClass() == CostClass::Memory &&
+         !isa<ReshapeOp, GlobalLoadOp, ConstantOp>(op);
+}
+
+/// `user` is memory-bound, or a view whose users all are.
+bool isMemoryBoundThroughViews(Operation *user) {
+  if (auto reshape = dyn_cast<ReshapeOp>(user))
+    return llvm::all_of(reshape->getUsers(), isMemoryBoundThroughViews);
+  return isMemoryBound(user);
+}
+
 void addCost(PartCost &c, Operation *op) {
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost)
@@ -89,8 +114,13 @@ void addCost(PartCost &c, Operation *op) {
       g.batch = leading / g.rows;
       c.gemms.push_back(g);
     }
-    if (isa<AttentionOp>(op))
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
       c.attentionFlops += flops;
+      auto q = cast<RankedTensorType>(attention.getQuery().getType());
+      auto k = cast<RankedTensorType>(attention.getKey().getType());
+      double scores = double(q.getNumElements()) / q.getShape().back() * k.getDimSize(2);
+      c.scoreBytes += 4 * scores * bytesOf(RankedTensorType::get({1}, q.getElementType()));
+    }
     return;
   }
   c.otherFlops += flops;
@@ -99,7 +129,17 @@ void addCost(PartCost &c, Operation *op) {
   bool ofWeights = op->getNumOperands() > 0 && llvm::all_of(op->getOperands(), [](Value v) {
                      return weightSource(v) != nullptr;
                    });
-  (ofWeights ? c.weightBytes : c.memoryBytes) += cost.getBytesRead() + cost.getBytesWritten();
+  if (ofWeights) {
+    c.weightBytes += cost.getBytesRead() + cost.getBytesWritten();
+    return;
+  }
+  c.memoryBytes += cost.getBytesRead() + cost.getBytesWritten();
+  for (Value v : op->getOperands())
+    if (!isMemoryBound(viewedDefiningOp(v)))
+      c.fusedBytes += bytesOf(v.getType());
+  for (Value r : op->getResults())
+    if (llvm::any_of(r.getUsers(), [](Operation *user) { return !isMemoryBoundThroughViews(user); }))
+      c.fusedBytes += bytesOf(r.getType());
 }
 
 
@@ -164,6 +204,8 @@ void scale(PartCost &c, double f) {
   c.savedReplicated *= f;
   c.savedSplit *= f;
   c.savedScores *= f;
+  c.fusedBytes *= f;
+  c.scoreBytes *= f;
 }
 } // namespace
 
@@ -345,6 +387,7 @@ struct Shared {
   double peak = 0;   // achievable matmul FLOP/s
   double bw = 0;     // achievable memory bandwidth, B/s
   double waveTiles = 0; // ClusterSpec::gemmWaveTiles
+  bool fusedElementwise = false;
   /// Bytes of one microbatch's b*s*h activation between layers.
   double boundary = 0;
   /// Bytes per parameter and gradient in the training precision.
@@ -361,6 +404,7 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   s.peak = (m.elementBytes >= 4 ? c.peakFlops32 : c.peakFlops16) * c.matmulEfficiency;
   s.bw = c.memoryBandwidth * c.memoryEfficiency;
   s.waveTiles = c.gemmWaveTiles;
+  s.fusedElementwise = c.fusedElementwise > 0;
   // colo's tensor parallelism splits the layers' matmuls (Megatron's column-
   // and row-parallel pairs) and keeps the embedding, the norms and the LM head
   // replicated (docs/parallel.md): every tensor-parallel rank runs them whole.
@@ -427,7 +471,10 @@ double partTime(const PartCost &part, int64_t split, const Shared &s, int what =
                     : 0;
   double memShare = s.sequenceParallel ? 1.0 / split : repl + (1 - repl) / split;
   return (what & Matmul ? matmulTime(part, split, s) : 0) +
-         (what & Memory ? (s.b * part.memoryBytes * memShare + part.weightBytes / split) / s.bw
+         (what & Memory ? (s.b * ((s.fusedElementwise ? part.fusedBytes : part.memoryBytes) *
+                                      memShare +
+                                  part.scoreBytes / split) +
+                           part.weightBytes / split) / s.bw
                         : 0) +
          (what & Launch ? part.ops * kKernelLaunchSeconds : 0);
 }
@@ -970,6 +1017,7 @@ static ModelProfile withFusedAttention(ModelProfile m) {
   auto fuse = [](PartCost &part) {
     part.savedSplit -= part.savedScores;
     part.savedScores = 0;
+    part.scoreBytes = 0;
   };
   fuse(m.pre), fuse(m.layer), fuse(m.post);
   llvm::for_each(m.segments, fuse);

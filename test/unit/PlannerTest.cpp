@@ -134,7 +134,12 @@ TEST(PlannerMemory, SelectiveRecomputeDropsTheScores) {
   EXPECT_NEAR(fused.memory.activations, sel.memory.activations, 1);
   EXPECT_EQ(with(c, "dp=1,mbs=2,micro=1,recompute=selective").memory.activations,
             fused.memory.activations);
-  EXPECT_DOUBLE_EQ(fused.stepTime, none.stepTime);
+  // Unfused, the scores pass through memory four times a forward (written,
+  // softmaxed, read), three forwards' worth a step.
+  EXPECT_GT(m.layer.scoreBytes, 0);
+  EXPECT_NEAR(none.stepTime - fused.stepTime,
+              3 * 2 * m.layers * m.layer.scoreBytes / (c.memoryBandwidth * c.memoryEfficiency),
+              1e-9 * none.stepTime);
 }
 
 // recompute=budget chooses per layer with colo-recompute's solver: nothing
@@ -279,6 +284,27 @@ TEST(PlannerPredict, MatrixProductsRunInWaves) {
   Gemm widens{256, 1024, 128 * 109, 1, true}, narrows{256, 128 * 109, 1024, 1, true};
   EXPECT_NEAR(matmulTime(widens, "tp=2,mbs=1"), ideal(widens, 2) * 108 / 54.5, 1e-12);
   EXPECT_NEAR(matmulTime(narrows, "tp=2,mbs=1"), ideal(narrows, 2) * 108 / 8, 1e-12);
+}
+
+// Fused elementwise kernels (colo's on a CPU) move only what comes from a
+// matrix product, a parameter or an input, and what something other than a
+// memory-bound op reads: fewer bytes than the ops one by one.
+TEST(PlannerProfile, FusedKernelsMoveLessThanTheirOps) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  EXPECT_GT(m.layer.fusedBytes, 0);
+  EXPECT_LT(m.layer.fusedBytes, m.layer.memoryBytes);
+  ClusterSpec c = cluster("a100-80g:1x1");
+  auto memoryTime = [&](const ClusterSpec &on) {
+    return cantFail(predict(m, on, cantFail(parsePlan("mbs=1,micro=1")))).computeMemory;
+  };
+  ClusterSpec fused = c;
+  fused.fusedElementwise = 1;
+  double perSample = m.pre.memoryBytes + m.layers * m.layer.memoryBytes + m.post.memoryBytes;
+  double fusedPerSample = m.pre.fusedBytes + m.layers * m.layer.fusedBytes + m.post.fusedBytes;
+  EXPECT_NEAR(memoryTime(c) - memoryTime(fused),
+              3 * (perSample - fusedPerSample) / (c.memoryBandwidth * c.memoryEfficiency),
+              1e-9 * memoryTime(c));
 }
 
 // GPT-2's head reads the token embedding transposed: an op of the weights

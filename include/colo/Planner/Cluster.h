@@ -69,6 +69,11 @@ struct ClusterSpec {
   /// keeps the float32 log-probabilities and their float32 gradient (colo's
   /// CPU path, PyTorch's cross-entropy under autocast).
   double fusedLoss = 0;
+  /// 1 where chains of elementwise ops run as fused kernels that keep their
+  /// intermediates in registers (colo's compiled CPU kernels, `local-cpu`);
+  /// 0 where each op is a kernel of its own (PyTorch eager, the stacks of
+  /// the published GPU runs the presets are checked against).
+  double fusedElementwise = 0;
 
   int64_t worldSize() const { return nodes * devicesPerNode; }
 };

@@ -42,6 +42,15 @@ struct PartCost {
   /// so its softmax output is kept, unless selective recompute recomputes
   /// the attention core (Korthikanti et al.'s 5as/h term).
   double savedScores = 0;
+  /// Memory-bound bytes per sample as fused kernels move them: only the
+  /// operands a matrix product, a parameter or an input produced, and the
+  /// results something other than a memory-bound op reads
+  /// (ClusterSpec::fusedElementwise).
+  double fusedBytes = 0;
+  /// Bytes per sample attention moves when it is not one fused kernel: its
+  /// heads x s x s scores written by the first product, read and written by
+  /// the softmax, read by the second (ClusterSpec::fusedAttention = 0).
+  double scoreBytes = 0;
 
   PartCost &operator+=(const PartCost &o);
 };
