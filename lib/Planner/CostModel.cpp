@@ -65,6 +65,13 @@ Operation *weightSource(Value v) {
   return nullptr;
 }
 
+/// The heads x s x s scores of one execution of `attention`.
+double attentionScores(AttentionOp attention) {
+  auto q = cast<RankedTensorType>(attention.getQuery().getType());
+  auto k = cast<RankedTensorType>(attention.getKey().getType());
+  return double(q.getNumElements()) / q.getShape().back() * k.getDimSize(2);
+}
+
 /// What defines `v`, through reshapes (views of their operand).
 Operation *viewedDefiningOp(Value v) {
   Operation *def = v.getDefiningOp();
@@ -116,10 +123,9 @@ void addCost(PartCost &c, Operation *op) {
     }
     if (auto attention = dyn_cast<AttentionOp>(op)) {
       c.attentionFlops += flops;
-      auto q = cast<RankedTensorType>(attention.getQuery().getType());
-      auto k = cast<RankedTensorType>(attention.getKey().getType());
-      double scores = double(q.getNumElements()) / q.getShape().back() * k.getDimSize(2);
-      c.scoreBytes += 4 * scores * bytesOf(RankedTensorType::get({1}, q.getElementType()));
+      int64_t bits = cast<RankedTensorType>(attention.getQuery().getType())
+                         .getElementTypeBitWidth();
+      c.scoreBytes += 4 * attentionScores(attention) * bits / 8;
     }
     return;
   }
@@ -138,7 +144,7 @@ void addCost(PartCost &c, Operation *op) {
     if (!isMemoryBound(viewedDefiningOp(v)))
       c.fusedBytes += bytesOf(v.getType());
   for (Value r : op->getResults())
-    if (llvm::any_of(r.getUsers(), [](Operation *user) { return !isMemoryBoundThroughViews(user); }))
+    if (!llvm::all_of(r.getUsers(), isMemoryBoundThroughViews))
       c.fusedBytes += bytesOf(r.getType());
 }
 
@@ -167,11 +173,10 @@ void addSaved(PartCost &c, Operation *op, int64_t hidden, llvm::DenseSet<Value> 
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     for (Value v : {attention.getQuery(), attention.getKey(), attention.getValue()})
       keep(v);
-    auto q = cast<RankedTensorType>(attention.getQuery().getType());
-    auto k = cast<RankedTensorType>(attention.getKey().getType());
-    int64_t bits = q.getElementTypeBitWidth();
+    int64_t bits =
+        cast<RankedTensorType>(attention.getQuery().getType()).getElementTypeBitWidth();
     double perScore = 4 + (bits < 32 ? bits / 8 : 0);
-    double scores = q.getNumElements() / q.getShape().back() * k.getDimSize(2) * perScore;
+    double scores = attentionScores(attention) * perScore;
     c.savedScores += scores;
     c.savedSplit += scores;
     return;
