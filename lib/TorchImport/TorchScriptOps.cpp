@@ -1269,10 +1269,7 @@ LogicalResult TsImporter::importRoll(torch::jit::Node *, const std::string &, In
   std::vector<int64_t> shape = shapeOf(x);
   bool flat = dims->empty();
   if (flat) {
-    int64_t n = 1;
-    for (int64_t s : shape)
-      n *= s;
-    FailureOr<TVal> f = reshape(x, {n});
+    FailureOr<TVal> f = reshape(x, {-1});
     if (failed(f))
       return failure();
     x = *f;
@@ -1383,14 +1380,11 @@ LogicalResult TsImporter::importRepeatInterleave(torch::jit::Node *, const std::
       return failure();
     dim = normDim(*d, shape.size());
   } else {
-    int64_t n = 1;
-    for (int64_t s : shape)
-      n *= s;
-    FailureOr<TVal> flat = reshape(x, {n});
+    FailureOr<TVal> flat = reshape(x, {-1});
     if (failed(flat))
       return failure();
     x = *flat;
-    shape = {n};
+    shape = shapeOf(x);
   }
   std::vector<int64_t> split = shape;
   split.insert(split.begin() + dim + 1, 1);
