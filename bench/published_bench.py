@@ -81,6 +81,88 @@ def megatron(table):
                measured, "")
 
 
+# Megatron-LM's SC'21 runs and BLOOM's Megatron-DeepSpeed runs predate
+# FlashAttention: their attention is two batched GEMMs around a fused
+# scale-mask-softmax kernel, which keeps the probabilities for the backward.
+DEVICE_BY_SOURCE = {"Megatron-LM": {"fused_attention": 0}, "BLOOM": {"fused_attention": 0}}
+
+
+def cluster_file(directory, preset, nodes, per_node, device):
+    """A cluster file: `preset` as `nodes` x `per_node` with `device` fields set."""
+    path = Path(directory) / f"{preset}-{nodes}x{per_node}-{len(list(Path(directory).glob('*.json')))}.json"
+    path.write_text(json.dumps(dict(preset=preset, nodes=nodes, devices_per_node=per_node,
+                                    device=device)))
+    return path
+
+
+def predict(binary, rows, device=lambda gpu, source: {}, log=print):
+    """Predicts `rows`; `device(gpu, source)` gives device fields to set over
+    the GPU's preset. Returns one dict per predicted row."""
+    results = []
+    with tempfile.TemporaryDirectory() as t:
+        models, clusters = {}, {}
+        for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
+            key = tuple(sorted(dims.items()))
+            if key not in models:
+                models[key] = Path(t) / f"m{len(models)}.mlir"
+                colo(binary, "model", "gpt", "--layers", dims["layers"], "--hidden", dims["hidden"],
+                     "--heads", dims["heads"], "--kv-heads", dims["kv_heads"], "--ffn", dims["ffn"],
+                     "--vocab", dims["vocab"], "--seq", dims["seq"], "-o", models[key])
+            fields = {**DEVICE_BY_SOURCE.get(source, {}), **device(gpu, source)}
+            ckey = (gpu, gpus, per_node, tuple(sorted(fields.items())))
+            if ckey not in clusters:
+                clusters[ckey] = cluster_file(t, PRESETS[gpu], gpus // per_node, per_node, fields)
+            vocab = plan.endswith(",vocab")
+            args = ["plan", models[key], "--cluster", clusters[ckey], "--explain",
+                    plan.removesuffix(",vocab"), "--json"] + (["--vocab-parallel"] if vocab else [])
+            try:
+                p = json.loads(colo(binary, *args))
+            except RuntimeError as e:
+                log(f"{rid:<16} {gpus:5d} {plan:<62} not predicted: {e}")
+                continue
+            error = 100 * (p["step_time_s"] - measured) / measured
+            results.append(dict(id=rid, source=source, gpu=gpu, gpus=gpus, plan=plan,
+                                cluster=f"{PRESETS[gpu]}:{gpus // per_node}x{per_node}",
+                                device=fields, measured_s=measured,
+                                predicted_s=p["step_time_s"], error=error, fits=p["fits"],
+                                memory_gib=p["memory_gib"]["total"], note=note))
+            log(f"{rid:<16} {gpus:5d} {plan:<62} {measured:8.3f} {p['step_time_s']:8.3f} "
+                f"{error:+6.1f}%  {'yes' if p['fits'] else 'NO'} {note}")
+    return results
+
+
+def search_megatron(binary, rows, predicted):
+    """colo's pick for each Megatron-LM row (its model, GPUs and global batch)
+    against the prediction of the row's own configuration: the speedup colo
+    claims over Megatron's tuning. The search covers what colo compiles,
+    which has no vocabulary parallelism with pipelines or microbatches
+    (planner::checkCompilable): it searches without it, and Megatron's own
+    configurations, vocabulary-parallel, are predicted as they ran."""
+    print(f"{'run':<12} {'GPUs':>5} {'colo picks':<72} {'pick s':>8} {'row s':>8} speedup")
+    with tempfile.TemporaryDirectory() as t:
+        for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
+            if source != "Megatron-LM" or rid not in predicted:
+                continue
+            model = Path(t) / f"{rid}.mlir"
+            colo(binary, "model", "gpt", "--layers", dims["layers"], "--hidden", dims["hidden"],
+                 "--heads", dims["heads"], "--ffn", dims["ffn"], "--vocab", dims["vocab"],
+                 "--seq", dims["seq"], "-o", model)
+            cluster = cluster_file(t, PRESETS[gpu], gpus // per_node, per_node,
+                                   DEVICE_BY_SOURCE[source])
+            dp = int(plan.split("dp=")[1].split(",")[0])
+            batch = dp * int(plan.split("micro=")[1].split(",")[0])
+            best = json.loads(colo(binary, "plan", model, "--cluster", cluster, "--global-batch",
+                                   batch, "--json"))["plans"][0]
+            row = predicted[rid]["predicted_s"]
+            print(f"{rid:<12} {gpus:5d} {best['plan']:<72} {best['step_time_s']:8.3f} {row:8.3f} "
+                  f"{row / best['step_time_s']:6.2f}x", flush=True)
+
+
+def all_rows(path):
+    data = json.loads(Path(path).read_text())
+    return list(llmfoundry_and_bloom(data["runs"])) + list(megatron(data["megatron_sc21_table1"]))
+
+
 def summarize(label, rows):
     errors = [r["error"] for r in rows]
     if not errors:
@@ -97,39 +179,20 @@ def main():
                                           "published_runs.json"))
     ap.add_argument("--colo", default=str(ROOT / "build" / "bin" / "colo"))
     ap.add_argument("--json", help="write every row's prediction here")
+    ap.add_argument("--search", action="store_true",
+                    help="also search the best plan for each Megatron-LM row's model, GPUs and "
+                         "batch, and compare it with the row's own configuration")
     a = ap.parse_args()
-    data = json.loads(Path(a.runs).read_text())
-    rows = list(llmfoundry_and_bloom(data["runs"])) + list(megatron(data["megatron_sc21_table1"]))
-    results = []
-    with tempfile.TemporaryDirectory() as t:
-        models = {}
-        print(f"{'run':<16} {'GPUs':>5} {'plan':<62} {'meas s':>8} {'pred s':>8} {'error':>7}  fits")
-        for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
-            key = tuple(sorted(dims.items()))
-            if key not in models:
-                models[key] = Path(t) / f"m{len(models)}.mlir"
-                colo(a.colo, "model", "gpt", "--layers", dims["layers"], "--hidden", dims["hidden"],
-                     "--heads", dims["heads"], "--kv-heads", dims["kv_heads"], "--ffn", dims["ffn"],
-                     "--vocab", dims["vocab"], "--seq", dims["seq"], "-o", models[key])
-            cluster = f"{PRESETS[gpu]}:{gpus // per_node}x{per_node}"
-            vocab = plan.endswith(",vocab")
-            args = ["plan", models[key], "--cluster", cluster, "--explain",
-                    plan.removesuffix(",vocab"), "--json"] + (["--vocab-parallel"] if vocab else [])
-            try:
-                p = json.loads(colo(a.colo, *args))
-            except RuntimeError as e:
-                print(f"{rid:<16} {gpus:5d} {plan:<62} not predicted: {e}")
-                continue
-            error = 100 * (p["step_time_s"] - measured) / measured
-            results.append(dict(id=rid, source=source, gpus=gpus, plan=plan, cluster=cluster,
-                                measured_s=measured, predicted_s=p["step_time_s"], error=error,
-                                fits=p["fits"], memory_gib=p["memory_gib"]["total"], note=note))
-            print(f"{rid:<16} {gpus:5d} {plan:<62} {measured:8.3f} {p['step_time_s']:8.3f} "
-                  f"{error:+6.1f}%  {'yes' if p['fits'] else 'NO'} {note}", flush=True)
+    print(f"{'run':<16} {'GPUs':>5} {'plan':<62} {'meas s':>8} {'pred s':>8} {'error':>7}  fits")
+    results = predict(a.colo, all_rows(a.runs), log=lambda line: print(line, flush=True))
     print()
     for source in ("llm-foundry", "BLOOM", "Megatron-LM"):
         summarize(source, [r for r in results if r["source"] == source])
     summarize("all", results)
+    summarize("bf16/fp16", [r for r in results if not r["note"]])
+    if a.search:
+        print()
+        search_megatron(a.colo, all_rows(a.runs), {r["id"]: r for r in results})
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
 

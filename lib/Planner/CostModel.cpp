@@ -26,6 +26,7 @@ PartCost &PartCost::operator+=(const PartCost &o) {
   memoryBytes += o.memoryBytes;
   weightBytes += o.weightBytes;
   attentionFlops += o.attentionFlops;
+  fusedAttentionFlops += o.fusedAttentionFlops;
   params += o.params;
   ops += o.ops;
   savedReplicated += o.savedReplicated;
@@ -70,6 +71,19 @@ double attentionScores(AttentionOp attention) {
   auto q = cast<RankedTensorType>(attention.getQuery().getType());
   auto k = cast<RankedTensorType>(attention.getKey().getType());
   return double(q.getNumElements()) / q.getShape().back() * k.getDimSize(2);
+}
+
+/// The share of `attention`'s FLOPs a fused kernel computes. It works in
+/// 128 x 128 tiles of queries and keys (FlashAttention-2's blocks for a
+/// head size of 64-128); under a causal mask it skips the tiles wholly
+/// after the diagonal: of n x n tiles it computes n (n + 1) / 2.
+double fusedAttentionShare(AttentionOp attention) {
+  constexpr double kTile = 128;
+  if (!attention.getCausal())
+    return 1;
+  auto q = cast<RankedTensorType>(attention.getQuery().getType());
+  double tiles = std::ceil(double(q.getDimSize(2)) / kTile);
+  return (tiles + 1) / (2 * tiles);
 }
 
 /// What defines `v`, through reshapes (views of their operand).
@@ -123,6 +137,7 @@ void addCost(PartCost &c, Operation *op) {
     }
     if (auto attention = dyn_cast<AttentionOp>(op)) {
       c.attentionFlops += flops;
+      c.fusedAttentionFlops += flops * fusedAttentionShare(attention);
       int64_t bits = cast<RankedTensorType>(attention.getQuery().getType())
                          .getElementTypeBitWidth();
       c.scoreBytes += 4 * attentionScores(attention) * bits / 8;
@@ -206,6 +221,7 @@ void scale(PartCost &c, double f) {
   c.otherFlops *= f;
   c.memoryBytes *= f;
   c.attentionFlops *= f;
+  c.fusedAttentionFlops *= f;
   c.savedReplicated *= f;
   c.savedSplit *= f;
   c.savedScores *= f;
@@ -390,6 +406,10 @@ struct Shared {
   double b = 0;      // samples per microbatch
   double mcount = 0; // microbatches per step
   double peak = 0;   // achievable matmul FLOP/s
+  /// Achievable attention FLOP/s: a fused kernel's own efficiency
+  /// (ClusterSpec::attentionEfficiency), else the matmuls' it stands for.
+  double attentionPeak = 0;
+  bool fusedAttention = false;
   double bw = 0;     // achievable memory bandwidth, B/s
   double waveTiles = 0; // ClusterSpec::gemmWaveTiles
   bool fusedElementwise = false;
@@ -406,7 +426,10 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   s.b = plan.microBatch;
   // Matrix products run in the training precision: a float32 model's at the
   // float32 peak (on a CPU with AMX, a quarter of the bf16 one).
-  s.peak = (m.elementBytes >= 4 ? c.peakFlops32 : c.peakFlops16) * c.matmulEfficiency;
+  double peak = m.elementBytes >= 4 ? c.peakFlops32 : c.peakFlops16;
+  s.peak = peak * c.matmulEfficiency;
+  s.fusedAttention = c.fusedAttention > 0;
+  s.attentionPeak = s.fusedAttention ? peak * c.attentionEfficiency : s.peak;
   s.bw = c.memoryBandwidth * c.memoryEfficiency;
   s.waveTiles = c.gemmWaveTiles;
   s.fusedElementwise = c.fusedElementwise > 0;
@@ -441,8 +464,9 @@ double waveEfficiency(double rows, double cols, double batch, double waveTiles) 
 }
 
 /// Matrix-product time of one microbatch through `part` split `split` ways:
-/// each colo.matmul at the achievable peak times its wave efficiency, the
-/// rest (attention, convolutions) at the achievable peak. Tensor parallelism
+/// each colo.matmul at the achievable peak times its wave efficiency,
+/// attention at its own (a fused kernel computing its share of the FLOPs),
+/// the rest (convolutions) at the achievable peak. Tensor parallelism
 /// splits a product as Megatron-LM pairs them: one that widens (QKV, the
 /// MLP's first) by its columns, one that narrows (the output projections)
 /// by its depth; products between activations by heads (the batch).
@@ -458,7 +482,10 @@ double matmulTime(const PartCost &part, int64_t split, const Shared &s) {
     quantized += flops;
     time += flops / (s.peak * waveEfficiency(rows, cols, batch, s.waveTiles));
   }
-  return time + std::max(0.0, total - quantized) / s.peak;
+  double attention = s.b * part.attentionFlops / split;
+  double attentionWork = s.fusedAttention ? s.b * part.fusedAttentionFlops / split : attention;
+  return time + std::max(0.0, total - quantized - attention) / s.peak +
+         attentionWork / s.attentionPeak;
 }
 
 /// Forward time of one microbatch through `part` split `split` ways (the
@@ -675,6 +702,15 @@ double pipelineBubbleTime(double tMicro, const Shared &s) {
   return double(s.pp - 1) / s.v * tMicro;
 }
 
+/// What a collective of `comm` seconds beside `window` seconds of compute
+/// adds to the compute: the compute runs slower while they overlap
+/// (ClusterSpec::overlapSlowdown), and what the window cannot hide is
+/// exposed.
+double besideCompute(double comm, double window, const ClusterSpec &c) {
+  double slowed = window + c.overlapSlowdown * std::min(comm, window);
+  return std::max(comm, slowed) - window;
+}
+
 /// Data parallelism, on the device with most parameters. ZeRO-0 and 1 keep
 /// whole gradients and reduce them once per step (an all-reduce, or a
 /// reduce-scatter and an all-gather of the same time), overlapped with the
@@ -685,7 +721,8 @@ double pipelineBubbleTime(double tMicro, const Shared &s) {
 /// gathers each layer's parameters while the previous layer runs (one-layer
 /// prefetch), before its forward and again before its backward; in the
 /// backward that gather and the reduce-scatter of the layer's gradients
-/// share the links. What a part's compute cannot hide is exposed.
+/// share the links. What a part's compute cannot hide is exposed, and what
+/// it hides slows it (besideCompute).
 double dataParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan,
                         const Devices &dev, const Shared &s, double tMicro) {
   int64_t tp = s.tp, pp = s.pp, edge = s.edge;
@@ -694,13 +731,13 @@ double dataParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan 
     return collectiveTime(kind, bytes, s.dp, tp, c);
   };
   double backward = 2 * tMicro / 3;
-  double allReduce = onLinks(Collective::AllReduce, weightBytes * devParams);
+  double allReduce = besideCompute(onLinks(Collective::AllReduce, weightBytes * devParams),
+                                   backward, c);
   if (plan.zero <= 1)
-    return std::max(0.0, allReduce - backward);
+    return allReduce;
   if (plan.zero == 2) {
     double reduce = onLinks(Collective::ReduceScatter, weightBytes * devParams);
-    return (mcount - 1) * std::max(0.0, reduce - backward) +
-           std::max(0.0, allReduce - backward);
+    return (mcount - 1) * besideCompute(reduce, backward, c) + allReduce;
   }
   double tLayer = partTime(m.layer, tp, s), tPre = partTime(m.pre, edge, s),
          tPost = partTime(m.post, edge, s);
@@ -708,7 +745,7 @@ double dataParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan 
   auto exposed = [&](double params, double fwd) {
     double gather = onLinks(Collective::AllGather, weightBytes * params);
     double reduce = onLinks(Collective::ReduceScatter, weightBytes * params);
-    return std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - 2 * fwd);
+    return besideCompute(gather, fwd, c) + besideCompute(gather + reduce, 2 * fwd, c);
   };
   double edges = pp == 1 ? exposed((m.pre.params + m.post.params) / edge, tPre + tPost)
                          : std::max(exposed(m.pre.params / edge, tPre),
@@ -988,7 +1025,7 @@ BudgetedLayers budgetLayers(int64_t d, double inflight, const ModelProfile &m,
                        int64_t(perLayer - perLayerSelective), core});
   choices.push_back({int64_t(held * input), int64_t(perLayer), forward});
   std::vector<std::vector<RecomputeChoice>> chain(n, choices);
-  double budget = 0.92 * c.deviceMemory - (mem.total() - out.kept);
+  double budget = kAllocatableShare * c.deviceMemory - (mem.total() - out.kept);
   std::optional<RecomputeSolution> solved =
       solveRecompute(chain, int64_t(std::max(0.0, budget)));
   // None fits: every layer recomputed, which the prediction then finds
@@ -1118,7 +1155,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   p.memory = worst;
   p.hostMemory =
       hostMemory(owned, dev.maxParams / (plan.zero >= 3 ? s.dp : 1), stashHeld, plan, s);
-  p.fits = worst.total() <= 0.92 * c.deviceMemory &&
+  p.fits = worst.total() <= kAllocatableShare * c.deviceMemory &&
            (c.hostMemory <= 0 || p.hostMemory * c.devicesPerNode <= 0.9 * c.hostMemory);
 
   setThroughput(p, m, c, plan);

@@ -98,7 +98,7 @@ bool faster(const Prediction &a, const Prediction &b) {
 }
 
 double overflow(const Prediction &p, const ClusterSpec &c) {
-  return p.memory.total() / (0.92 * c.deviceMemory);
+  return p.memory.total() / (kAllocatableShare * c.deviceMemory);
 }
 } // namespace
 

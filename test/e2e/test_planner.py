@@ -101,7 +101,8 @@ def test_impossible_requests(args, words):
 
 def test_cluster_show_and_model_presets(tmp_path):
     shown = json.loads(run_colo("cluster", "show", "h200", "--json").stdout)
-    assert shown["device"]["memory_gb"] == pytest.approx(141)
+    # nvidia-smi's 143771 MiB, in the file format's decimal GB.
+    assert shown["device"]["memory_gb"] == pytest.approx(140.4 * 2**30 / 1e9)
     out = run_colo("model", "--preset", "gpt2-small", "--summary").stdout
     assert "parameters   124,439,808" in out
     run_colo("model", "gpt", "--layers", "2", "--hidden", "64", "--heads", "4",

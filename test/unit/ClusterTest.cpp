@@ -16,7 +16,7 @@ using namespace colo::planner;
 
 namespace {
 
-constexpr double GB = 1e9, TFLOPS = 1e12, US = 1e-6;
+constexpr double GB = 1e9, GiB = 1 << 30, TFLOPS = 1e12, US = 1e-6;
 
 ClusterSpec preset(llvm::StringRef name) {
   llvm::Expected<ClusterSpec> spec = clusterPreset(name);
@@ -53,7 +53,7 @@ const char *kFull = R"({
 TEST(ClusterPresets, A100) {
   ClusterSpec a = preset("a100-80g");
   EXPECT_EQ(a.name, "a100-80g");
-  EXPECT_DOUBLE_EQ(a.deviceMemory, 80 * GB);
+  EXPECT_DOUBLE_EQ(a.deviceMemory, 80 * GiB);
   EXPECT_DOUBLE_EQ(a.peakFlops16, 312 * TFLOPS);
   EXPECT_DOUBLE_EQ(a.peakFlops32, 19.5 * TFLOPS);
   EXPECT_DOUBLE_EQ(a.memoryBandwidth, 2039 * GB);
@@ -64,21 +64,21 @@ TEST(ClusterPresets, A100) {
   EXPECT_EQ(a.worldSize(), 8);
 
   ClusterSpec small = preset("a100-40g");
-  EXPECT_DOUBLE_EQ(small.deviceMemory, 40 * GB);
+  EXPECT_DOUBLE_EQ(small.deviceMemory, 40 * GiB);
   EXPECT_DOUBLE_EQ(small.peakFlops16, 312 * TFLOPS);
   EXPECT_LT(small.memoryBandwidth, a.memoryBandwidth);
 }
 
 TEST(ClusterPresets, Hopper) {
   ClusterSpec h100 = preset("h100-sxm");
-  EXPECT_DOUBLE_EQ(h100.deviceMemory, 80 * GB);
+  EXPECT_DOUBLE_EQ(h100.deviceMemory, 79.6 * GiB);
   EXPECT_DOUBLE_EQ(h100.peakFlops16, 989 * TFLOPS);
   EXPECT_DOUBLE_EQ(h100.memoryBandwidth, 3350 * GB);
   EXPECT_DOUBLE_EQ(h100.intraBandwidth, 450 * GB); // 900 GB/s both ways
   EXPECT_DOUBLE_EQ(h100.interBandwidth, 50 * GB);  // NDR 400 Gb/s per GPU
 
   ClusterSpec h200 = preset("h200");
-  EXPECT_DOUBLE_EQ(h200.deviceMemory, 141 * GB);
+  EXPECT_DOUBLE_EQ(h200.deviceMemory, 140.4 * GiB);
   EXPECT_DOUBLE_EQ(h200.memoryBandwidth, 4800 * GB);
   EXPECT_DOUBLE_EQ(h200.peakFlops16, 989 * TFLOPS);
 }
@@ -88,11 +88,11 @@ TEST(ClusterPresets, OlderAndConsumerCards) {
   EXPECT_DOUBLE_EQ(v100.peakFlops16, 125 * TFLOPS);
   EXPECT_DOUBLE_EQ(v100.intraBandwidth, 150 * GB);
   ClusterSpec rtx3090 = preset("rtx3090");
-  EXPECT_DOUBLE_EQ(rtx3090.deviceMemory, 24 * GB);
+  EXPECT_DOUBLE_EQ(rtx3090.deviceMemory, 24 * GiB);
   EXPECT_DOUBLE_EQ(rtx3090.peakFlops16, 71 * TFLOPS); // fp32 accumulate
   EXPECT_DOUBLE_EQ(rtx3090.memoryBandwidth, 936 * GB);
   ClusterSpec rtx2060 = preset("rtx2060");
-  EXPECT_DOUBLE_EQ(rtx2060.deviceMemory, 6 * GB);
+  EXPECT_DOUBLE_EQ(rtx2060.deviceMemory, 6 * GiB);
   EXPECT_DOUBLE_EQ(rtx2060.memoryBandwidth, 336 * GB);
   // Consumer cards have no NVSwitch: peers over PCIe, slower than NVLink.
   EXPECT_LT(rtx2060.intraBandwidth, v100.intraBandwidth);
@@ -288,7 +288,7 @@ TEST(ClusterFile, PresetOverride) {
   EXPECT_DOUBLE_EQ(c->matmulEfficiency, 0.6);
   EXPECT_DOUBLE_EQ(c->interBandwidth, 12.5 * GB);
   // Untouched fields keep the preset's figures.
-  EXPECT_DOUBLE_EQ(c->deviceMemory, 80 * GB);
+  EXPECT_DOUBLE_EQ(c->deviceMemory, 80 * GiB);
   EXPECT_DOUBLE_EQ(c->peakFlops16, 312 * TFLOPS);
   EXPECT_DOUBLE_EQ(c->intraBandwidth, 300 * GB);
   EXPECT_DOUBLE_EQ(c->memoryEfficiency, 0.8);
@@ -439,7 +439,7 @@ TEST(ClusterPrint, TableHasUnits) {
   llvm::raw_string_ostream os(text);
   printCluster(preset("a100-80g"), os);
   for (const char *expected :
-       {"a100-80g", "1 node x 8 devices = 8 devices", "80 GB", "312 TFLOP/s",
+       {"a100-80g", "1 node x 8 devices = 8 devices", "85.9 GB (80 GiB)", "312 TFLOP/s",
         "19.5 TFLOP/s", "2039 GB/s", "300 GB/s per direction, 2 us",
         "25 GB/s per direction, 5 us", "2048 GB"})
     EXPECT_NE(text.find(expected), std::string::npos)

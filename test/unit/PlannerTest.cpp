@@ -135,10 +135,16 @@ TEST(PlannerMemory, SelectiveRecomputeDropsTheScores) {
   EXPECT_EQ(with(c, "dp=1,mbs=2,micro=1,recompute=selective").memory.activations,
             fused.memory.activations);
   // Unfused, the scores pass through memory four times a forward (written,
-  // softmaxed, read), three forwards' worth a step.
+  // softmaxed, read), and its products run at the matmuls' efficiency on
+  // every score; fused, the kernel skips the causal mask's tiles and runs at
+  // its own efficiency. Three forwards' worth a step.
   EXPECT_GT(m.layer.scoreBytes, 0);
+  EXPECT_LT(m.layer.fusedAttentionFlops, 0.6 * m.layer.attentionFlops);
+  double attention = m.layer.attentionFlops / (c.peakFlops16 * c.matmulEfficiency) -
+                     m.layer.fusedAttentionFlops / (c.peakFlops16 * c.attentionEfficiency);
   EXPECT_NEAR(none.stepTime - fused.stepTime,
-              3 * 2 * m.layers * m.layer.scoreBytes / (c.memoryBandwidth * c.memoryEfficiency),
+              3 * 2 * m.layers *
+                  (m.layer.scoreBytes / (c.memoryBandwidth * c.memoryEfficiency) + attention),
               1e-9 * none.stepTime);
 }
 

@@ -28,6 +28,13 @@ namespace planner {
 /// step.
 constexpr double kKernelLaunchSeconds = 4e-6;
 
+/// The share of a device's memory a plan may fill: a caching allocator (the
+/// published runs' PyTorch) loses the rest to fragmentation. 8% is an
+/// assumption, not a fit: it depends on the allocation pattern (up to 43%
+/// with recompute and virtual pipelines, Huang et al. 2025, arXiv
+/// 2507.16274); every published run of the calibration file fits under it.
+constexpr double kAllocatableShare = 0.92;
+
 struct ClusterSpec {
   std::string name;
   int64_t nodes = 1, devicesPerNode = 1;
@@ -48,6 +55,20 @@ struct ClusterSpec {
   /// the last partly empty. 0 where products do not run in waves (a CPU).
   double gemmWaveTiles = 0;
   double memoryEfficiency = 0.8; ///< achievable fraction of memoryBandwidth
+  /// Achievable fraction of the peak in a fused attention kernel, on the
+  /// FLOPs it computes (a causal one skips the tiles after the diagonal):
+  /// its forward and its backward, which recomputes the scores, together
+  /// (fusedAttention = 1; unfused attention runs as matmuls). The default
+  /// is the A100 preset's, fitted to published runs (Cluster.cpp).
+  double attentionEfficiency = 0.29;
+  /// How much longer compute takes while a collective runs beside it (the
+  /// collective's kernels take SMs and memory bandwidth from it): 0.189 on
+  /// the GPU presets, the mean slowdown measured on A100 and H100 training
+  /// GPT and Llama ("Characterizing Compute-Communication Overlap in
+  /// GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114); 0 where
+  /// the collectives do not run beside compute (local-cpu: the ranks' MPI
+  /// calls).
+  double overlapSlowdown = 0;
   /// Bytes per device that the software reserves beyond the model's tensors:
   /// CUDA context, NCCL and cuBLAS workspaces, allocator slack on a GPU.
   double workspace = double(1 << 30);

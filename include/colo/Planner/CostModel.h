@@ -31,7 +31,11 @@ struct PartCost {
   /// Bytes read + written by memory-bound ops of the parameters alone
   /// (transposed or cast weights), once per microbatch.
   double weightBytes = 0;
-  double attentionFlops = 0;
+  double attentionFlops = 0; // colo.attention's, among matmulFlops
+  /// What a fused (FlashAttention-style) kernel computes of attentionFlops:
+  /// under a causal mask it skips the key tiles wholly after its query tile
+  /// (ClusterSpec::fusedAttention).
+  double fusedAttentionFlops = 0;
   double params = 0;
   double ops = 0;          // kernels launched
   /// Bytes kept for backward: tensors of the hidden size (replicated by
