@@ -138,7 +138,8 @@ def search_megatron(binary, rows, predicted):
     which has no vocabulary parallelism with pipelines or microbatches
     (planner::checkCompilable): it searches without it, and Megatron's own
     configurations, vocabulary-parallel, are predicted as they ran."""
-    print(f"{'run':<12} {'GPUs':>5} {'colo picks':<72} {'pick s':>8} {'row s':>8} speedup")
+    print(f"{'run':<12} {'GPUs':>5} {'colo picks':<72} {'pick s':>8} {'MFU':>6} {'row s':>8} "
+          "speedup")
     with tempfile.TemporaryDirectory() as t:
         for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
             if source != "Megatron-LM" or rid not in predicted:
@@ -154,8 +155,9 @@ def search_megatron(binary, rows, predicted):
             best = json.loads(colo(binary, "plan", model, "--cluster", cluster, "--global-batch",
                                    batch, "--json"))["plans"][0]
             row = predicted[rid]["predicted_s"]
-            print(f"{rid:<12} {gpus:5d} {best['plan']:<72} {best['step_time_s']:8.3f} {row:8.3f} "
-                  f"{row / best['step_time_s']:6.2f}x", flush=True)
+            print(f"{rid:<12} {gpus:5d} {best['plan']:<72} {best['step_time_s']:8.3f} "
+                  f"{100 * best['mfu']:5.1f}% {row:8.3f} {row / best['step_time_s']:6.2f}x",
+                  flush=True)
 
 
 def all_rows(path):
