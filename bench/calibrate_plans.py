@@ -23,7 +23,7 @@ What is measured, per plan:
 - step time: the median of the per-step times `colo run` prints (rank 0,
   steps after --warmup), over --steps steps.
 - peak memory: per rank, the largest anonymous plus shared-memory resident
-  size (RssAnon + RssShmem in /proc/PID/status, polled every 50 ms while the
+  size (RssAnon + RssShmem in /proc/PID/status, polled every 20 ms while the
   ranks run) minus the same figure for a baseline run: a tiny GPT-2 (1 layer,
   hidden 32) compiled with the same plan and run on as many ranks. The
   difference is what the model's program adds (state, arena, inputs,
@@ -34,7 +34,7 @@ What is measured, per plan:
   session starts; the communicator's staging comes with the first
   collective, and the generated kernels malloc temporaries of their own
   (outside the arena, freed when they return: up to 12.6 MB in one call of
-  the one-rank plan's attention transpose kernel, which 50 ms polling sees
+  the one-rank plan's attention transpose kernel, which 20 ms polling sees
   only sometimes). The largest rank counts, as the planner reports the device that needs most. Runs use --no-snapshot:
   the runtime's NaN-safety copy of the parameters is not part of training.
   The polling covers the whole run, saving the weights at the end included:
@@ -123,6 +123,70 @@ def export_gpt2(path, layers, hidden, heads, vocab, seq, batch):
     return sum(p.numel() for p in model.parameters())
 
 
+# Models the calibration does not fit on: (name, what `colo compile --train`
+# gets, plans as in PLANS). Each is predicted with the efficiencies fitted
+# on the GPT-2's one-rank profile. BERT trains with the LM loss: the loss
+# changes nothing the cost model counts.
+HELD_OUT = [
+    ("gpt2-6x384", "loss=lm,optimizer=adamw,lr=1e-3", [("single", "", 1), ("dp=2", "dp=2", 2)]),
+    ("llama", "loss=lm,optimizer=adamw,lr=1e-3", [("single", "", 1), ("tp=2", "tp=2", 2)]),
+    ("bert", "loss=lm,optimizer=adamw,lr=1e-3", [("single", "", 1), ("dp=2", "dp=2", 2)]),
+    ("resnet18", "loss=cross-entropy,optimizer=adamw,lr=1e-3",
+     [("single", "", 1), ("dp=2", "dp=2", 2)]),
+]
+
+
+def export_held_out(name, path, batch):
+    """A held-out model exported to ONNX in training mode (dropout 0):
+    GPT-2 at a second size (6 layers, hidden 384, vocabulary 8192), Llama
+    (4 layers, hidden 256, grouped-query attention, SwiGLU), BERT (4 layers,
+    hidden 256), all at sequence 128, or torchvision's ResNet-18 on 64 x 64
+    images; returns its parameter count."""
+    import contextlib
+    import io
+    import warnings
+
+    import torch
+    import torchvision
+    import transformers as tf
+
+    class LogitsOnly(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(input_ids=ids).logits
+
+    torch.manual_seed(0)
+    seq, vocab = 128, 4096
+    if name == "gpt2-6x384":
+        vocab = 8192
+        model = LogitsOnly(tf.GPT2LMHeadModel(tf.GPT2Config(
+            n_layer=6, n_embd=384, n_head=6, vocab_size=vocab, n_positions=seq,
+            use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)))
+    elif name == "llama":
+        model = LogitsOnly(tf.LlamaForCausalLM(tf.LlamaConfig(
+            hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
+            num_key_value_heads=4, vocab_size=vocab, max_position_embeddings=seq,
+            use_cache=False)))
+    elif name == "bert":
+        model = LogitsOnly(tf.BertForMaskedLM(tf.BertConfig(
+            hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=1024,
+            vocab_size=vocab, max_position_embeddings=seq, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0)))
+    else:
+        model = torchvision.models.resnet18(num_classes=10)
+    example = (torch.randn(batch, 3, 64, 64) if name == "resnet18"
+               else torch.randint(0, vocab, (batch, seq)))
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model.train(), example, str(path), dynamo=False,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=17)
+    return sum(p.numel() for p in model.parameters())
+
+
 def colo_cmd(colo, *args, **kw):
     r = subprocess.run([str(colo), *map(str, args)], capture_output=True, text=True, **kw)
     if r.returncode != 0:
@@ -188,7 +252,7 @@ def run_plan(colo, exe, ranks, steps, timeout=900, extra=()):
         if time.time() - start > timeout:
             proc.kill()
             raise RuntimeError(f"{exe}: timed out")
-        time.sleep(0.05)
+        time.sleep(0.02)
     reader.join()
     text = out[0] if out else ""
     if proc.returncode != 0:
@@ -226,16 +290,21 @@ def program_bytes(exe):
     return total + (int(arena[1]) if arena else 0)
 
 
-def measure(colo, work, model, tiny, label, plan, ranks, steps, warmup):
-    exe, base = work / f"exe-{label}", work / f"base-{label}"
-    train = "loss=lm,optimizer=adamw,lr=1e-3"
+LM_TRAIN = "loss=lm,optimizer=adamw,lr=1e-3"
+
+
+def measure(colo, work, model, tiny, label, plan, ranks, steps, warmup, train=LM_TRAIN):
+    exe, base = work / f"exe-{model.stem}-{label}", work / f"base-{label}"
     extra = ["--plan", plan] if plan else []
     t0 = time.time()
     colo_cmd(colo, "compile", model, "-o", exe, "--train", train, *extra)
-    colo_cmd(colo, "compile", tiny, "-o", base, "--train", train, *extra)
+    if not base.exists():
+        colo_cmd(colo, "compile", tiny, "-o", base, "--train", LM_TRAIN, *extra)
     t1 = time.time()
     text, hwm = run_plan(colo, exe, ranks, steps)
-    _, base_hwm = run_plan(colo, base, ranks, 3)
+    # Enough steps that the polling sees the baseline run after its start:
+    # a few steps of the tiny model end within one polling interval.
+    _, base_hwm = run_plan(colo, base, ranks, 100)
     times = [float(m) for m in re.findall(r"^step \d+/\d+\s+loss \S+\s+\((\d+(?:\.\d+)?) ms\)",
                                           text, re.M)]
     if len(times) != steps:
@@ -270,6 +339,22 @@ def measure(colo, work, model, tiny, label, plan, ranks, steps, warmup):
         "bytes_rank0": int(comm[1]) if comm else 0,
         "bytes_all": int(comm[2]) if comm else 0,
     }
+
+
+def measure_held_out(colo, work, tiny, args):
+    """Each HELD_OUT model exported, imported (for the planner) and measured
+    under its plans, as `measure` measures the GPT-2."""
+    out = []
+    for name, train, plans in HELD_OUT:
+        onnx = work / f"{name}.onnx"
+        log(f"exporting {name}: {export_held_out(name, onnx, args.batch)} parameters")
+        colo_cmd(colo, "import", onnx, "-o", work / f"{name}.mlir")
+        for label, plan, ranks in plans:
+            log(f"measuring {name} {label} ({ranks} rank{'s' if ranks > 1 else ''})")
+            m = measure(colo, work, onnx, tiny, label, plan, ranks, args.steps, args.warmup,
+                        train)
+            out.append({"model": name, **m})
+    return out
 
 
 def planner_plan(label, ranks, batch):
@@ -315,7 +400,7 @@ def pct(pred, meas):
 def report(rows, title):
     print(title)
     mb = 1e6
-    print(f"{'plan':<13} {'time meas':>9} {'pred':>7} {'err':>7}   {'mem meas':>8} {'pred':>7} "
+    print(f"{'plan':<22} {'time meas':>9} {'pred':>7} {'err':>7}   {'mem meas':>8} {'pred':>7} "
           f"{'err':>7} {'runtime':>8} {'err':>7} {'(prog)':>8}   {'bytes meas r0/all':>21} "
           f"{'pred dev/all':>21}")
     terr, merr, rerr = [], [], []
@@ -333,7 +418,7 @@ def report(rows, title):
         bm = f"{m['bytes_rank0'] / mb:.2f}/{m['bytes_all'] / mb:.2f}M"
         bp = (f"{p['bytes_device'] / mb:.2f}/{p['bytes_all'] / mb:.2f}M"
               if p["bytes_device"] is not None else "-")
-        print(f"{m['plan']:<13} {m['step_time_s']:8.3f}s {p['step_time_s']:6.3f}s {te:+6.1f}%   "
+        print(f"{m.get('model', 'gpt2') + ' ' + m['plan']:<22} {m['step_time_s']:8.3f}s {p['step_time_s']:6.3f}s {te:+6.1f}%   "
               f"{m['memory_bytes'] / mb:7.1f}M {p['memory_bytes'] / mb:6.1f}M {me:+6.1f}% {rt} "
               f"{prog}   {bm:>21} {bp:>21}")
     print(f"mean absolute error: step time {statistics.mean(terr):.1f}%, "
@@ -380,10 +465,13 @@ def main():
     ap.add_argument("--measured", help="skip measuring: read the measurements from a "
                     "--json file of an earlier run and predict again")
     ap.add_argument("--workdir", help="keep the models and executables here")
+    ap.add_argument("--no-held-out", action="store_true",
+                    help="skip the held-out models (BERT, ResNet-18, Llama, a wider GPT-2)")
     args = ap.parse_args()
     colo = Path(args.colo).resolve()
     plans = [p for p in PLANS if not args.plans or p[0] in args.plans.split(";")]
 
+    held_out = []
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="colo-cal-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -394,6 +482,12 @@ def main():
             args.__dict__.update({k: cfg[k] for k in ("layers", "hidden", "heads", "vocab",
                                                       "seq", "batch")})
             measured = [m for m in measured if any(m["plan"] == p[0] for p in plans)]
+            held_out = json.load(open(args.measured)).get("held_out", [])
+            for m in held_out:
+                if not (work / f"{m['model']}.mlir").exists():
+                    export_held_out(m["model"], work / f"{m['model']}.onnx", args.batch)
+                    colo_cmd(colo, "import", work / f"{m['model']}.onnx", "-o",
+                             work / f"{m['model']}.mlir")
         if not mlir.exists():
             log(f"exporting GPT-2 ({args.layers} layers, hidden {args.hidden}) to {model}")
             params = export_gpt2(model, args.layers, args.hidden, args.heads, args.vocab,
@@ -448,10 +542,24 @@ def main():
             terr = [abs(pct(p["step_time_s"], m["step_time_s"])) for m, p in held]
             print(f"held-out plans (all but the one-rank plan): step time mean absolute error "
                   f"{statistics.mean(terr):.1f}%")
+            if not args.no_held_out:
+                if not args.measured:
+                    held_out = measure_held_out(colo, work, tiny, args)
+                held_rows = [(m, predict(colo, work / f"{m['model']}.mlir", m["plan"],
+                                         m["ranks"], args.batch, spec_file(m["ranks"], eff)))
+                             for m in held_out]
+                report(held_rows, "\n== held-out models, with the efficiencies calibrated on "
+                       "the GPT-2's one-rank profile")
+                both = held + held_rows
+                mae = lambda key: statistics.mean(abs(pct(p[key], m[key])) for m, p in both)
+                print(f"held out, plans and models ({len(both)}): step time mean absolute error "
+                      f"{mae('step_time_s'):.1f}%, peak memory {mae('memory_bytes'):.1f}% "
+                      f"against the resident memory")
         if args.json:
             cfg = {k: getattr(args, k) for k in ("layers", "hidden", "heads", "vocab", "seq",
                                                   "batch", "steps", "warmup", "cluster")}
             json.dump({"config": cfg, "clusters": clusters, "measured": measured,
+                       "held_out": held_out,
                        "predicted": [p for _, p in rows],
                        "calibrated": [p for _, p in calibrated] if calibrated else None},
                       open(args.json, "w"), indent=1)

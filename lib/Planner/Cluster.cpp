@@ -449,9 +449,10 @@ ClusterSpec colo::planner::shapeLocalCpu(const ClusterSpec &measured,
   c.peakFlops32 = gemm * timeShare;
   // 16-bit products scale with the threads as the float ones do.
   c.peakFlops16 = c.peakFlops32 * measured.peakFlops16 / oneCore;
-  // Generated kernels (everything but GEMMs) run on one thread per rank: one
-  // core's share of the memory bandwidth, whatever the BLAS threads.
-  c.memoryBandwidth = measured.memoryBandwidth * timeShare;
+  // Generated kernels (everything but GEMMs) run in pieces on the rank's
+  // threads (runtime.md, "Kernel pieces"): each thread streams at one
+  // core's share of the bandwidth.
+  c.memoryBandwidth = measured.memoryBandwidth * threads * timeShare;
   c.pcieBandwidth = c.memoryBandwidth;
   c.intraBandwidth = measured.intraBandwidth * timeShare;
   c.interBandwidth = measured.interBandwidth * timeShare;

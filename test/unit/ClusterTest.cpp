@@ -168,7 +168,7 @@ TEST(ClusterLocalCpu, ShapeSharesTheCores) {
   EXPECT_EQ(one.worldSize(), 1);
   EXPECT_DOUBLE_EQ(one.peakFlops32, 90e9);
   EXPECT_DOUBLE_EQ(one.peakFlops16, 72e9);
-  EXPECT_DOUBLE_EQ(one.memoryBandwidth, 10e9);
+  EXPECT_DOUBLE_EQ(one.memoryBandwidth, 20e9); // kernels in pieces on both threads
   EXPECT_DOUBLE_EQ(one.deviceMemory, 16e9);
   ClusterSpec two = shapeLocalCpu(core, allCores, 1, 2);
   EXPECT_DOUBLE_EQ(two.peakFlops32, 50e9);
