@@ -8,7 +8,11 @@ on one transformers GPT-2, and compares what
 they measure with what `colo plan --explain PLAN --json` predicts for the
 `local-cpu` cluster with as many devices as the plan has ranks
 (`local-cpu:1xN`, docs/cluster-format.md: each device is one rank, with the
-cores the rank's threads get).
+cores the rank's threads get). It then calibrates local-cpu's two
+efficiencies on the one-rank plan's profile and predicts again; the other
+nine plans, and four models the calibration never sees (HELD_OUT: a wider
+GPT-2, Llama, BERT and ResNet-18, each on one rank and under one plan of
+two ranks), are the held-out check.
 
 The model (defaults): GPT-2, 4 layers, hidden 256, 8 heads, vocabulary 4096,
 sequence 128, batch 8 per step (global), AdamW. 4.2M parameters and about
