@@ -95,36 +95,50 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def export_gpt2(path, layers, hidden, heads, vocab, seq, batch):
-    """A transformers GPT-2 (dropout 0) exported to ONNX in training mode."""
-    import contextlib
-    import io
-    import warnings
-
+def logits_only(model):
+    """`model` returning its logits: Hugging Face models return output
+    objects, and the exporter wants tensors."""
     import torch
-    import transformers as tf
 
     class LogitsOnly(torch.nn.Module):
-        def __init__(self, model):
+        def __init__(self):
             super().__init__()
             self.model = model
 
         def forward(self, ids):
             return self.model(input_ids=ids).logits
 
+    return LogitsOnly()
+
+
+def export_training(model, example, path, input_name="input_ids"):
+    """`model` exported to ONNX in training mode; returns its parameter count."""
+    import contextlib
+    import io
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model.train(), (example,), str(path), dynamo=False,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=17,
+                          input_names=[input_name])
+    return sum(p.numel() for p in model.parameters())
+
+
+def export_gpt2(path, layers, hidden, heads, vocab, seq, batch):
+    """A transformers GPT-2 (dropout 0) exported to ONNX in training mode."""
+    import torch
+    import transformers as tf
+
     torch.manual_seed(0)
     cfg = tf.GPT2Config(n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=vocab,
                         n_positions=seq, use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
                         attn_pdrop=0.0)
-    model = LogitsOnly(tf.GPT2LMHeadModel(cfg)).train()
-    ids = torch.randint(0, vocab, (batch, seq))
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (ids,), str(path), dynamo=False,
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=17,
-                          input_names=["input_ids"])
-    return sum(p.numel() for p in model.parameters())
+    return export_training(logits_only(tf.GPT2LMHeadModel(cfg)),
+                           torch.randint(0, vocab, (batch, seq)), path)
 
 
 # Models the calibration does not fit on: (name, what `colo compile --train`
@@ -146,49 +160,31 @@ def export_held_out(name, path, batch):
     (4 layers, hidden 256, grouped-query attention, SwiGLU), BERT (4 layers,
     hidden 256), all at sequence 128, or torchvision's ResNet-18 on 64 x 64
     images; returns its parameter count."""
-    import contextlib
-    import io
-    import warnings
-
     import torch
     import torchvision
     import transformers as tf
 
-    class LogitsOnly(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids):
-            return self.model(input_ids=ids).logits
-
     torch.manual_seed(0)
     seq, vocab = 128, 4096
+    if name == "resnet18":
+        return export_training(torchvision.models.resnet18(num_classes=10),
+                               torch.randn(batch, 3, 64, 64), path, "images")
     if name == "gpt2-6x384":
         vocab = 8192
-        model = LogitsOnly(tf.GPT2LMHeadModel(tf.GPT2Config(
+        model = tf.GPT2LMHeadModel(tf.GPT2Config(
             n_layer=6, n_embd=384, n_head=6, vocab_size=vocab, n_positions=seq,
-            use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)))
+            use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
     elif name == "llama":
-        model = LogitsOnly(tf.LlamaForCausalLM(tf.LlamaConfig(
+        model = tf.LlamaForCausalLM(tf.LlamaConfig(
             hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
             num_key_value_heads=4, vocab_size=vocab, max_position_embeddings=seq,
-            use_cache=False)))
-    elif name == "bert":
-        model = LogitsOnly(tf.BertForMaskedLM(tf.BertConfig(
+            use_cache=False))
+    else:
+        model = tf.BertForMaskedLM(tf.BertConfig(
             hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=1024,
             vocab_size=vocab, max_position_embeddings=seq, hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0)))
-    else:
-        model = torchvision.models.resnet18(num_classes=10)
-    example = (torch.randn(batch, 3, 64, 64) if name == "resnet18"
-               else torch.randint(0, vocab, (batch, seq)))
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model.train(), example, str(path), dynamo=False,
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=17)
-    return sum(p.numel() for p in model.parameters())
+            attention_probs_dropout_prob=0.0))
+    return export_training(logits_only(model), torch.randint(0, vocab, (batch, seq)), path)
 
 
 def colo_cmd(colo, *args, **kw):
