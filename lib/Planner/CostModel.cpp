@@ -73,17 +73,22 @@ double attentionScores(AttentionOp attention) {
   return double(q.getNumElements()) / q.getShape().back() * k.getDimSize(2);
 }
 
-/// The share of `attention`'s FLOPs a fused kernel computes. It works in
-/// 128 x 128 tiles of queries and keys (FlashAttention-2's blocks for a
-/// head size of 64-128); under a causal mask it skips the tiles wholly
-/// after the diagonal: of n x n tiles it computes n (n + 1) / 2.
+/// The share of `attention`'s FLOPs a fused kernel computes, as
+/// FlashAttention-2 computes them: in 128 x 128 tiles of queries and keys
+/// (its blocks for a head size of 64-128), the last ones padded; under a
+/// causal mask it skips the tiles wholly after the diagonal (of n x n
+/// tiles it computes n (n + 1) / 2); and its products run over the head
+/// size rounded up to a multiple of 32 (flash_api.cpp's
+/// `head_size_rounded`: MPT-30B's 112 runs as 128).
 double fusedAttentionShare(AttentionOp attention) {
-  constexpr double kTile = 128;
-  if (!attention.getCausal())
-    return 1;
+  constexpr double kTile = 128, kHeadRound = 32;
   auto q = cast<RankedTensorType>(attention.getQuery().getType());
-  double tiles = std::ceil(double(q.getDimSize(2)) / kTile);
-  return (tiles + 1) / (2 * tiles);
+  auto k = cast<RankedTensorType>(attention.getKey().getType());
+  double rows = std::ceil(q.getDimSize(2) / kTile), cols = std::ceil(k.getDimSize(2) / kTile);
+  double tiles = attention.getCausal() ? rows * (rows + 1) / 2 : rows * cols;
+  double head = double(q.getDimSize(3));
+  return tiles * kTile * kTile / (double(q.getDimSize(2)) * double(k.getDimSize(2))) *
+         std::ceil(head / kHeadRound) * kHeadRound / head;
 }
 
 /// What defines `v`, through reshapes (views of their operand).

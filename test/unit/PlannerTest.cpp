@@ -244,6 +244,20 @@ TEST(PlannerPredict, ZeroTwoReducesEveryMicrobatch) {
   EXPECT_NEAR(z1.time.dataParallel, allReduce - backward, 1e-9 * allReduce);
 }
 
+// A fused kernel pads the sequence to whole 128 x 128 tiles and the head
+// size to a multiple of 32 (FlashAttention-2): 200 causal positions are 2
+// tile rows, 3 of the 4 tiles; a head of 112 runs as 128.
+TEST(PlannerProfile, FusedAttentionComputesWholeTiles) {
+  mlir::MLIRContext ctx;
+  TransformerConfig c;
+  c.family = "gpt";
+  c.layers = 1, c.hidden = 448, c.heads = 4, c.vocab = 256, c.seq = 200;
+  ModelProfile m = *profileModel(*buildSyntheticModel(c, ctx));
+  EXPECT_NEAR(m.layer.fusedAttentionFlops,
+              m.layer.attentionFlops * 3 * 128 * 128 / (200.0 * 200) * 128 / 112,
+              1e-9 * m.layer.attentionFlops);
+}
+
 // A collective the backward hides still slows it: by the cluster's
 // overlap_slowdown of the time they overlap (a GPU preset's 18.9%).
 TEST(PlannerPredict, CollectivesBesideComputeSlowIt) {
