@@ -1229,7 +1229,7 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
   line("tensor-parallel comm", t.tensorParallel);
   line("pipeline send/recv", t.pipelineComm);
   line("pipeline bubble", t.bubble);
-  line("data-parallel (exposed)", t.dataParallel);
+  line("data-parallel comm", t.dataParallel); // exposed, and the slowdown beside it
   line("optimizer", t.optimizer);
   line("offload", t.offload);
   os << llvm::format("communication %.4g MB sent per step by a device, %.4g MB by all\n",
