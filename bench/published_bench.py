@@ -17,8 +17,13 @@ which includes the recomputed forward), the predicted one, the signed error,
 and whether the prediction fits the device; then, per source and in all,
 the mean absolute error, the mean signed error (the bias) and the largest
 error, and how many runs that really ran are predicted not to fit. Rows in a
-precision colo does not model (fp8) are predicted as bf16 and marked.
-Nothing is fitted here: this only measures."""
+precision colo does not model (fp8) are predicted as bf16, marked, and left
+out of the bf16/fp16 summary. Megatron-LM's and BLOOM's rows predate
+FlashAttention and are predicted with `fused_attention` 0 (DEVICE_BY_SOURCE).
+`--search` also searches each Megatron-LM row's model, GPUs and batch and
+prints the pick's predicted speedup over the row's own configuration.
+Nothing is fitted here: this only measures (bench/fit_attention.py fits the
+presets' attention efficiency on these rows)."""
 import argparse
 import json
 import statistics
