@@ -58,14 +58,6 @@ std::string presetList() { return llvm::join(clusterPresetNames(), ", "); }
 // Presets
 //===----------------------------------------------------------------------===//
 
-/// A fused attention kernel's share of the A100's peak: fitted by
-/// bench/fit_attention.py on the calibration file's llm-foundry A100 rows
-/// in bf16 (MPT's fused attention, 512 to 65536 tokens; 6.0% mean absolute
-/// error on the rows each fold did not see). Published kernel benchmarks do
-/// not give it for the kernels those runs used. The presets without runs
-/// to fit (V100, RTX 3090, RTX 2060) take it too.
-constexpr double kA100AttentionEfficiency = 0.29;
-
 /// One DGX-style node of eight GPUs.
 ClusterSpec gpuNode(StringRef name) {
   ClusterSpec c;
@@ -83,7 +75,6 @@ ClusterSpec a100(StringRef name, double memoryGiB, double hbmGBs,
   // 2:4 sparsity); 19.5 TFLOP/s plain fp32 (156 with TF32 tensor cores).
   c.peakFlops16 = 312 * TFLOPS;
   c.gemmWaveTiles = 108; // SMs
-  c.attentionEfficiency = kA100AttentionEfficiency;
   c.peakFlops32 = 19.5 * TFLOPS;
   c.memoryBandwidth = hbmGBs * GB;
   // NVLink 3 through NVSwitch: 600 GB/s per GPU both directions together.
@@ -105,8 +96,8 @@ ClusterSpec hopper(StringRef name, double memoryGiB, double hbmGBs) {
   // headline 1979 is with sparsity); 67 TFLOP/s plain fp32.
   c.peakFlops16 = 989 * TFLOPS;
   c.gemmWaveTiles = 132; // SMs of the SXM parts
-  // Fitted on llm-foundry's H100 rows (as kA100AttentionEfficiency); the
-  // H200 has the H100's SMs and clocks.
+  // Fitted on llm-foundry's H100 rows as ClusterSpec::attentionEfficiency's
+  // default on the A100's; the H200 has the H100's SMs and clocks.
   c.attentionEfficiency = 0.15;
   c.peakFlops32 = 67 * TFLOPS;
   c.memoryBandwidth = hbmGBs * GB;
@@ -129,7 +120,6 @@ ClusterSpec v100_32g() {
   // bf16 on Volta), 15.7 TFLOP/s fp32, 900 GB/s HBM2.
   c.peakFlops16 = 125 * TFLOPS;
   c.gemmWaveTiles = 80; // SMs
-  c.attentionEfficiency = kA100AttentionEfficiency;
   c.peakFlops32 = 15.7 * TFLOPS;
   c.memoryBandwidth = 900 * GB;
   // NVLink 2: 300 GB/s per GPU both directions together. DGX-1V wires the
@@ -154,7 +144,6 @@ ClusterSpec rtx3090() {
   // fp16 accumulate); 35.6 TFLOP/s fp32; 936 GB/s GDDR6X.
   c.peakFlops16 = 71 * TFLOPS;
   c.gemmWaveTiles = 82; // SMs
-  c.attentionEfficiency = kA100AttentionEfficiency;
   c.peakFlops32 = 35.6 * TFLOPS;
   c.memoryBandwidth = 936 * GB;
   // No NVSwitch (NVLink bridges pair two cards at most): eight cards talk over
@@ -179,7 +168,6 @@ ClusterSpec rtx2060() {
   // 6.45 TFLOP/s fp32; 336 GB/s GDDR6.
   c.peakFlops16 = 25.8 * TFLOPS;
   c.gemmWaveTiles = 30; // SMs
-  c.attentionEfficiency = kA100AttentionEfficiency;
   c.peakFlops32 = 6.45 * TFLOPS;
   c.memoryBandwidth = 336 * GB;
   // No NVLink on the 2060: peers over PCIe Gen3 x16, ~12 GB/s per direction.

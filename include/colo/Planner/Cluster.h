@@ -59,7 +59,12 @@ struct ClusterSpec {
   /// FLOPs it computes (a causal one skips the tiles after the diagonal):
   /// its forward and its backward, which recomputes the scores, together
   /// (fusedAttention = 1; unfused attention runs as matmuls). The default
-  /// is the A100 preset's, fitted to published runs (Cluster.cpp).
+  /// is the A100's: fitted by bench/fit_attention.py on the calibration
+  /// file's llm-foundry A100 rows in bf16 (MPT's fused attention, 512 to
+  /// 65536 tokens; 6.0% mean absolute error on the rows each fold did not
+  /// see), as no published kernel benchmark gives it for the kernels those
+  /// runs used. The presets without runs to fit (V100, RTX 3090, RTX 2060)
+  /// keep it.
   double attentionEfficiency = 0.29;
   /// How much longer compute takes while a collective runs beside it (the
   /// collective's kernels take SMs and memory bandwidth from it): 0.189 on
