@@ -418,7 +418,8 @@ def report(rows, title):
         bm = f"{m['bytes_rank0'] / mb:.2f}/{m['bytes_all'] / mb:.2f}M"
         bp = (f"{p['bytes_device'] / mb:.2f}/{p['bytes_all'] / mb:.2f}M"
               if p["bytes_device"] is not None else "-")
-        print(f"{m.get('model', 'gpt2') + ' ' + m['plan']:<22} {m['step_time_s']:8.3f}s {p['step_time_s']:6.3f}s {te:+6.1f}%   "
+        label = m.get("model", "gpt2") + " " + m["plan"]
+        print(f"{label:<22} {m['step_time_s']:8.3f}s {p['step_time_s']:6.3f}s {te:+6.1f}%   "
               f"{m['memory_bytes'] / mb:7.1f}M {p['memory_bytes'] / mb:6.1f}M {me:+6.1f}% {rt} "
               f"{prog}   {bm:>21} {bp:>21}")
     print(f"mean absolute error: step time {statistics.mean(terr):.1f}%, "

@@ -74,8 +74,8 @@ def main():
                   f"(|error| {mae(by_value, value, fold):.1f}%), "
                   f"on the other {len(other)}: |error| {mae(by_value, value, other):.1f}%")
         print(f"{arch} held out, both folds: mean |error| "
-              f"{statistics.mean(map(abs, held_out)):.1f}%, bias {statistics.mean(held_out):+.1f}%, "
-              f"largest {max(held_out, key=abs):+.1f}%")
+              f"{statistics.mean(map(abs, held_out)):.1f}%, "
+              f"bias {statistics.mean(held_out):+.1f}%, largest {max(held_out, key=abs):+.1f}%")
         value = best(by_value, ids)
         print(f"{arch} all {len(ids)} rows: attention_efficiency {value:.2f} "
               f"(|error| {mae(by_value, value, ids):.1f}%)", flush=True)

@@ -92,9 +92,18 @@ def megatron(table):
 DEVICE_BY_SOURCE = {"Megatron-LM": {"fused_attention": 0}, "BLOOM": {"fused_attention": 0}}
 
 
+def synthetic_model(binary, dims, path):
+    """The synthetic GPT of a row's dimensions, in bf16, at `path`."""
+    colo(binary, "model", "gpt", "--layers", dims["layers"], "--hidden", dims["hidden"],
+         "--heads", dims["heads"], "--kv-heads", dims["kv_heads"], "--ffn", dims["ffn"],
+         "--vocab", dims["vocab"], "--seq", dims["seq"], "-o", path)
+    return path
+
+
 def cluster_file(directory, preset, nodes, per_node, device):
     """A cluster file: `preset` as `nodes` x `per_node` with `device` fields set."""
-    path = Path(directory) / f"{preset}-{nodes}x{per_node}-{len(list(Path(directory).glob('*.json')))}.json"
+    count = len(list(Path(directory).glob("*.json")))
+    path = Path(directory) / f"{preset}-{nodes}x{per_node}-{count}.json"
     path.write_text(json.dumps(dict(preset=preset, nodes=nodes, devices_per_node=per_node,
                                     device=device)))
     return path
@@ -109,10 +118,7 @@ def predict(binary, rows, device=lambda gpu, source: {}, log=print):
         for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
             key = tuple(sorted(dims.items()))
             if key not in models:
-                models[key] = Path(t) / f"m{len(models)}.mlir"
-                colo(binary, "model", "gpt", "--layers", dims["layers"], "--hidden", dims["hidden"],
-                     "--heads", dims["heads"], "--kv-heads", dims["kv_heads"], "--ffn", dims["ffn"],
-                     "--vocab", dims["vocab"], "--seq", dims["seq"], "-o", models[key])
+                models[key] = synthetic_model(binary, dims, Path(t) / f"m{len(models)}.mlir")
             fields = {**DEVICE_BY_SOURCE.get(source, {}), **device(gpu, source)}
             ckey = (gpu, gpus, per_node, tuple(sorted(fields.items())))
             if ckey not in clusters:
@@ -149,10 +155,7 @@ def search_megatron(binary, rows, predicted):
         for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
             if source != "Megatron-LM" or rid not in predicted:
                 continue
-            model = Path(t) / f"{rid}.mlir"
-            colo(binary, "model", "gpt", "--layers", dims["layers"], "--hidden", dims["hidden"],
-                 "--heads", dims["heads"], "--ffn", dims["ffn"], "--vocab", dims["vocab"],
-                 "--seq", dims["seq"], "-o", model)
+            model = synthetic_model(binary, dims, Path(t) / f"{rid}.mlir")
             cluster = cluster_file(t, PRESETS[gpu], gpus // per_node, per_node,
                                    DEVICE_BY_SOURCE[source])
             dp = int(plan.split("dp=")[1].split(",")[0])
