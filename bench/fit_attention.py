@@ -26,8 +26,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import published_bench as pb  # noqa: E402
 
-ARCH = {"A100-40GB-SXM": "A100", "A100-80GB-SXM": "A100", "A100-80GB": "A100",
-        "H100-80GB-SXM": "H100"}
+
+
+def arch_of(gpu):
+    """A100 or H100 (the presets' fitted values), or None."""
+    return {"a100-40g": "A100", "a100-80g": "A100", "h100-sxm": "H100"}.get(pb.preset_of(gpu))
 GRID = [round(0.10 + 0.01 * i, 2) for i in range(71)]  # 0.10 .. 0.80
 
 
@@ -39,7 +42,7 @@ def errors_by_value(binary, rows, values):
         results = pb.predict(binary, rows, device=lambda gpu, source: {
             "attention_efficiency": value}, log=lambda line: None)
         for r in results:
-            out.setdefault(ARCH[r["gpu"]], {}).setdefault(value, {})[r["id"]] = r["error"]
+            out.setdefault(arch_of(r["gpu"]), {}).setdefault(value, {})[r["id"]] = r["error"]
     return out
 
 
@@ -58,12 +61,12 @@ def main():
                                           "published_runs.json"))
     ap.add_argument("--colo", default=str(pb.ROOT / "build" / "bin" / "colo"))
     a = ap.parse_args()
-    rows = [r for r in pb.all_rows(a.runs) if r[1] == "llm-foundry" and not r[8]]
+    rows = [r for r in pb.all_rows(a.runs) if r[1] == "llm-foundry" and not r[8] and arch_of(r[3])]
     print(f"{len(rows)} llm-foundry rows in bf16; grid {GRID[0]}..{GRID[-1]} by 0.01",
           flush=True)
     errors = errors_by_value(a.colo, rows, GRID)
     for arch, by_value in sorted(errors.items()):
-        ids = [r[0] for r in rows if ARCH[r[3]] == arch and r[0] in by_value[GRID[0]]]
+        ids = [r[0] for r in rows if arch_of(r[3]) == arch and r[0] in by_value[GRID[0]]]
         folds = [ids[0::2], ids[1::2]]
         held_out = []
         for k, fold in enumerate(folds):

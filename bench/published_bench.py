@@ -19,7 +19,8 @@ the mean absolute error, the mean signed error (the bias) and the largest
 error, and how many runs that really ran are predicted not to fit. Rows in a
 precision colo does not model (fp8) are predicted as bf16, marked, and left
 out of the bf16/fp16 summary. Megatron-LM's and BLOOM's rows predate
-FlashAttention and are predicted with `fused_attention` 0 (DEVICE_BY_SOURCE).
+FlashAttention: a row is predicted with fused attention only where its
+description names a fused attention kernel (fused_attention_of).
 `--search` also searches each Megatron-LM row's model, GPUs and batch and
 prints the pick's predicted speedup over the row's own configuration.
 Nothing is fitted here: this only measures (bench/fit_attention.py fits the
@@ -33,8 +34,28 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESETS = {"H100-80GB-SXM": "h100-sxm", "A100-40GB-SXM": "a100-40g", "A100-80GB-SXM": "a100-80g",
-           "A100-80GB": "a100-80g"}
+
+
+def preset_of(gpu):
+    """The cluster preset of a row's GPU ("H100-80GB-SXM", "A100-40GB"), or None."""
+    name = str(gpu).upper()
+    for part, preset in (("H200", "h200"), ("H100", "h100-sxm"), ("V100", "v100-32g"),
+                         ("3090", "rtx3090"), ("2060", "rtx2060")):
+        if part in name:
+            return preset
+    if "A100" in name:
+        return "a100-40g" if "40G" in name else "a100-80g"
+    return None
+
+
+def source_of(row):
+    """The row's stack: llm-foundry, BLOOM (Megatron-DeepSpeed, 2022), or its system."""
+    system = str(row.get("system", ""))
+    if "llm-foundry" in system:
+        return "llm-foundry"
+    if "BigScience" in system or str(row.get("model", "")).startswith("BLOOM"):
+        return "BLOOM"
+    return system.split(" (")[0] or "other"
 
 
 def colo(binary, *args):
@@ -49,23 +70,40 @@ def recompute_of(text):
     return "full" if text.startswith("full") else "selective" if "selective" in text else "none"
 
 
-def llmfoundry_and_bloom(runs):
-    """The `runs` rows as (id, source, dims, gpu, gpus, per_node, plan, measured s, note)."""
+def published_rows(runs, log=print):
+    """The `runs` rows as (id, source, dims, gpu, gpus, per_node, plan, measured s,
+    note, device fields over the GPU's preset); a row whose configuration is
+    incomplete, or whose GPU has no preset, is skipped with a line that says
+    why."""
     for r in runs:
-        dp, tp, pp = r["dp"], r["tp"], r["pp"]
-        mbs = r["micro_batch_size"]
-        micro = r["global_batch_seqs"] // (dp * mbs)
-        plan = f"dp={dp},tp={tp},pp={pp},zero={r['zero_stage']},mbs={mbs},micro={micro}"
-        if pp > 1 and r.get("vpp"):
-            plan += f",schedule=interleaved,v={r['vpp']}"
-        plan += f",recompute={recompute_of(r.get('recompute'))}"
-        dims = dict(layers=r["layers"], hidden=r["hidden"], heads=r["heads"],
-                    kv_heads=r.get("kv_heads") or r["heads"], ffn=r.get("ffn") or 4 * r["hidden"],
-                    vocab=r["vocab"], seq=r["seq_len"])
-        note = "fp8 as bf16" if "fp8" in r.get("precision", "") else ""
-        source = "llm-foundry" if "llm-foundry" in r["system"] else "BLOOM"
-        yield (r["id"], source, dims, r["gpu"], r["gpu_count"], r.get("gpus_per_node", 8), plan,
-               r["step_time_s"], note)
+        try:
+            if preset_of(r["gpu"]) is None:
+                raise ValueError(f"no cluster preset for GPU {r['gpu']!r}")
+            tp, pp, gpus = r.get("tp") or 1, r.get("pp") or 1, r["gpu_count"]
+            dp, mbs = r.get("dp") or gpus // (tp * pp), r["micro_batch_size"]
+            micro = r["global_batch_seqs"] // (dp * mbs)
+            if dp * tp * pp != gpus or micro * dp * mbs != r["global_batch_seqs"]:
+                raise ValueError("dp x tp x pp or the batch does not add up")
+            plan = f"dp={dp},tp={tp},pp={pp},zero={r['zero_stage']},mbs={mbs},micro={micro}"
+            if pp > 1 and r.get("vpp"):
+                plan += f",schedule=interleaved,v={r['vpp']}"
+            plan += f",recompute={recompute_of(r.get('recompute'))}"
+            dims = dict(layers=r["layers"], hidden=r["hidden"], heads=r["heads"],
+                        kv_heads=r.get("kv_heads") or r["heads"],
+                        ffn=r.get("ffn") or 4 * r["hidden"], vocab=r["vocab"], seq=r["seq_len"])
+            measured = r.get("step_time_s") or (r["global_batch_seqs"] * r["seq_len"] /
+                                                (r["tokens_per_sec_per_gpu"] * gpus))
+        except KeyError as e:
+            log(f"{r.get('id', '?'):<16} skipped: the configuration has no {e}")
+            continue
+        except (TypeError, ValueError, ZeroDivisionError) as e:
+            log(f"{r.get('id', '?'):<16} skipped: {e}")
+            continue
+        precision = str(r.get("precision", "bf16")).lower()
+        half = ("bf16" in precision or "fp16" in precision) and "fp8" not in precision
+        note = "" if half else f"{precision.split()[0]} as bf16"
+        yield (r["id"], source_of(r), dims, r["gpu"], gpus, r.get("gpus_per_node") or 8, plan,
+               measured, note, {"fused_attention": fused_attention_of(r)})
 
 
 def megatron(table):
@@ -83,13 +121,22 @@ def megatron(table):
         dims = dict(layers=l, hidden=h, heads=r["heads"], kv_heads=r["heads"], ffn=4 * h,
                     vocab=V, seq=s)
         yield (f"megatron-{i + 1:02d}", "Megatron-LM", dims, "A100-80GB", gpus, 8, plan,
-               measured, "")
+               measured, "", {"fused_attention": 0})
 
 
-# Megatron-LM's SC'21 runs and BLOOM's Megatron-DeepSpeed runs predate
-# FlashAttention: their attention is two batched GEMMs around a fused
-# scale-mask-softmax kernel, which keeps the probabilities for the backward.
-DEVICE_BY_SOURCE = {"Megatron-LM": {"fused_attention": 0}, "BLOOM": {"fused_attention": 0}}
+# Words by which a row's description names a fused attention kernel.
+FUSED_ATTENTION = ("flash", "sdpa", "scaled_dot_product", "xformers", "memory-efficient attention",
+                   "fused attention", "cudnn attention")
+
+
+def fused_attention_of(row):
+    """1 where the row's system, model, architecture or notes name a fused
+    attention kernel (llm-foundry's MPT rows: "FlashAttention"), else 0:
+    Megatron-LM's SC'21 and BLOOM's Megatron-DeepSpeed runs predate
+    FlashAttention, and computed attention as two batched GEMMs around a
+    fused softmax that keeps the probabilities for the backward."""
+    text = " ".join(str(row.get(k, "")) for k in ("system", "model", "arch", "notes")).lower()
+    return int(any(word in text for word in FUSED_ATTENTION))
 
 
 def synthetic_model(binary, dims, path):
@@ -115,14 +162,15 @@ def predict(binary, rows, device=lambda gpu, source: {}, log=print):
     results = []
     with tempfile.TemporaryDirectory() as t:
         models, clusters = {}, {}
-        for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
+        for rid, source, dims, gpu, gpus, per_node, plan, measured, note, given in rows:
             key = tuple(sorted(dims.items()))
             if key not in models:
                 models[key] = synthetic_model(binary, dims, Path(t) / f"m{len(models)}.mlir")
-            fields = {**DEVICE_BY_SOURCE.get(source, {}), **device(gpu, source)}
+            fields = {**given, **device(gpu, source)}
             ckey = (gpu, gpus, per_node, tuple(sorted(fields.items())))
             if ckey not in clusters:
-                clusters[ckey] = cluster_file(t, PRESETS[gpu], gpus // per_node, per_node, fields)
+                clusters[ckey] = cluster_file(t, preset_of(gpu), gpus // per_node, per_node,
+                                              fields)
             vocab = plan.endswith(",vocab")
             args = ["plan", models[key], "--cluster", clusters[ckey], "--explain",
                     plan.removesuffix(",vocab"), "--json"] + (["--vocab-parallel"] if vocab else [])
@@ -133,7 +181,7 @@ def predict(binary, rows, device=lambda gpu, source: {}, log=print):
                 continue
             error = 100 * (p["step_time_s"] - measured) / measured
             results.append(dict(id=rid, source=source, gpu=gpu, gpus=gpus, plan=plan,
-                                cluster=f"{PRESETS[gpu]}:{gpus // per_node}x{per_node}",
+                                cluster=f"{preset_of(gpu)}:{gpus // per_node}x{per_node}",
                                 device=fields, measured_s=measured,
                                 predicted_s=p["step_time_s"], error=error, fits=p["fits"],
                                 memory_gib=p["memory_gib"]["total"], note=note))
@@ -152,12 +200,12 @@ def search_megatron(binary, rows, predicted):
     print(f"{'run':<12} {'GPUs':>5} {'colo picks':<72} {'pick s':>8} {'MFU':>6} {'row s':>8} "
           "speedup")
     with tempfile.TemporaryDirectory() as t:
-        for rid, source, dims, gpu, gpus, per_node, plan, measured, note in rows:
+        for rid, source, dims, gpu, gpus, per_node, plan, measured, note, given in rows:
             if source != "Megatron-LM" or rid not in predicted:
                 continue
             model = synthetic_model(binary, dims, Path(t) / f"{rid}.mlir")
-            cluster = cluster_file(t, PRESETS[gpu], gpus // per_node, per_node,
-                                   DEVICE_BY_SOURCE[source])
+            cluster = cluster_file(t, preset_of(gpu), gpus // per_node, per_node,
+                                   given)
             dp = int(plan.split("dp=")[1].split(",")[0])
             batch = dp * int(plan.split("micro=")[1].split(",")[0])
             best = json.loads(colo(binary, "plan", model, "--cluster", cluster, "--global-batch",
@@ -168,9 +216,11 @@ def search_megatron(binary, rows, predicted):
                   flush=True)
 
 
-def all_rows(path):
+def all_rows(path, log=print):
     data = json.loads(Path(path).read_text())
-    return list(llmfoundry_and_bloom(data["runs"])) + list(megatron(data["megatron_sc21_table1"]))
+    return (list(published_rows(data.get("runs", []), log)) +
+            (list(megatron(data["megatron_sc21_table1"])) if "megatron_sc21_table1" in data
+             else []))
 
 
 def summarize(label, rows):
@@ -196,7 +246,7 @@ def main():
     print(f"{'run':<16} {'GPUs':>5} {'plan':<62} {'meas s':>8} {'pred s':>8} {'error':>7}  fits")
     results = predict(a.colo, all_rows(a.runs), log=lambda line: print(line, flush=True))
     print()
-    for source in ("llm-foundry", "BLOOM", "Megatron-LM"):
+    for source in dict.fromkeys(r["source"] for r in results):
         summarize(source, [r for r in results if r["source"] == source])
     summarize("all", results)
     summarize("bf16/fp16", [r for r in results if not r["note"]])
