@@ -88,6 +88,10 @@ def published_rows(runs, log=print):
             if pp > 1 and r.get("vpp"):
                 plan += f",schedule=interleaved,v={r['vpp']}"
             plan += f",recompute={recompute_of(r.get('recompute'))}"
+            # Megatron-based stacks split the embedding and the LM head over
+            # the vocabulary (VocabParallelEmbedding) wherever tp > 1.
+            if tp > 1 and "megatron" in str(r.get("system", "")).lower():
+                plan += ",vocab"
             dims = dict(layers=r["layers"], hidden=r["hidden"], heads=r["heads"],
                         kv_heads=r.get("kv_heads") or r["heads"],
                         ffn=r.get("ffn") or 4 * r["hidden"], vocab=r["vocab"], seq=r["seq_len"])
