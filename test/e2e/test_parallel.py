@@ -336,7 +336,9 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
     worst = (0.0, 0.0, "")
     for k, w in want_w.items():
         err = float(np.abs(weights[k] - w).max() / max(np.abs(w).max(), 1e-12))
-        bound = max(RTOL, 2 * max(floor.values())) if opt.startswith("adamw") else RTOL
+        # Each tensor within twice its own PyTorch float32 spread (Adam
+        # amplifies rounding where gradients are small), as test_train does.
+        bound = max(RTOL, 2 * floor[k]) if opt.startswith("adamw") else RTOL
         assert err <= bound, f"{k}: {err:.2e} > {bound:.2e}"
         worst = max(worst, (err, floor[k], k))
     print(f"\n{name} {plan} {opt}: losses {loss_err:.1e}; worst weight {worst[2]} "
@@ -431,7 +433,7 @@ def test_given_stages_are_where_the_pipeline_cuts(baseline):
     assert float(np.max(np.abs(np.array(losses) - want) / np.abs(want))) <= RTOL
     for k, w in want_w.items():
         err = float(np.abs(weights[k] - w).max() / max(np.abs(w).max(), 1e-12))
-        assert err <= max(RTOL, 2 * max(floor.values())), k
+        assert err <= max(RTOL, 2 * floor[k]), k
     assert comm[1] == pipeline(2, want_w)
 
 
