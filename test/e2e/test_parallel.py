@@ -310,6 +310,19 @@ PLANS = {
     "pp=2,micro=4,schedule=interleaved,v=2": lambda P, W: pipeline(2, W, chunks=4),
     "dp=2,pp=2,tp=2,zero=1,micro=2": lambda P, W: three_d(2, 2, 2, W),
     "ulysses=2": lambda P, W: ulysses(2, P, W),
+    # More ranks per axis, and compositions the plans above leave out.
+    "dp=4,zero=1": lambda P, W: ring_all_reduce_bytes(4, P) + ring_all_reduce_bytes(4, 1),
+    "dp=4,zero=3": lambda P, W: (4 - 1) * 4 * (3 * P - sum(
+        w.size for k, w in W.items() if k.endswith("bias") or "wpe" in k or "embed_tokens" in k)
+    ) + ring_all_reduce_bytes(4, 1),
+    "tp=4,sp": lambda P, W: megatron_sp(4, W),
+    "tp=4,vocab": lambda P, W: megatron_vocab(4, W),
+    "dp=2,tp=2,zero=1,vocab": lambda P, W: megatron_vocab(2, W, dp=2),
+    "pp=4,micro=4,schedule=gpipe": lambda P, W: pipeline(4, W),
+    "pp=2,micro=4,schedule=interleaved,v=4": lambda P, W: pipeline(2, W, chunks=8),
+    "pp=4,micro=4,schedule=interleaved,v=2": lambda P, W: pipeline(4, W, chunks=8),
+    "dp=2,ulysses=2": None,
+    "dp=2,ulysses=2,zero=1": None,
 }
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
     [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3",
@@ -319,7 +332,10 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "pp=2,micro=2,schedule=gpipe",
                                           "pp=4,micro=4,schedule=1f1b",
                                           "pp=2,micro=4,schedule=interleaved,v=2",
-                                          "dp=2,pp=2,tp=2,zero=1,micro=2")] + \
+                                          "dp=2,pp=2,tp=2,zero=1,micro=2", "dp=4,zero=3",
+                                          "pp=4,micro=4,schedule=gpipe",
+                                          "pp=2,micro=4,schedule=interleaved,v=4",
+                                          "dp=2,ulysses=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \
