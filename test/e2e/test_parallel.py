@@ -46,9 +46,16 @@ TRAIN = {"adamw": f"loss=lm,optimizer=adamw,lr={LR}",
 def tiny(name):
     """train_ref's GPT-2 or Llama with LAYERS layers; Llama with 8 query and 4
     key/value heads, so that tp=4 splits both. "gpt2-dynamo" is the GPT-2,
-    exported by the dynamo exporter instead of the TorchScript one."""
+    exported by the dynamo exporter instead of the TorchScript one. BERT
+    (masked LM, hidden 64) trains with the same next-token loss."""
     torch.manual_seed(models.SEED)
     name = name.removesuffix("-dynamo")
+    if name == "bert":
+        import transformers as tf
+        return models.LogitsOnly(tf.BertForMaskedLM(tf.BertConfig(
+            hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=4,
+            intermediate_size=128, vocab_size=256, max_position_embeddings=32,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
     return train_ref._hf(name, LAYERS, heads=8, kv_heads=4) if name == "llama" else \
         train_ref._hf(name, LAYERS)
 
@@ -279,16 +286,24 @@ def ulysses(sp, P, W):
     return a2a + gather + ring_all_reduce_bytes(sp, P - whole)
 
 
+def zero3(dp, P, W):
+    """ZeRO-3: the reduce-scatter, an all-gather of every parameter before the
+    forward and another before the backward of those the backward reads (all
+    but the biases and the embeddings only looked up: GPT-2's wpe, Llama's
+    embed_tokens, BERT's position and token-type tables; a table tied to the
+    LM head is read), (p-1) n floats each; and the loss's all-reduce."""
+    unread = sum(w.size for k, w in W.items() if k.endswith("bias") or any(
+        t in k for t in ("wpe", "embed_tokens", "position_embeddings", "token_type_embeddings")))
+    return (dp - 1) * 4 * (3 * P - unread) + ring_all_reduce_bytes(dp, 1)
+
+
 # plan -> the bytes all ranks send per step, from the parameter count P and the
 # single-rank weights W (None: printed, not checked: a composite plan's volume
 # depends on which parameters tp shards).
 # dp: the averaged gradients (P floats) and the loss, one ring all-reduce each.
 # ZeRO-1/2: reduce-scatter plus all-gather of the (here unpadded) gradients and
 # parameters, the same volume as dp (the ZeRO paper's 2 Psi), and the loss.
-# ZeRO-3: the reduce-scatter, an all-gather of every parameter before the
-# forward and another before the backward of those the backward reads: all but
-# the biases and the lookup-only embeddings (GPT-2's wte, tied to the LM head,
-# is read), (p-1) n floats each: at most the paper's 3 Psi (1.5x dp).
+# ZeRO-3 (zero3): at most the paper's 3 Psi (1.5x dp).
 PLANS = {
     "dp=2": lambda P, W: ring_all_reduce_bytes(2, P) + ring_all_reduce_bytes(2, 1),
     "dp=4": lambda P, W: ring_all_reduce_bytes(4, P) + ring_all_reduce_bytes(4, 1),
@@ -304,9 +319,7 @@ PLANS = {
     "tp=2,pp=2,sp,micro=2": None,
     "dp=2,tp=2,zero=2,micro=2": None,
     "dp=2,pp=2,zero=2,micro=2,recompute=full,offload=optimizer": None,
-    "dp=2,zero=3": lambda P, W: (2 - 1) * 4 * (3 * P - sum(
-        w.size for k, w in W.items() if k.endswith("bias") or "wpe" in k or "embed_tokens" in k)
-    ) + ring_all_reduce_bytes(2, 1),
+    "dp=2,zero=3": lambda P, W: zero3(2, P, W),
     "tp=2": lambda P, W: megatron(2),
     "tp=4": lambda P, W: megatron(4),
     "dp=2,tp=2": lambda P, W: megatron_dp(2, 2, W),
@@ -326,9 +339,7 @@ PLANS = {
     "ulysses=2": lambda P, W: ulysses(2, P, W),
     # More ranks per axis, and compositions the plans above leave out.
     "dp=4,zero=1": lambda P, W: ring_all_reduce_bytes(4, P) + ring_all_reduce_bytes(4, 1),
-    "dp=4,zero=3": lambda P, W: (4 - 1) * 4 * (3 * P - sum(
-        w.size for k, w in W.items() if k.endswith("bias") or "wpe" in k or "embed_tokens" in k)
-    ) + ring_all_reduce_bytes(4, 1),
+    "dp=4,zero=3": lambda P, W: zero3(4, P, W),
     "tp=4,sp": lambda P, W: megatron_sp(4, W),
     "tp=4,vocab": lambda P, W: megatron_vocab(4, W),
     "dp=2,tp=2,zero=1,vocab": lambda P, W: megatron_vocab(2, W, dp=2),
@@ -354,6 +365,7 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \
     [("llama", "ulysses=2", "adamw")] + \
+    [("bert", p, "adamw") for p in ("dp=2", "dp=2,zero=1", "dp=2,zero=3", "tp=2")] + \
     [("gpt2-dynamo", p, "adamw") for p in ("dp=2", "dp=2,zero=3", "tp=2",
                                             "pp=2,micro=2,schedule=gpipe")]
 
