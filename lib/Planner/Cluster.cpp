@@ -641,7 +641,8 @@ void colo::planner::printCluster(const ClusterSpec &spec,
   auto eff = [](double e) {
     return " (achievable x" + llvm::formatv("{0:F2}", e).str() + ")";
   };
-  row("device memory", num(spec.deviceMemory / GB) + " GB (" + num(spec.deviceMemory / GiB) + " GiB)");
+  row("device memory",
+      num(spec.deviceMemory / GB) + " GB (" + num(spec.deviceMemory / GiB) + " GiB)");
   row("peak bf16/fp16",
       num(spec.peakFlops16 / TFLOPS) + " TFLOP/s" + eff(spec.matmulEfficiency));
   row("peak fp32",
