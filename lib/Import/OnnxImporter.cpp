@@ -171,6 +171,18 @@ LogicalResult Importer::classifyInitializers() {
   for (const auto &t : model.graph().initializer())
     readMetadata(t.name(), t.metadata_props());
   bool hasSignature = !kindOf.empty();
+  // The dynamo exporter's optimizer (torch.onnx.export's default optimize=True)
+  // merges initializers with equal values into one, which at initialization
+  // is every norm scale, every bias and more, and folds parameters read at
+  // constant indices (GPT-2's position table) into constants: no trace of
+  // them is left to train. Its marks are the folded values' sources.
+  if (!foldedFrom.empty())
+    emitWarning(UnknownLoc::get(&ctx))
+        << path << ": optimized by the dynamo exporter, whose optimizer merges "
+        << "initializers with equal values and folds constant expressions: parameters "
+        << "that start equal (norm scales, biases) become one, and parameters read at "
+        << "constant indices become constants, and neither trains as in PyTorch. Export "
+        << "with torch.onnx.export(..., dynamo=True, optimize=False) to keep every parameter";
   for (const auto &[name, from] : foldedFrom) {
     // "['model.lm_head.weight']": one parameter, transposed.
     StringRef source = StringRef(from).trim("[]'\" ");

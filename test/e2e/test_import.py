@@ -203,9 +203,19 @@ def test_dynamo_constants_do_not_train_and_the_tied_head_stays_tied(tmp_path):
     folded = [v.name for v in graph.value_info for p in v.metadata_props
               if p.key.endswith("folded_from") and p.value == "['model.lm_head.weight']"]
     assert "model.lm_head.weight" in parameters and folded, "the export changed shape"
-    ir = run_colo("import", path, "--elide-weights").stdout
+    proc = run_colo("import", path, "--elide-weights")
+    ir = proc.stdout
+    # The optimizer also merged the equal initial norm scales and biases:
+    # colo says so, and how to export them all.
+    assert "colo: warning:" in proc.stderr and "optimize=False" in proc.stderr, proc.stderr
     trainable = set(re.findall(r'colo\.global trainable @"?([^" :]+)"?', ir))
     assert trainable and trainable <= parameters, trainable - parameters
     assert not any(f"@{name}" in ir for name in folded)
     load = re.search(r"(%\S+) = colo\.global_load @model\.lm_head\.weight", ir)[1]
     assert re.search(rf"colo\.transpose {re.escape(load)} permutation = \[1, 0\]", ir)
+
+
+def test_an_unoptimized_dynamo_export_imports_without_a_warning(exported):
+    path, _ = exported("gpt2", "dynamo")
+    proc = run_colo("import", path, "--summary")
+    assert "warning" not in proc.stderr, proc.stderr
