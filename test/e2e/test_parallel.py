@@ -64,25 +64,11 @@ def tiny(name):
 LOSS = "<loss>"  # torch_distance's key for the losses' spread (bf16)
 
 
-def bf16_variants(model, perturbed=4):
-    """As train_ref.float32_variants, one bf16 rounding step apart: every
-    parameter element moved by 2^-8 of itself up or down at random."""
-    yield copy.deepcopy(model)
-    for seed in range(perturbed):
-        m = copy.deepcopy(model)
-        g = torch.Generator().manual_seed(seed)
-        with torch.no_grad():
-            for p in m.parameters():
-                up = torch.rand(p.shape, generator=g) < 0.5
-                p.mul_(1 + torch.where(up, 1.0, -1.0) * 2.0**-8)
-        yield m
-
-
 def torch_distance(model, data, clip=None, bf16=False):
     """Per tensor: how far PyTorch float32 AdamW (clipping gradients to norm
-    `clip`; with `bf16`, under bf16 autocast from bf16_variants) ends from
-    float64 (relative to the tensor's largest magnitude) on this training, the
-    furthest of train_ref.float32_variants' runs."""
+    `clip`; with `bf16`, under bf16 autocast) ends from float64 (relative to
+    the tensor's largest magnitude) on this training, the furthest of
+    train_ref.float32_variants' runs (with `bf16`, one bf16 step apart)."""
     def run(m, dtype):
         m = m.to(dtype)
         opt = torch.optim.AdamW(m.parameters(), lr=LR, weight_decay=0.01)
@@ -103,8 +89,8 @@ def torch_distance(model, data, clip=None, bf16=False):
 
     losses = []
     f64 = run(copy.deepcopy(model), torch.float64)
-    variants = bf16_variants if bf16 else train_ref.float32_variants
-    runs = [run(m, torch.float32) for m in variants(model)]
+    runs = [run(m, torch.float32)
+            for m in train_ref.float32_variants(model, relative_step=2.0**-8 if bf16 else None)]
     spread = {k: max(float(np.abs(f32[k] - f64[k]).max()) for f32 in runs) /
               max(float(np.abs(f64[k]).max()), 1e-12) for k in f64}
     if bf16:  # the losses' spread too: bf16 moves them beyond RTOL

@@ -121,10 +121,12 @@ def train(model, data, batch, loss, opt_name, lr, eps=1e-8):
     return losses, {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
 
-def float32_variants(model, perturbed=4):
+def float32_variants(model, perturbed=4, relative_step=None):
     """Copies of `model` for float32 runs that differ from each other by
     rounding only: the model itself, then `perturbed` copies whose every
-    parameter element is moved one float32 ulp up or down at random. Where a
+    parameter element is moved one float32 ulp up or down at random (or by
+    `relative_step` of itself: 2^-8 is one bf16 step, for runs under bf16
+    autocast, where a float32 ulp mostly vanishes in the cast). Where a
     training amplifies rounding (Adam on gradients that cancel to rounding
     level, batch norm over a few values, ReLUs at zero), float32 lands at
     different distances from float64 in each; the worst of them, not one lucky
@@ -136,7 +138,10 @@ def float32_variants(model, perturbed=4):
         with torch.no_grad():
             for p in m.parameters():
                 up = torch.rand(p.shape, generator=g) < 0.5
-                p.copy_(torch.nextafter(p, torch.where(up, torch.inf, -torch.inf)))
+                if relative_step:
+                    p.mul_(1 + torch.where(up, 1.0, -1.0) * relative_step)
+                else:
+                    p.copy_(torch.nextafter(p, torch.where(up, torch.inf, -torch.inf)))
         yield m
 
 
