@@ -26,16 +26,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import published_bench as pb  # noqa: E402
 
+GRID = [round(0.10 + 0.01 * i, 2) for i in range(71)]  # 0.10 .. 0.80
 
 
 def arch_of(gpu):
     """A100 or H100 (the presets' fitted values), or None."""
     return {"a100-40g": "A100", "a100-80g": "A100", "h100-sxm": "H100"}.get(pb.preset_of(gpu))
-GRID = [round(0.10 + 0.01 * i, 2) for i in range(71)]  # 0.10 .. 0.80
 
 
 def errors_by_value(binary, rows, values):
-    """{arch: {value: [signed error per row]}} with every architecture set
+    """{arch: {value: {row id: signed error}}} with every architecture set
     to each of `values` in turn."""
     out = {}
     for value in values:
