@@ -79,14 +79,11 @@ std::string unstaged(const Executable &exe, const std::string &name) {
 
 /// The names checkpoints give a program's buffers, the same under every
 /// plan: a parameter's PyTorch name, "<its PyTorch name>#<state>" for a
-/// parameter's optimizer state, any other buffer's name; and per buffer the
-/// parameter it is the state of (-1: none).
+/// parameter's optimizer state, any other buffer's name.
 struct CheckpointNames {
   std::vector<std::string> name;
-  std::vector<int32_t> paramOf;
 
-  explicit CheckpointNames(const Executable &exe)
-      : name(size_t(exe.numBuffers())), paramOf(size_t(exe.numBuffers()), -1) {
+  explicit CheckpointNames(const Executable &exe) : name(size_t(exe.numBuffers())) {
     std::map<std::string, std::pair<int32_t, std::string>> params; // by unstaged name
     for (const auto &[id, torchName] : exe.parameters())
       params[unstaged(exe, exe.buffer(id).name())] = {id, torchName};
@@ -100,7 +97,6 @@ struct CheckpointNames {
         name[size_t(id)] = it->second.second;
       } else {
         name[size_t(id)] = it->second.second + base.substr(hash);
-        paramOf[size_t(id)] = it->second.first;
       }
     }
   }
@@ -111,20 +107,12 @@ bool checkpointed(const Executable &exe, int32_t id) {
   return exe.buffer(id).kind() == Buffer::STATE && !exe.isAlias(id);
 }
 
-/// The layout of STATE buffer `id`, the state of parameter `param` (or -1).
-/// RankLocal: a parameter's optimizer state that holds a part of the
-/// parameter's local block which no Shard describes (ZeRO over a
-/// tensor-parallel block): only the plan that wrote it can read it back.
-Checkpoint::Piece::Layout layoutOf(const Executable &exe, int32_t id, int32_t param) {
-  if (exe.buffer(id).has_shard())
-    return Checkpoint::Piece::Block;
-  return param >= 0 && exe.numElements(param) != exe.numElements(id)
-             ? Checkpoint::Piece::RankLocal
-             : Checkpoint::Piece::Whole;
+Checkpoint::Piece::Layout layoutOf(const Executable &exe, int32_t id) {
+  return exe.buffer(id).has_shard() ? Checkpoint::Piece::Block : Checkpoint::Piece::Whole;
 }
 
 const char *layoutName(Checkpoint::Piece::Layout layout) {
-  static const char *names[] = {"whole", "block", "rank"};
+  static const char *names[] = {"whole", "block"};
   return names[layout];
 }
 
@@ -135,6 +123,7 @@ Shard shardOf(const Checkpoint::Tensor &t, const Checkpoint::Piece &p) {
   s.set_dim(p.dim);
   s.set_groups(p.groups);
   s.set_flat(p.flat);
+  s.set_flat_parts(p.flatParts);
   return s;
 }
 
@@ -220,13 +209,11 @@ void writeCheckpoint(const Session &session, Communicator *comm, const std::stri
       continue;
     const Buffer &b = exe.buffer(id);
     const std::string &name = names.name[size_t(id)];
-    Checkpoint::Piece::Layout layout = layoutOf(exe, id, names.paramOf[size_t(id)]);
+    Checkpoint::Piece::Layout layout = layoutOf(exe, id);
     views.push_back({name, b.dtype(), exe.shape(id), session.data(id)});
     json piece = {{"name", name},
                   {"dtype", safetensorsName(b.dtype())},
-                  {"shape", shapeJson(layout == Checkpoint::Piece::RankLocal
-                                          ? exe.shape(id)
-                                          : exe.fullShape(id))},
+                  {"shape", shapeJson(exe.fullShape(id))},
                   {"parameter", parameters.count(name) > 0},
                   {"rank", rank},
                   {"file", rankFile(rank)},
@@ -237,6 +224,8 @@ void writeCheckpoint(const Session &session, Communicator *comm, const std::stri
       piece["dim"] = b.shard().dim();
       piece["groups"] = std::max<int64_t>(b.shard().groups(), 1);
       piece["flat"] = b.shard().flat();
+      if (b.shard().flat_parts() > 0)
+        piece["flat_parts"] = b.shard().flat_parts();
       piece["index"] = index;
       piece["parts"] = parts;
     }
@@ -420,15 +409,12 @@ void Checkpoint::readIndex(const void *parsed, const std::string &file) {
       if (layout == "whole") {
         if (piece.shape != tensor.shape)
           r.fail(at + ": a whole piece of shape " + shapeString(piece.shape));
-      } else if (layout == "rank") {
-        piece.layout = Piece::RankLocal;
-        if (piece.shape != tensor.shape)
-          r.fail(at + ": a rank-local piece of shape " + shapeString(piece.shape));
       } else if (layout == "block") {
         piece.layout = Piece::Block;
         piece.dim = int(r.integer(p, "dim", at));
         piece.groups = r.integer(p, "groups", at, 1);
         piece.flat = p.value("flat", false);
+        piece.flatParts = p.contains("flat_parts") ? r.integer(p, "flat_parts", at, 1) : 0;
         piece.parts = r.integer(p, "parts", at, 1);
         piece.index = r.integer(p, "index", at);
         Shard shard = shardOf(tensor, piece);
@@ -501,8 +487,7 @@ void Checkpoint::readWhole(const Tensor &tensor, void *out) const {
       continue;
     std::vector<const Piece *> blocks(size_t(first.parts));
     for (const Piece &p : tensor.pieces)
-      if (p.layout == Piece::Block && p.dim == first.dim && p.groups == first.groups &&
-          p.flat == first.flat && p.parts == first.parts)
+      if (p.layout == Piece::Block && p.sameSplit(first))
         blocks[size_t(p.index)] = &p;
     auto gap = std::find(blocks.begin(), blocks.end(), nullptr);
     if (gap != blocks.end()) {
@@ -531,9 +516,6 @@ ResumeReport resumeFrom(Session &session, Communicator *comm, const Checkpoint &
                         const std::vector<std::string> &ignore) {
   const Executable &exe = session.executable();
   int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
-  const Mesh &mesh = exe.program().mesh();
-  bool sameMesh = checkpoint.worldSize() == world &&
-                  checkpoint.meshShape() == Shape(mesh.shape().begin(), mesh.shape().end());
   auto ignored = [&](const std::string &name) {
     for (const std::string &pattern : ignore)
       if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0)
@@ -561,8 +543,8 @@ ResumeReport resumeFrom(Session &session, Communicator *comm, const Checkpoint &
                   exe.describeBuffer(id) +
                   " of this program); add it to --resume-ignore to keep its initial value");
     const Buffer &b = exe.buffer(id);
-    Checkpoint::Piece::Layout layout = layoutOf(exe, id, names.paramOf[size_t(id)]);
-    Shape shape = layout == Checkpoint::Piece::RankLocal ? exe.shape(id) : exe.fullShape(id);
+    Checkpoint::Piece::Layout layout = layoutOf(exe, id);
+    Shape shape = exe.fullShape(id);
     if (t->dtype != b.dtype() || t->shape != shape)
       throw Error(checkpoint.path() + ": tensor '" + name + "' is " +
                   typeString(t->dtype, t->shape) + " in the checkpoint but " +
@@ -575,24 +557,17 @@ ResumeReport resumeFrom(Session &session, Communicator *comm, const Checkpoint &
     auto own = std::find_if(t->pieces.begin(), t->pieces.end(), [&](const auto &p) {
       if (p.rank != rank || p.layout != layout || p.shape != exe.shape(id))
         return false;
-      if (layout == Checkpoint::Piece::RankLocal)
-        return sameMesh;
       return layout == Checkpoint::Piece::Whole ||
              (p.dim == b.shard().dim() &&
               p.groups == std::max<int64_t>(b.shard().groups(), 1) &&
-              p.flat == b.shard().flat() && p.index == block.first &&
-              p.parts == block.second);
+              p.flat == b.shard().flat() && p.flatParts == b.shard().flat_parts() &&
+              p.index == block.first && p.parts == block.second);
     });
     if (own != t->pieces.end()) {
       std::memcpy(session.data(id), checkpoint.pieceData(*t, *own), size_t(bytes));
       ++report.copied;
       continue;
     }
-    if (layout == Checkpoint::Piece::RankLocal)
-      throw Error(checkpoint.path() + ": tensor '" + name + "' (" + exe.describeBuffer(id) +
-                  ") is this plan's optimizer state of ZeRO over a tensor-parallel block, "
-                  "which only the same plan can resume, and the checkpoint was written by " +
-                  checkpoint.planDescription());
     if (!b.has_shard()) {
       checkpoint.readWhole(*t, session.data(id));
     } else {

@@ -11,17 +11,16 @@ Shape fullShape(const Shard &shard) {
   return Shape(shard.full_shape().begin(), shard.full_shape().end());
 }
 
+/// How many of `parts` flatten a block (Program.proto's flat_parts).
+int64_t flatParts(const Shard &shard, int64_t parts) {
+  return shard.flat_parts() > 0 ? shard.flat_parts() : parts;
+}
+
 /// Calls copy(fullOffset, localOffset, count) in elements for every
-/// contiguous run of the block.
+/// contiguous run of block `index` of `parts` of dimension `dim`.
 template <typename F>
-void forEachRun(const Shard &shard, int64_t index, int64_t parts, F copy) {
+void forEachSplitRun(const Shard &shard, int64_t index, int64_t parts, F copy) {
   Shape full = fullShape(shard);
-  if (shard.flat()) {
-    int64_t n = numElements(full), per = (n + parts - 1) / parts;
-    int64_t begin = std::min(n, index * per), end = std::min(n, begin + per);
-    copy(begin, int64_t(0), end - begin);
-    return;
-  }
   int64_t outer = 1, inner = 1, dim = full[shard.dim()];
   for (int i = 0; i < shard.dim(); ++i)
     outer *= full[i];
@@ -35,6 +34,30 @@ void forEachRun(const Shard &shard, int64_t index, int64_t parts, F copy) {
            (o * (dim / parts) + g * block) * inner, block * inner);
 }
 
+/// Calls copy(fullOffset, localOffset, count) in elements for every
+/// contiguous run of the block.
+template <typename F>
+void forEachRun(const Shard &shard, int64_t index, int64_t parts, F copy) {
+  if (!shard.flat()) {
+    forEachSplitRun(shard, index, parts, copy);
+    return;
+  }
+  // Part index % flat of the flattened block index / flat (the whole tensor
+  // where the flattening takes every part): that block's runs, each cut to
+  // the part.
+  int64_t flat = flatParts(shard, parts), outer = parts / flat;
+  int64_t n = numElements(fullShape(shard)) / outer, per = (n + flat - 1) / flat;
+  int64_t begin = std::min(n, index % flat * per), end = std::min(n, begin + per);
+  if (outer == 1) {
+    copy(begin, int64_t(0), end - begin);
+    return;
+  }
+  forEachSplitRun(shard, index / flat, outer, [&](int64_t f, int64_t l, int64_t c) {
+    int64_t from = std::max(l, begin), to = std::min(l + c, end);
+    if (from < to)
+      copy(f + from - l, from - begin, to - from);
+  });
+}
 
 } // namespace
 
@@ -45,17 +68,22 @@ std::string splitProblem(const Shard &shard, int64_t parts) {
     return "splits into " + str(parts) + " parts";
   if (numElements(full) < 0)
     return "full_shape " + shapeString(full) + " is invalid";
-  if (!shard.flat()) {
+  int64_t flat = shard.flat() ? flatParts(shard, parts) : 1;
+  if (shard.flat_parts() < 0 || (shard.flat() && parts % flat))
+    return "flat_parts " + str(shard.flat_parts()) + " does not divide " + str(parts) +
+           " parts";
+  if (!shard.flat() || flat < parts) {
+    int64_t split = parts / flat;
     if (shard.dim() < 0 || shard.dim() >= int(full.size()))
       return "dim " + str(shard.dim()) + " is not a dimension of " + shapeString(full);
     int64_t groups = std::max<int64_t>(shard.groups(), 1);
-    if (shard.groups() < 0 || full[shard.dim()] % (groups * parts))
+    if (shard.groups() < 0 || full[shard.dim()] % (groups * split))
       return "dimension " + str(shard.dim()) + " of " + shapeString(full) +
-             " does not split into " + str(groups) + " groups of " + str(parts) + " parts";
+             " does not split into " + str(groups) + " groups of " + str(split) + " parts";
   }
 
   // Every row before the split dimension is cut alike: the blocks' runs
-  // through the first must tile it.
+  // through the first must tile it (a flattened block's parts need them all).
   Shard row = shard;
   if (!shard.flat())
     for (int i = 0; i < shard.dim(); ++i)
@@ -96,6 +124,17 @@ std::string shardProblem(const Buffer &buffer, const Mesh &mesh) {
     seen.push_back(axis);
     parts *= mesh.shape(axis);
   }
+  if (shard.flat() && shard.flat_parts() > 0) {
+    // The flattening's ranks are the group's last axes.
+    int64_t last = 1;
+    for (auto a = shard.mesh_axes().rbegin(); a != shard.mesh_axes().rend() &&
+                                              last < shard.flat_parts();
+         ++a)
+      last *= mesh.shape(*a);
+    if (last != shard.flat_parts())
+      return "flat_parts " + std::to_string(shard.flat_parts()) +
+             " is not the size of the group's last mesh axes";
+  }
   if (std::string problem = splitProblem(shard, parts); !problem.empty())
     return problem;
   Shape block = shardShape(shard, parts), shape(buffer.shape().begin(), buffer.shape().end());
@@ -107,8 +146,10 @@ std::string shardProblem(const Buffer &buffer, const Mesh &mesh) {
 
 Shape shardShape(const Shard &shard, int64_t parts) {
   Shape full = fullShape(shard);
-  if (shard.flat())
-    return {(numElements(full) + parts - 1) / parts};
+  if (shard.flat()) {
+    int64_t flat = flatParts(shard, parts);
+    return {(numElements(full) / (parts / flat) + flat - 1) / flat};
+  }
   full[shard.dim()] /= parts;
   return full;
 }

@@ -5,6 +5,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace colo;
@@ -156,6 +157,10 @@ std::optional<GlobalShard> colo::getGlobalShard(GlobalOp global) {
   shard.parts.assign(attr.getParts().begin(), attr.getParts().end());
   shard.groups = attr.getGroups();
   shard.flat = attr.getFlat();
+  if (ArrayAttr flatAxes = attr.getFlatAxes())
+    shard.flatAxes.assign(flatAxes.getAsValueRange<StringAttr>().begin(),
+                          flatAxes.getAsValueRange<StringAttr>().end());
+  shard.flatParts = attr.getFlatParts();
   return shard;
 }
 
@@ -166,17 +171,24 @@ ShardAttr ShardAttr::split(MLIRContext *context, int64_t rank, int64_t dim, Stri
   SmallVector<int64_t> blocks(rank, 1);
   axes[dim] = b.getStrArrayAttr({axis});
   blocks[dim] = parts;
-  return get(context, b.getArrayAttr(axes), blocks, groups, false);
+  return get(context, b.getArrayAttr(axes), blocks, groups, false, nullptr, 1);
 }
 
 ShardAttr ShardAttr::flattened(MLIRContext *context, StringRef axis, int64_t parts) {
   Builder b(context);
-  return get(context, b.getArrayAttr({b.getStrArrayAttr({axis})}), {parts}, 1, true);
+  return get(context, b.getArrayAttr({b.getStrArrayAttr({axis})}), {parts}, 1, true, nullptr,
+             1);
+}
+
+ShardAttr ShardAttr::flattenedBlock(ShardAttr split, StringRef axis, int64_t parts) {
+  Builder b(split.getContext());
+  return get(split.getContext(), split.getSplitAxes(), split.getParts(), split.getGroups(),
+             false, b.getStrArrayAttr({axis}), parts);
 }
 
 LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 ArrayAttr splitAxes, ArrayRef<int64_t> parts, int64_t groups,
-                                bool flat) {
+                                bool flat, ArrayAttr flatAxes, int64_t flatParts) {
   if (!splitAxes || splitAxes.empty() || splitAxes.size() != parts.size())
     return emitError() << "a shard has one entry of split_axes and of parts per dimension, "
                           "got "
@@ -203,6 +215,23 @@ LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << ") are at least 1, and more only with one split dimension";
   if (flat && (parts.size() != 1 || groups != 1))
     return emitError() << "a flat shard has one entry, for the flattened tensor, and no groups";
+  if (!flatAxes)
+    return flatParts == 1 ? success()
+                          : emitError() << "a shard's flat_parts (" << flatParts
+                                        << ") come with its flat_axes";
+  if (flat)
+    return emitError() << "a flat shard's block is not flattened again (flat_axes)";
+  if (flatAxes.empty() || flatParts < 2)
+    return emitError() << "a shard's flat_axes name at least one mesh axis and its "
+                          "flat_parts are at least 2, got "
+                       << flatAxes << " and " << flatParts;
+  for (Attribute axis : flatAxes) {
+    auto name = dyn_cast<StringAttr>(axis);
+    if (!name)
+      return emitError() << "a shard's flat_axes are mesh axis names, got " << axis;
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis " << name << " both splits and flattens";
+  }
   return success();
 }
 
@@ -218,7 +247,11 @@ RankedTensorType colo::localType(GlobalOp global) {
   SmallVector<int64_t> shape(type.getShape());
   for (auto [size, n] : llvm::zip(shape, shard->parts))
     size /= n;
-  return type.clone(shape);
+  RankedTensorType block = type.clone(shape);
+  if (shard->flatAxes.empty())
+    return block;
+  return RankedTensorType::get(
+      {llvm::divideCeil(block.getNumElements(), shard->flatParts)}, type.getElementType());
 }
 
 LogicalResult GlobalOp::verify() {

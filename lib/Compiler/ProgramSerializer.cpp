@@ -109,6 +109,7 @@ private:
       s->set_dim(shard.getDim());
       s->set_groups(shard.getGroups());
       s->set_flat(shard.getFlat());
+      s->set_flat_parts(shard.getFlatParts());
       for (int32_t axis : shard.getMeshAxes())
         s->add_mesh_axes(axis);
     }

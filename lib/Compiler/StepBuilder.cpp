@@ -269,8 +269,16 @@ FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
         return failure();
       axes.push_back(*axis);
     }
-    buffer.setShardAttr(exec::ShardAttr::get(b.getContext(), g.getTensorType().getShape(),
-                                             dim, shard->groups, shard->flat, axes));
+    // ZeRO-3 over a split: the flattening's axes follow the split's.
+    for (StringRef name : shard->flatAxes) {
+      FailureOr<int> axis = meshAxis(g, name);
+      if (failed(axis))
+        return failure();
+      axes.push_back(*axis);
+    }
+    buffer.setShardAttr(exec::ShardAttr::get(
+        b.getContext(), g.getTensorType().getShape(), dim, shard->groups, shard->flattened(),
+        axes, shard->flatAxes.empty() ? 0 : shard->flatParts));
   }
   // Pipeline ranks' own copies of a global keep the model's name.
   StringRef modelName = global;

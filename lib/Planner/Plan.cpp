@@ -189,8 +189,6 @@ Error checkCompilable(const Plan &p) {
     const char *what;
   };
   static const Unsupported table[] = {
-      {[](const Plan &p) { return p.zero >= 3 && p.tp > 1; },
-       "ZeRO stage 3 with tensor parallelism"},
       {[](const Plan &p) { return p.zero >= 3 && p.pp > 1; },
        "ZeRO stage 3 with pipeline parallelism"},
       {[](const Plan &p) { return p.vocabParallel && (p.pp > 1 || p.microBatches > 1); },

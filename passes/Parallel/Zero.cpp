@@ -8,6 +8,8 @@
 // Stage 3 keeps only the block of the parameter too: it is all-gathered
 // before its uses in the forward and again before those in the backward, and
 // the updated block is stored as it is (1.5 times the bytes of an all-reduce).
+// Under tensor parallelism all of this applies to the rank's tp block: the
+// globals' shards say so (`flat_axes = ["dp"]` after the tp split).
 #include "colo/Passes/Passes.h"
 
 #include "colo/Dialect/Colo/ColoOps.h"
@@ -164,6 +166,15 @@ std::optional<Accumulation> accumulationOf(Value grad) {
   return a;
 }
 
+/// The shard of a global of which each rank keeps a flat block: of the whole
+/// tensor, or, under tensor parallelism, of the rank's tp block (a block of a
+/// block, which checkpoints put together again under another plan).
+ShardAttr flatBlockShard(GlobalOp global, MeshAxis dp) {
+  if (ShardAttr split = global.getShardAttr())
+    return ShardAttr::flattenedBlock(split, "dp", dp.size);
+  return ShardAttr::flattened(global.getContext(), "dp", dp.size);
+}
+
 /// The update is elementwise, so it runs unchanged on the rank's block of
 /// the parameter (taken locally with all_slice), of the gradient and of the
 /// optimizer state, whose globals now hold only that block.
@@ -181,20 +192,7 @@ void shardUpdate(Sharded &s, MeshAxis dp, SymbolTable &symbols, bool paramSharde
   for (GlobalLoadOp load : s.states) {
     auto global = symbols.lookup<GlobalOp>(load.getGlobal());
     load.getResult().setType(shardType);
-    if (!global.getShardAttr()) {
-      // The whole state, of which each rank holds its flat block: what a
-      // checkpoint needs to put it together again under another plan.
-      global.setShardAttr(ShardAttr::flattened(global.getContext(), "dp", dp.size));
-      continue;
-    }
-    // Under tensor parallelism the state was the tp block's; it is now this
-    // rank's part of that block, a block of a block that a shard cannot
-    // describe: the global becomes the rank's own (checkpoints keep it for
-    // the same plan only).
-    auto zero = cast<DenseElementsAttr>(*global.getInitialValue());
-    global.setType(shardType);
-    global.setInitialValueAttr(zero.resizeSplat(shardType));
-    global.removeShardAttr();
+    global.setShardAttr(flatBlockShard(global, dp));
   }
   for (Value result : s.update->getResults())
     result.setType(shardType);
@@ -371,8 +369,7 @@ LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp 
     for (OpOperand *use : viewUses)
       use->set(map.lookup(use->get()));
   }
-  Builder b(module.getContext());
-  global.setShardAttr(ShardAttr::flattened(b.getContext(), "dp", dp.size));
+  global.setShardAttr(flatBlockShard(global, dp));
   return success();
 }
 
@@ -455,10 +452,6 @@ struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
       if (!load || load.getGlobal() != param)
         return update->emitError() << "colo-zero: stage 3 needs the update of @" << param
                                    << " to read the parameter from its global";
-      if (symbols.lookup<GlobalOp>(param).getShardAttr())
-        return update->emitError()
-               << "colo-zero: stage 3 with a parameter that is already sharded (@"
-               << param << ", tensor parallelism) is not supported";
     }
     return success();
   }

@@ -255,7 +255,7 @@ private:
                       ? g
                       : ConvertOp::create(b, loc, t.clone(b.getF32Type()), g).getResult();
       std::optional<GlobalShard> shard = getGlobalShard(param);
-      if (shard && shard->flat)
+      if (shard && shard->flattened())
         return param.emitError("a global norm or overflow check of a flat-sharded (ZeRO-3) "
                                "parameter's gradient");
       if (shard && (shard->splitDims().size() != 1 ||

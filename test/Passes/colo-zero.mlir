@@ -305,3 +305,41 @@ func.func @train_step(%x: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -
   colo.global_store @"p#exp_avg_sq", %nv : tensor<4xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// Under tensor parallelism: @w is split over tp (the rank's block 2x3, 6
+// elements, 3 per dp rank). The optimizer state (stages 1-3) and, at stage
+// 3, the parameter keep the flat dp block of the rank's tp block; the shard
+// says so (flat_axes), so checkpoints put it together under any plan.
+// Stage 3 gathers the tp block, not the whole parameter.
+// CHECK: colo.global @"w#exp_avg" : tensor<4x3xf32> = {{.*}} {colo.optimizer_state, shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1], flat_axes = ["dp"], flat_parts = 2>}
+// CHECK: shard.reduce_scatter %{{.*}} : tensor<2x3xf32> -> tensor<1x3xf32>
+// CHECK: shard.all_slice %{{.*}} : tensor<6xf32> -> tensor<3xf32>
+// Z3: colo.global trainable @w : tensor<4x3xf32> = {{.*}} {shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1], flat_axes = ["dp"], flat_parts = 2>}
+// Z3-NEXT: colo.global @"w#exp_avg" : tensor<4x3xf32> = {{.*}} {colo.optimizer_state, shard = #colo.shard<split_axes = {{\[}}["tp"], []], parts = [2, 1], flat_axes = ["dp"], flat_parts = 2>}
+// Z3: %[[P:.*]] = colo.global_load @w : tensor<3xf32>
+// Z3-NEXT: %[[AG:.*]] = shard.all_gather %[[P]] on @mesh grid_axes = [0] gather_axis = 0 {colo.zero_gather = "forward"} : tensor<3xf32> -> tensor<6xf32>
+// Z3-NEXT: colo.reshape %[[AG]] : tensor<6xf32> -> tensor<2x3xf32>
+// Z3: %[[U:.*]] = colo.global_load @w : tensor<3xf32>
+// Z3: colo.adam_update %[[U]], %{{.*}} : tensor<3xf32>
+shard.grid @mesh(shape = 2x2) {colo.axes = ["dp", "tp"]}
+colo.global trainable @w : tensor<4x3xf32> = dense<1.0> : tensor<4x3xf32> {shard = #colo.shard<split_axes = [["tp"], []], parts = [2, 1]>}
+colo.global @"w#exp_avg" : tensor<4x3xf32> = dense<0.0> : tensor<4x3xf32> {colo.optimizer_state, shard = #colo.shard<split_axes = [["tp"], []], parts = [2, 1]>}
+colo.global @"w#exp_avg_sq" : tensor<4x3xf32> = dense<0.0> : tensor<4x3xf32> {colo.optimizer_state, shard = #colo.shard<split_axes = [["tp"], []], parts = [2, 1]>}
+func.func @train_step(%x: tensor<2x3xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<f32> {
+  %w0 = colo.global_load @w : tensor<2x3xf32>
+  %y = colo.mul %x, %w0 : tensor<2x3xf32>, tensor<2x3xf32>
+  %loss = colo.reduce_mean %y dims = [0, 1] : tensor<2x3xf32>
+  %gw = colo.gradient %x of @w : tensor<2x3xf32>
+  %w = colo.global_load @w : tensor<2x3xf32>
+  %m = colo.global_load @"w#exp_avg" : tensor<2x3xf32>
+  %v = colo.global_load @"w#exp_avg_sq" : tensor<2x3xf32>
+  %nw, %nm, %nv = colo.adam_update %w, %gw, %m, %v, %lr, %step
+      {beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
+       weight_decay = 0.01 : f64, decoupled} : tensor<2x3xf32>
+  colo.global_store @w, %nw : tensor<2x3xf32>
+  colo.global_store @"w#exp_avg", %nm : tensor<2x3xf32>
+  colo.global_store @"w#exp_avg_sq", %nv : tensor<2x3xf32>
+  return %loss : tensor<f32>
+}

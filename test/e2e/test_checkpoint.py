@@ -93,7 +93,7 @@ def assert_identical(a, b):
         assert np.array_equal(a[k], b[k]), f"{k} differs"
 
 
-@pytest.mark.parametrize("plan", PLANS)
+@pytest.mark.parametrize("plan", PLANS + ["dp=2,tp=2,zero=3"])
 def test_resume_under_the_same_plan_is_bit_identical(plan, exes, uninterrupted, tmp_path):
     exe = exes(plan)
     ckpt = tmp_path / "ckpt"
@@ -109,7 +109,9 @@ def test_resume_under_the_same_plan_is_bit_identical(plan, exes, uninterrupted, 
     assert_identical(load_file(tmp_path / "w.safetensors"), weights)
 
 
-RESHARD = [(w, r) for w in PLANS[1:] for r in PLANS if r != w]
+# ZeRO over tensor parallelism keeps flat blocks of the rank's tp block.
+RESHARD = [(w, r) for w in PLANS[1:] for r in PLANS if r != w] + \
+    [("dp=2,tp=2,zero=3", "tp=2"), ("one", "dp=2,tp=2,zero=3"), ("dp=2,tp=2,zero=1", "one")]
 
 
 @pytest.mark.parametrize("writer,reader", RESHARD)

@@ -188,6 +188,12 @@ def tp_replicated(W):
                if not ("c_attn" in k or "c_fc" in k or k.endswith("_proj.weight")))
 
 
+def tp_replicated_ranks(W, tp):
+    """k -> tp for a parameter every tensor-parallel rank holds whole, else 1
+    (tp_replicated's split)."""
+    return lambda k: 1 if ("c_attn" in k or "c_fc" in k or k.endswith("_proj.weight")) else tp
+
+
 def megatron_sp(tp, W, dp=1):
     """Megatron TP with SP: per layer 2 all-gathers and 2 reduce-scatters of
     b*s*h floats in the forward and as many in the backward, (p-1) n each over
@@ -302,15 +308,32 @@ def ulysses(sp, P, W):
     return a2a + gather + ring_all_reduce_bytes(sp, P - whole)
 
 
+def backward_unread(k):
+    """Parameters the backward does not read: biases and tables only looked up."""
+    return k.endswith("bias") or any(
+        t in k for t in ("wpe", "embed_tokens", "position_embeddings", "token_type_embeddings"))
+
+
 def zero3(dp, P, W):
     """ZeRO-3: the reduce-scatter, an all-gather of every parameter before the
     forward and another before the backward of those the backward reads (all
     but the biases and the embeddings only looked up: GPT-2's wpe, Llama's
     embed_tokens, BERT's position and token-type tables; a table tied to the
     LM head is read), (p-1) n floats each; and the loss's all-reduce."""
-    unread = sum(w.size for k, w in W.items() if k.endswith("bias") or any(
-        t in k for t in ("wpe", "embed_tokens", "position_embeddings", "token_type_embeddings")))
+    unread = sum(w.size for k, w in W.items() if backward_unread(k))
     return (dp - 1) * 4 * (3 * P - unread) + ring_all_reduce_bytes(dp, 1)
+
+
+def zero3_tp(dp, tp, W):
+    """ZeRO-3 over Megatron TP: TP's all-reduces over the whole batch and, in
+    each of the tp data-parallel groups, zero3's volume over the rank's
+    parameters (blocks of the sharded ones, the others whole: every rank
+    holds a replicated one) and the loss's all-reduce."""
+    ranks = tp_replicated_ranks(W, tp)
+    local = sum(w.size * ranks(k) for k, w in W.items())
+    unread = sum(w.size * ranks(k) for k, w in W.items() if backward_unread(k))
+    return megatron(tp) + (dp - 1) * 4 * (3 * local - unread) + \
+        tp * ring_all_reduce_bytes(dp, 1)
 
 
 # plan -> the bytes all ranks send per step, from the parameter count P and the
@@ -336,6 +359,7 @@ PLANS = {
     "dp=2,tp=2,zero=2,micro=2": None,
     "dp=2,pp=2,zero=2,micro=2,recompute=full,offload=optimizer": None,
     "dp=2,zero=3": lambda P, W: zero3(2, P, W),
+    "dp=2,tp=2,zero=3": lambda P, W: zero3_tp(2, 2, W),
     "tp=2": lambda P, W: megatron(2),
     "tp=4": lambda P, W: megatron(4),
     "dp=2,tp=2": lambda P, W: megatron_dp(2, 2, W),
@@ -368,7 +392,8 @@ PLANS = {
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
     [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3",
                                           "tp=2", "tp=4",
-                                          "dp=2,tp=2", "tp=2,sp", "dp=2,tp=2,sp",
+                                          "dp=2,tp=2", "dp=2,tp=2,zero=3",
+                                          "tp=2,sp", "dp=2,tp=2,sp",
                                           "tp=2,vocab", "dp=2,tp=2,vocab", "tp=2,sp,vocab",
                                           "pp=2,micro=2,schedule=gpipe",
                                           "pp=4,micro=4,schedule=1f1b",
@@ -525,7 +550,6 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
     ("pp=2,micro=1,schedule=interleaved,v=2", ["interleaved", "multiple of pp"]),
     ("pp=2,dp=2,zero=3", ["ZeRO stage 3", "pipeline"]),
     ("dp=2,zero=4", ["ZeRO stage", "4"]),
-    ("dp=2,tp=2,zero=3", ["ZeRO stage 3", "tensor parallelism", "not implemented"]),
     ("dp=2,sp", ["sequence parallelism needs tp > 1"]),
     ("dp=2,tp=4,sp", ["tp = 4 does not divide dimension 0 (size 2)", "sequence parallelism"]),
     ("dp=2,vocab", ["vocab parallelism needs tp > 1"]),

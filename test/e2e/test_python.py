@@ -149,9 +149,9 @@ def test_run_trains_as_the_cli_does(tmp_path):
 
 
 def test_compile_and_run_errors_raise(tmp_path):
-    with pytest.raises(colo.ColoError, match="ZeRO stage 3 with tensor parallelism is not "
+    with pytest.raises(colo.ColoError, match="ZeRO stage 3 with pipeline parallelism is not "
                                              "implemented yet"):
-        colo.compile(EXAMPLE, tmp_path / "a", plan="dp=2,tp=2,zero=3")
+        colo.compile(EXAMPLE, tmp_path / "a", plan="dp=2,pp=2,zero=3")
     with pytest.raises(colo.ColoError, match="invalid plan"):
         colo.compile(EXAMPLE, tmp_path / "a", plan="dp=two")
     with pytest.raises(colo.ColoError, match="unknown optimizer .newton."):

@@ -67,3 +67,45 @@ TEST(RuntimeShard, BlocksPutBackRebuildTheWhole) {
     EXPECT_EQ(rebuilt, whole) << s.DebugString();
   }
 }
+
+TEST(RuntimeShard, FlatPartsOfAColumnBlock) {
+  // ZeRO-3 over tp: [2, 4] split on dim 1 over tp=2, each block [2, 2]
+  // flattened and cut over dp=3 into parts of 2 (the last padded). Index
+  // tp * 3 + dp: rank (tp 1, dp 1) holds the block's flat elements 2 and
+  // 3, that is full[1][2], full[1][3]; (tp 1, dp 2) holds nothing but padding.
+  Shard s = makeShard({2, 4}, 1, 1, true);
+  s.set_flat_parts(3);
+  EXPECT_EQ(shardShape(s, 6), (Shape{2}));
+  EXPECT_EQ(splitProblem(s, 6), "");
+  std::vector<float> full = iota(8), local(2, -1);
+  copyBlockOut(s, 4, 6, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{6, 7}));
+  copyBlockOut(s, 3, 6, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{2, 3}));
+  copyBlockOut(s, 5, 6, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{0, 0}));
+}
+
+TEST(RuntimeShard, FlatPartsOfGroupedBlocksRebuildTheWhole) {
+  // A fused QKV weight [3, 12] over tp=2 (groups 3), each block [3, 6]
+  // flattened over dp=4 (18 elements: parts of 5, 2 of padding).
+  Shard s = makeShard({3, 12}, 1, 3, true);
+  s.set_flat_parts(4);
+  ASSERT_EQ(splitProblem(s, 8), "");
+  std::vector<float> whole = iota(36), rebuilt(whole.size(), -1);
+  for (int64_t index = 0; index < 8; ++index) {
+    std::vector<float> block(5);
+    copyBlockOut(s, index, 8, 4, whole.data(), block.data());
+    copyBlockIn(s, index, 8, 4, block.data(), rebuilt.data());
+  }
+  EXPECT_EQ(rebuilt, whole);
+}
+
+TEST(RuntimeShard, FlatPartsMustDivideTheGroup) {
+  Shard s = makeShard({2, 4}, 1, 1, true);
+  s.set_flat_parts(3);
+  EXPECT_EQ(splitProblem(s, 4), "flat_parts 3 does not divide 4 parts");
+  s.set_flat_parts(2);
+  s.set_dim(0);
+  EXPECT_EQ(splitProblem(s, 8), "dimension 0 of [2, 4] does not split into 1 groups of 4 parts");
+}

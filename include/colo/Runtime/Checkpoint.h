@@ -54,16 +54,21 @@ public:
     int rank = 0;
     std::string file;          ///< in the checkpoint directory
     Shape shape;               ///< as stored
-    enum Layout { Whole, Block, RankLocal } layout = Whole;
+    enum Layout { Whole, Block } layout = Whole;
     /// Block: Program.proto's Shard fields, and which block of how many.
     int dim = 0;
-    int64_t groups = 1, index = 0, parts = 1;
+    int64_t groups = 1, index = 0, parts = 1, flatParts = 0;
     bool flat = false;
+    /// Whether `other` cuts the tensor the same way (any block of it).
+    bool sameSplit(const Piece &other) const {
+      return dim == other.dim && groups == other.groups && flat == other.flat &&
+             flatParts == other.flatParts && parts == other.parts;
+    }
   };
   struct Tensor {
     std::string name; ///< PyTorch name for parameters
     DType dtype;
-    Shape shape; ///< the whole tensor's (RankLocal pieces: as stored)
+    Shape shape; ///< the whole tensor's
     bool parameter = false;
     std::vector<Piece> pieces;
   };

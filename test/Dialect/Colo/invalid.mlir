@@ -772,3 +772,18 @@ colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["
 
 // expected-error @+1 {{a flat shard has one entry, for the flattened tensor, and no groups}}
 colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<flat = true, split_axes = [["dp"], []], parts = [2, 1]>}
+
+// -----
+
+// expected-error @+1 {{mesh axis "tp" both splits and flattens}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["tp"], []], parts = [2, 1], flat_axes = ["tp"], flat_parts = 2>}
+
+// -----
+
+// expected-error @+1 {{a flat shard's block is not flattened again (flat_axes)}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<flat = true, split_axes = [["tp"]], parts = [2], flat_axes = ["dp"], flat_parts = 2>}
+
+// -----
+
+// expected-error @+1 {{a shard's flat_axes name at least one mesh axis and its flat_parts are at least 2, got ["dp"] and 1}}
+colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["tp"], []], parts = [2, 1], flat_axes = ["dp"], flat_parts = 1>}

@@ -26,6 +26,8 @@ colo.global trainable @"fc.weight" : tensor<10x64xf32> = #colo.external<path = "
 colo.global trainable @w2d : tensor<8x4xf32> {shard = #colo.shard<split_axes = [["row"], ["col", "tp"]], parts = [2, 4]>}
 // CHECK-LABEL: colo.global trainable @flat : tensor<3x5xf32> {shard = #colo.shard<flat = true, split_axes = {{\[}}["dp"]], parts = [4]>}
 colo.global trainable @flat : tensor<3x5xf32> {shard = #colo.shard<flat = true, split_axes = [["dp"]], parts = [4]>}
+// CHECK-LABEL: colo.global trainable @flatblock : tensor<3x4xf32> {shard = #colo.shard<split_axes = {{\[}}[], ["tp"]], parts = [1, 2], flat_axes = ["dp"], flat_parts = 4>}
+colo.global trainable @flatblock : tensor<3x4xf32> {shard = #colo.shard<split_axes = [[], ["tp"]], parts = [1, 2], flat_axes = ["dp"], flat_parts = 4>}
 
 // CHECK-LABEL: colo.global @packed : tensor<3xi4> = #colo.external<path = "/m.bin", offset = 0, length = 2>
 colo.global @packed : tensor<3xi4> = #colo.external<path = "/m.bin", offset = 0, length = 2>

@@ -58,22 +58,30 @@ def Colo_ShardAttr : Colo_Attr<"Shard", "shard"> {
     fused QKV projection) and the rank holds block c of each, concatenated.
     With `flat` (ZeRO-3) the tensor is flattened and padded with zeros to a
     multiple of its parts first, and `split_axes` has one entry, for the
-    flattened tensor. The global's type and initial value stay the whole
-    tensor; its loads and stores have the local type.
+    flattened tensor. With `flat_axes` (ZeRO-3 over tensor parallelism) the
+    block that the split gives a rank is then flattened, zero-padded to a
+    multiple of `flat_parts` (the product of those axes' sizes) and cut
+    again: the rank whose coordinate in the group of `flat_axes` is c holds
+    part c. The global's type and initial value stay the whole tensor; its
+    loads and stores have the local type.
 
     ```mlir
     colo.global trainable @c_attn.weight : tensor<8x24xf32> {shard = #colo.shard<groups = 3, split_axes = [[], ["tp"]], parts = [1, 2]>}
     colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["row"], ["col"]], parts = [2, 2]>}
     colo.global trainable @proj : tensor<3x4xf32> {shard = #colo.shard<flat = true, split_axes = [["dp"]], parts = [2]>}
+    colo.global trainable @fc : tensor<8x6xf32> {shard = #colo.shard<split_axes = [[], ["tp"]], parts = [1, 2], flat_axes = ["dp"], flat_parts = 2>}
     ```
   }];
   let parameters = (ins "::mlir::ArrayAttr":$split_axes,
                         ArrayRefParameter<"int64_t">:$parts,
                         DefaultValuedParameter<"int64_t", "1">:$groups,
-                        DefaultValuedParameter<"bool", "false">:$flat);
+                        DefaultValuedParameter<"bool", "false">:$flat,
+                        OptionalParameter<"::mlir::ArrayAttr">:$flat_axes,
+                        DefaultValuedParameter<"int64_t", "1">:$flat_parts);
   let assemblyFormat = [{
     `<` (`groups` `=` $groups^ `,` ` `)? (`flat` `=` $flat^ `,` ` `)?
-    `split_axes` `=` $split_axes `,` `parts` `=` `[` $parts `]` `>`
+    `split_axes` `=` $split_axes `,` `parts` `=` `[` $parts `]`
+    (`,` `flat_axes` `=` $flat_axes^ `,` `flat_parts` `=` $flat_parts)? `>`
   }];
   let extraClassDeclaration = [{
     /// Dimension `dim` of a rank-`rank` tensor split over `axis` into
@@ -83,6 +91,9 @@ def Colo_ShardAttr : Colo_Attr<"Shard", "shard"> {
     /// The flattened tensor split over `axis` into `parts` blocks.
     static ShardAttr flattened(::mlir::MLIRContext *context, ::llvm::StringRef axis,
                                int64_t parts);
+    /// The block that `split` gives a rank, flattened and split over `axis`
+    /// into `parts`.
+    static ShardAttr flattenedBlock(ShardAttr split, ::llvm::StringRef axis, int64_t parts);
   }];
   let genVerifyDecl = 1;
 }

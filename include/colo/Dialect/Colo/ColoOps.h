@@ -39,6 +39,12 @@ struct GlobalShard {
   llvm::SmallVector<int64_t> parts;
   int64_t groups = 1;
   bool flat = false;
+  /// ZeRO-3 over a split: the mesh axes that cut the rank's flattened block
+  /// again, into `flatParts`.
+  llvm::SmallVector<llvm::StringRef, 1> flatAxes;
+  int64_t flatParts = 1;
+  /// Whether a rank holds a flat block (of the tensor or of its split block).
+  bool flattened() const { return flat || !flatAxes.empty(); }
   /// The dimensions that are split, ascending.
   llvm::SmallVector<int64_t> splitDims() const;
 };

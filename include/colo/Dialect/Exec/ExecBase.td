@@ -91,7 +91,9 @@ def Exec_ShardAttr : AttrDef<Exec_Dialect, "Shard"> {
     group is the ranks along `mesh_axes`: without `flat`, the block of
     dimension `dim` (with `groups` > 1 that dimension viewed as `groups`
     equal groups, the index-th part of each); with `flat`, the tensor
-    flattened and zero-padded to a multiple of `parts`. Program.proto's
+    flattened and zero-padded to a multiple of `parts`, or, with
+    `flat_parts` > 0, the block of `dim` that the group's first axes split,
+    flattened and cut by its last axes into `flat_parts`. Program.proto's
     `Shard`.
 
     ```mlir
@@ -100,10 +102,12 @@ def Exec_ShardAttr : AttrDef<Exec_Dialect, "Shard"> {
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$full_shape, "int64_t":$dim,
                         "int64_t":$groups, "bool":$flat,
-                        ArrayRefParameter<"int32_t">:$mesh_axes);
+                        ArrayRefParameter<"int32_t">:$mesh_axes,
+                        DefaultValuedParameter<"int64_t", "0">:$flat_parts);
   let assemblyFormat = [{
     `<` `full_shape` `=` `[` $full_shape `]` `,` `dim` `=` $dim `,` `groups` `=` $groups `,`
-    `flat` `=` $flat `,` `mesh_axes` `=` `[` $mesh_axes `]` `>`
+    `flat` `=` $flat `,` `mesh_axes` `=` `[` $mesh_axes `]`
+    (`,` `flat_parts` `=` $flat_parts^)? `>`
   }];
 }
 
