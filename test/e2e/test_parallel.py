@@ -273,6 +273,14 @@ def pipeline(pp, W, chunks=None):
         2 * 4 * tied_embedding(W)
 
 
+def vocab_pipeline(pp, tp, W, chunks=None):
+    """A pipeline under vocabulary parallelism: each tensor-parallel rank of a
+    stage sends the activations (replicated over tp) and the loss, and the
+    tied table's gradient parts are exchanged by block (tp blocks of it)."""
+    tied = 2 * 4 * tied_embedding(W)
+    return tp * (pipeline(pp, W, chunks) - tied) + tied
+
+
 def three_d(dp, pp, tp, W):
     """dp x pp x tp with ZeRO-1: Megatron TP's all-reduces (over the whole
     batch, as the dp groups' samples add up); the pipeline's messages sent by
@@ -388,6 +396,14 @@ PLANS = {
     "pp=4,micro=4,schedule=interleaved,v=2": lambda P, W: pipeline(4, W, chunks=8),
     "dp=2,ulysses=2": None,
     "dp=2,ulysses=2,zero=1": None,
+    # Vocabulary parallelism under accumulation and pipelines: the same
+    # all-reduces over the microbatches, each tensor-parallel rank of a stage
+    # sending the pipeline's messages, the tied table's gradient exchanged in
+    # its vocabulary blocks.
+    "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
+    "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
+    "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
+        lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W, chunks=4),
 }
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
     [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3",
@@ -401,7 +417,8 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "dp=2,pp=2,tp=2,zero=1,micro=2", "dp=4,zero=3",
                                           "pp=4,micro=4,schedule=gpipe",
                                           "pp=2,micro=4,schedule=interleaved,v=4",
-                                          "dp=2,ulysses=2")] + \
+                                          "dp=2,ulysses=2", "tp=2,vocab,micro=2",
+                                          "tp=2,vocab,pp=2,micro=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \
@@ -555,7 +572,6 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
     ("dp=2,vocab", ["vocab parallelism needs tp > 1"]),
     # The vocabulary (256) is checked before the heads (4).
     ("tp=3,vocab", ["tp = 3 does not divide the vocabulary (size 256)"]),
-    ("tp=2,vocab,pp=2", ["vocab parallelism with pipeline parallelism", "not implemented"]),
     ("dp=two", ["dp"]),
 ])
 def test_invalid_plans_are_rejected(plan, words, baseline, tmp_path):
