@@ -79,6 +79,7 @@ public:
   LogicalResult run() {
     if (failed(analyze()))
       return failure();
+    findReducedOnce();
     if (pp > 1) {
       FailureOr<MeshAxis> axis = getOrCreateMeshAxis(module, "pp", pp, step);
       if (failed(axis))
@@ -298,6 +299,8 @@ private:
     IRMapping invariant, perStep;
     std::vector<IRMapping> at;                        // per microbatch
     DenseMap<Value, Value> sum, average;              // gradients over microbatches
+    // Per gradient reduced once: the sum of its microbatches' inputs.
+    DenseMap<Value, Value> reducedInputs;
     DenseMap<Value, int64_t> summed;
     DenseMap<std::pair<Value, int64_t>, Value> slices, received;
   };
@@ -343,7 +346,110 @@ private:
     return rank.invariant.lookup(x);
   }
 
+  /// Whether `x` is only averaged over the microbatches: no op of a
+  /// microbatch reads it.
+  bool onlyAveraged(Value x) const {
+    return averagedFor.contains(x) &&
+           llvm::none_of(x.getUsers(), [&](Operation *u) { return isPerMicro(u); });
+  }
+
+  /// A summing all-reduce: sums over microbatches commute with it.
+  static bool isSummingAllReduce(Operation *op) {
+    auto reduce = dyn_cast_if_present<shard::AllReduceOp>(op);
+    return reduce && (reduce.getReduction() == shard::ReductionKind::Sum ||
+                      reduce.getReduction() == shard::ReductionKind::Average);
+  }
+
+  /// Finds the gradients that are all-reduced once per step instead of once
+  /// per microbatch, as Megatron and DeepSpeed reduce those of parameters
+  /// that each sequence-parallel rank's tokens give part of: a summing
+  /// all-reduce, then only views (transposes, reshapes), whose end is only
+  /// averaged or feeds one add that is (a tied table whose rows the split
+  /// tokens read and the whole sequence reads too). Sums commute with all of
+  /// them, so the microbatches' inputs are summed and the chain runs once.
+  void findReducedOnce() {
+    for (Operation &op : body) {
+      if (!isPerMicro(&op) || !isSummingAllReduce(&op))
+        continue;
+      ReducedOnce r;
+      r.chain.push_back(&op);
+      Value end = op.getResult(0);
+      // Every op of it runs on the all-reduce's pipeline stage.
+      auto sameStage = [&](Operation *user) {
+        return isPerMicro(user) && getStage(user) == getStage(&op);
+      };
+      while (end.hasOneUse() && isa<TransposeOp, ReshapeOp>(*end.getUsers().begin()) &&
+             sameStage(*end.getUsers().begin())) {
+        r.chain.push_back(*end.getUsers().begin());
+        end = r.chain.back()->getResult(0);
+      }
+      Value into = end;
+      if (!onlyAveraged(end)) {
+        auto add = end.hasOneUse() ? dyn_cast<AddOp>(*end.getUsers().begin()) : nullptr;
+        if (!add || !sameStage(add) || !onlyAveraged(add.getResult()))
+          continue;
+        r.other = add.getLhs() == end ? add.getRhs() : add.getLhs();
+        if (r.other == end || isSummingAllReduce(r.other.getDefiningOp()))
+          continue;
+        into = add.getResult();
+        hoisted[add] = into;
+      }
+      for (Operation *link : r.chain)
+        hoisted[link] = into;
+      reducedOnce[into] = std::move(r);
+    }
+  }
+
+  static Value add(Rank &rank, Location loc, Value sum, Value term) {
+    return sum ? AddOp::create(rank.b, loc, sum, term).getResult() : term;
+  }
+
+  /// Adds microbatch m's `cx` (null: nothing but a reduced part) to the sum
+  /// of `x` over microbatches; after the last, the average (with the
+  /// all-reduce of its reduced part's sum) goes to the ranks that read it.
+  void accumulate(Rank &rank, Value x, Value cx, Location loc) {
+    auto readers = averagedFor.find(x);
+    if (readers == averagedFor.end())
+      return;
+    Value &sum = rank.sum[x];
+    if (cx)
+      sum = add(rank, loc, sum, cx);
+    if (++rank.summed[x] < micro)
+      return;
+    Value average = sum;
+    if (auto it = reducedOnce.find(x); it != reducedOnce.end()) {
+      IRMapping map;
+      map.map(it->second.chain.front()->getOperand(0), rank.reducedInputs[x]);
+      for (Operation *link : it->second.chain)
+        rank.b.clone(*link, map);
+      average = add(rank, loc, average, map.lookup(it->second.chain.back()->getResult(0)));
+    }
+    if (micro > 1) {
+      auto type = RankedTensorType::get({}, tensorType(x).getElementType());
+      Value scale = ConstantOp::create(
+          rank.b, loc,
+          DenseElementsAttr::get(type,
+                                 rank.b.getFloatAttr(type.getElementType(), 1.0 / micro)));
+      average = MulOp::create(rank.b, loc, average, scale);
+    }
+    rank.average[x] = average;
+    for (int64_t dest : readers->second)
+      if (dest != rank.r)
+        send(rank, average, dest, tagOf(x, -1));
+  }
+
   void cloneForMicro(Rank &rank, Operation *op, int64_t m) {
+    if (Value into = hoisted.lookup(op)) {
+      const ReducedOnce &r = reducedOnce[into];
+      if (op == r.chain.front()) {
+        Value &inputs = rank.reducedInputs[into];
+        inputs = add(rank, op->getLoc(), inputs, get(rank, op->getOperand(0), m));
+      }
+      // The chain's last op, or the add it feeds: the microbatch is summed.
+      if (op->getResult(0) == into)
+        accumulate(rank, into, r.other ? get(rank, r.other, m) : nullptr, op->getLoc());
+      return;
+    }
     // After the first microbatch, a carried global is what the one before
     // stored (the same rank computed it: analyze checks).
     if (auto load = dyn_cast<GlobalLoadOp>(op); load && m > 0)
@@ -372,26 +478,7 @@ private:
           to.insert(rankOf(user));
       for (int64_t dest : to)
         send(rank, cx, dest, tagOf(x, m));
-      auto readers = averagedFor.find(x);
-      if (readers == averagedFor.end())
-        continue;
-      Value &sum = rank.sum[x];
-      sum = sum ? AddOp::create(rank.b, op->getLoc(), sum, cx).getResult() : Value(cx);
-      if (++rank.summed[x] < micro)
-        continue;
-      Value average = sum;
-      if (micro > 1) {
-        auto type = RankedTensorType::get({}, tensorType(x).getElementType());
-        Value scale = ConstantOp::create(
-            rank.b, op->getLoc(),
-            DenseElementsAttr::get(type, rank.b.getFloatAttr(type.getElementType(),
-                                                             1.0 / micro)));
-        average = MulOp::create(rank.b, op->getLoc(), sum, scale);
-      }
-      rank.average[x] = average;
-      for (int64_t dest : readers->second)
-        if (dest != rank.r)
-          send(rank, average, dest, tagOf(x, -1));
+      accumulate(rank, x, cx, op->getLoc());
     }
   }
 
@@ -478,6 +565,14 @@ private:
   std::map<int64_t, std::set<StringRef>> held;
   std::map<int64_t, DenseSet<Operation *>> perStepOf;
   DenseMap<Value, std::set<int64_t>> averagedFor; // value -> ranks reading its average
+  /// findReducedOnce's chains, by the averaged value they end in, and the
+  /// ops of each chain (and its add) with that value.
+  struct ReducedOnce {
+    SmallVector<Operation *> chain; // the all-reduce, then views
+    Value other;                    // the add's other term, or null
+  };
+  DenseMap<Value, ReducedOnce> reducedOnce;
+  DenseMap<Operation *, Value> hoisted;
   DenseMap<std::pair<Value, int64_t>, int64_t> tags;
 };
 

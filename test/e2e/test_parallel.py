@@ -281,6 +281,15 @@ def vocab_pipeline(pp, tp, W, chunks=None):
     return tp * (pipeline(pp, W, chunks) - tied) + tied
 
 
+def ulysses_pipeline(pp, sp, W):
+    """A pipeline under Ulysses: the stages exchange the activations split
+    over sp (each rank its part of the sequence: the whole once), and each
+    sequence-parallel rank sends the loss and exchanges the tied table's
+    gradient, which it holds whole."""
+    return (pp - 1) * 2 * BATCH * SEQ * HIDDEN * 4 + \
+        sp * ((pp - 1) * 4 + 2 * 4 * tied_embedding(W))
+
+
 def three_d(dp, pp, tp, W):
     """dp x pp x tp with ZeRO-1: Megatron TP's all-reduces (over the whole
     batch, as the dp groups' samples add up); the pipeline's messages sent by
@@ -320,6 +329,14 @@ def backward_unread(k):
     """Parameters the backward does not read: biases and tables only looked up."""
     return k.endswith("bias") or any(
         t in k for t in ("wpe", "embed_tokens", "position_embeddings", "token_type_embeddings"))
+
+
+def position_gather(sp, W, micro=2):
+    """GPT-2's position embeddings' gradient is gathered over sp in every
+    microbatch ((p-1) s*h each) and summed by position after: (micro - 1)
+    gathers more than one step without microbatches."""
+    wpe = any("wpe" in k for k in W)
+    return (micro - 1) * (sp - 1) * SEQ * HIDDEN * 4 if wpe else 0
 
 
 def zero3(dp, P, W):
@@ -400,6 +417,12 @@ PLANS = {
     # all-reduces over the microbatches, each tensor-parallel rank of a stage
     # sending the pipeline's messages, the tied table's gradient exchanged in
     # its vocabulary blocks.
+    # Ulysses under accumulation: its gradient all-reduces once per step (as
+    # without microbatches), but GPT-2's position embeddings' gradient is
+    # gathered per microbatch.
+    "ulysses=2,micro=2": lambda P, W: ulysses(2, P, W) + position_gather(2, W),
+    "ulysses=2,pp=2,micro=2":
+        lambda P, W: ulysses(2, P, W) + position_gather(2, W) + ulysses_pipeline(2, 2, W),
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
@@ -417,7 +440,8 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "dp=2,pp=2,tp=2,zero=1,micro=2", "dp=4,zero=3",
                                           "pp=4,micro=4,schedule=gpipe",
                                           "pp=2,micro=4,schedule=interleaved,v=4",
-                                          "dp=2,ulysses=2", "tp=2,vocab,micro=2",
+                                          "dp=2,ulysses=2", "ulysses=2,micro=2",
+                                          "ulysses=2,pp=2,micro=2", "tp=2,vocab,micro=2",
                                           "tp=2,vocab,pp=2,micro=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
