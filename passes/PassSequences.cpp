@@ -120,8 +120,6 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   if (parallel.dp * parallel.micro > 1)
     pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{
         parallel.dp * parallel.micro, parallel.localBatchNorm ? 1 : parallel.dp}));
-  if (parallel.ulysses > 1)
-    pm.addPass(createColoUlysses(ColoUlyssesOptions{parallel.ulysses}));
   if (parallel.vocabParallel && parallel.tp < 2) {
     errors << "vocab parallelism needs tensor parallelism (tp > 1)";
     return mlir::failure();
@@ -132,6 +130,10 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   // The backward is derived from the sharded forward.
   if (parallel.tp > 1)
     pm.addPass(createColoTensorParallel(ColoTensorParallelOptions{parallel.tp}));
+  // After tensor parallelism, as DeepSpeed-Ulysses composes with Megatron:
+  // the all-to-alls exchange the rank's tp heads.
+  if (parallel.ulysses > 1)
+    pm.addPass(createColoUlysses(ColoUlyssesOptions{parallel.ulysses}));
   if (parallel.sequenceParallel && parallel.tp < 2) {
     errors << "sequence parallelism needs tensor parallelism (tp > 1)";
     return mlir::failure();

@@ -191,8 +191,6 @@ Error checkCompilable(const Plan &p) {
   static const Unsupported table[] = {
       {[](const Plan &p) { return p.zero >= 3 && p.pp > 1; },
        "ZeRO stage 3 with pipeline parallelism"},
-      {[](const Plan &p) { return p.ulysses > 1 && p.tp > 1; },
-       "ulysses with tensor parallelism"},
   };
   for (const Unsupported &u : table)
     if (u.combines(p))

@@ -275,6 +275,13 @@ private:
     if (op->getNumResults() != 1 || !isa<RankedTensorType>(op->getResult(0).getType()))
       return false;
     std::optional<DimMap> map = dimMap(op);
+    // Tensor parallelism's entries and sums (colo-tensor-parallel ran
+    // first) combine the tp ranks' parts of the same tokens: every
+    // dimension stays where it is.
+    if (isa<AllReduceGradOp, shard::AllReduceOp>(op)) {
+      int64_t rank = tensorType(op->getResult(0)).getRank();
+      map = DimMap{llvm::to_vector(llvm::seq<int64_t>(0, rank))};
+    }
     if (!map)
       return false;
     const Split *from = &carried.back().second;

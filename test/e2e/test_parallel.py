@@ -307,7 +307,7 @@ def three_d(dp, pp, tp, W):
         ring_all_reduce_bytes(dp, local) + tp * pp * ring_all_reduce_bytes(dp, 1)
 
 
-def ulysses(sp, P, W):
+def ulysses(sp, P, W, tp=1):
     """DeepSpeed-Ulysses: per layer the all-to-alls of q, k, v and the attention
     output in the forward and of their gradients in the backward, (p-1)/p of
     each tensor (b*s*h floats, b*s*h_kv for Llama's grouped k and v); the
@@ -315,14 +315,20 @@ def ulysses(sp, P, W):
     position embeddings' gradient, (p-1) s*h (gathered from the ranks'
     positions); and the all-reduce over sp of the gradients of every parameter
     the split tokens read (all but the position embeddings and the LM head,
-    which read the whole sequence)."""
+    which read the whole sequence). With Megatron TP inside: TP's
+    all-reduces (on the split sequence: over the sp groups, the whole), the
+    all-to-alls of each tp rank's heads (together the same volume), the
+    gathers on every tp rank, and the gradients' all-reduce over each tp
+    rank's parameters (blocks of the sharded ones, the others whole)."""
     kv = [w.shape[0] for k, w in W.items() if k.endswith("layers.0.self_attn.k_proj.weight")]
     kv = kv[0] if kv else HIDDEN
     a2a = LAYERS * 2 * (sp - 1) * BATCH * SEQ * (2 * HIDDEN + 2 * kv) // sp * 4
     wpe = sum(w.size for k, w in W.items() if "wpe" in k)
     gather = (sp - 1) * (BATCH * SEQ * HIDDEN + (SEQ * HIDDEN if wpe else 0)) * 4
     whole = wpe + sum(w.size for k, w in W.items() if "lm_head" in k)
-    return a2a + gather + ring_all_reduce_bytes(sp, P - whole)
+    local = P + (tp - 1) * tp_replicated(W)
+    return (megatron(tp) if tp > 1 else 0) + a2a + tp * gather + \
+        ring_all_reduce_bytes(sp, local - tp * whole)
 
 
 def backward_unread(k):
@@ -423,6 +429,7 @@ PLANS = {
     "ulysses=2,micro=2": lambda P, W: ulysses(2, P, W) + position_gather(2, W),
     "ulysses=2,pp=2,micro=2":
         lambda P, W: ulysses(2, P, W) + position_gather(2, W) + ulysses_pipeline(2, 2, W),
+    "ulysses=2,tp=2": lambda P, W: ulysses(2, P, W, tp=2),
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
@@ -441,7 +448,8 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "pp=4,micro=4,schedule=gpipe",
                                           "pp=2,micro=4,schedule=interleaved,v=4",
                                           "dp=2,ulysses=2", "ulysses=2,micro=2",
-                                          "ulysses=2,pp=2,micro=2", "tp=2,vocab,micro=2",
+                                          "ulysses=2,pp=2,micro=2", "ulysses=2,tp=2",
+                                          "tp=2,vocab,micro=2",
                                           "tp=2,vocab,pp=2,micro=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \

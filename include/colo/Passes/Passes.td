@@ -1146,6 +1146,10 @@ def ColoUlysses : Pass<"colo-ulysses", "::mlir::ModuleOp"> {
     - The LM head (a matmul whose result is returned) and anything else that
       mixes positions read the `shard.all_gather` of all tokens, whose
       gradient is the rank's block: the logits and the loss are replicated.
+    - After `colo-tensor-parallel` (as DeepSpeed-Ulysses composes with
+      Megatron), its entries (`colo.all_reduce_grad`) and sums
+      (`shard.all_reduce`) over `tp` run on the rank's tokens, and the
+      all-to-alls exchange the rank's tp heads.
 
     The runtime cuts and joins along the outermost dimension and its
     all-to-all splits and concatenates along one dimension: reshapes and
