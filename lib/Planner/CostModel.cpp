@@ -398,12 +398,20 @@ llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan
   if (plan.sequenceParallel && m.seq % tp != 0)
     return bad("tp = " + llvm::Twine(tp) + " does not divide the sequence length " +
                llvm::Twine(m.seq));
+  int64_t sp = plan.ulysses;
+  if (sp > 1 && (m.seq % sp != 0 || (m.heads / tp) % sp != 0))
+    return bad("ulysses = " + llvm::Twine(sp) + " does not divide the sequence length " +
+               llvm::Twine(m.seq) + " and the " + llvm::Twine(m.heads / tp) +
+               " heads of a tensor-parallel rank");
   return llvm::Error::success();
 }
 
 /// Quantities of the plan, the model and the cluster that several terms use.
 struct Shared {
   int64_t tp = 1, pp = 1, dp = 1, v = 1;
+  /// DeepSpeed-Ulysses ranks (mesh axis sp, between dp and tp): each holds
+  /// 1/sp of every sample's positions.
+  int64_t sp = 1;
   /// How many ways the embedding and the head are split: tp where
   /// vocabulary-parallel, else 1.
   int64_t edge = 1;
@@ -427,6 +435,7 @@ struct Shared {
 Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan &plan) {
   Shared s;
   s.tp = plan.tp, s.pp = plan.pp, s.dp = plan.dp, s.v = plan.virtualStages;
+  s.sp = plan.ulysses;
   s.sequenceParallel = plan.sequenceParallel;
   s.b = plan.microBatch;
   // Matrix products run in the training precision: a float32 model's at the
@@ -444,7 +453,8 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   // Megatron-LM splits them over the vocabulary (m.vocabParallel).
   s.edge = m.vocabParallel ? s.tp : 1;
   s.mcount = plan.microBatches;
-  s.boundary = s.b * m.seq * m.hidden * m.elementBytes;
+  // Under Ulysses a rank's activations between layers are its positions'.
+  s.boundary = s.b * m.seq * m.hidden * m.elementBytes / s.sp;
   // Gradients and parameters travel in the training precision: bf16 in mixed
   // precision, fp32 in a full-precision model.
   s.weightBytes = m.elementBytes >= 4 ? 4 : 2;
@@ -692,12 +702,13 @@ void splitComputeByKind(Prediction &p, const ModelProfile &m, const Chunks &ch,
 double pipelineCommTime(const ModelProfile &m, const ClusterSpec &c, const Shared &s) {
   if (s.pp <= 1)
     return 0;
-  double p2p = collectiveTime(Collective::SendRecv, s.boundary, 2, s.tp * s.dp, c);
+  int64_t stride = s.tp * s.sp * s.dp; // the mesh is [pp, dp, sp, tp]
+  double p2p = collectiveTime(Collective::SendRecv, s.boundary, 2, stride, c);
   // Plus, once per step, the tied weights' gradients between the first and
   // the last stage.
   double tied = (m.elementBytes >= 4 ? 4 : 2) * m.tiedParams / s.edge;
   return s.mcount * 2 * s.v * p2p +
-         (tied > 0 ? collectiveTime(Collective::SendRecv, tied, 2, s.tp * s.dp, c) : 0);
+         (tied > 0 ? collectiveTime(Collective::SendRecv, tied, 2, stride, c) : 0);
 }
 
 /// The pipeline bubble: (pp - 1) / v microbatch times, `tMicro` each.
@@ -714,6 +725,34 @@ double pipelineBubbleTime(double tMicro, const Shared &s) {
 double besideCompute(double comm, double window, const ClusterSpec &c) {
   double slowed = window + c.overlapSlowdown * std::min(comm, window);
   return std::max(comm, slowed) - window;
+}
+
+/// DeepSpeed-Ulysses over sp ranks, as colo-ulysses compiles it, per
+/// microbatch: per layer the all-to-alls of q, k, v and the attention output
+/// forward and of their gradients backward (each rank's b*s/sp*h/tp block,
+/// (sp-1)/sp of it sent; Llama's grouped k and v counted at the hidden
+/// size), again forward under full recompute; the all-gather of the
+/// sequence before the head. On the critical path, on the device with most
+/// layers.
+double ulyssesMicroTime(const ClusterSpec &c, const Plan &plan, const Devices &dev,
+                        const Shared &s) {
+  if (s.sp <= 1)
+    return 0;
+  double a2a = collectiveTime(Collective::AllToAll, s.boundary / s.tp, s.sp, s.tp, c);
+  double gather = collectiveTime(Collective::AllGather, s.boundary * s.sp, s.sp, s.tp, c);
+  return dev.maxLayers * (plan.recompute == Recompute::Full ? 12 : 8) * a2a + gather;
+}
+
+/// Ulysses' all-reduce over sp of the gradients of the parameters the split
+/// tokens read (all of the device's, an upper bound), once per step after
+/// the microbatches' sum (colo-pipeline), beside the last backward.
+double ulyssesGradientTime(const ClusterSpec &c, const Devices &dev, const Shared &s,
+                           double tMicro) {
+  if (s.sp <= 1)
+    return 0;
+  double grads =
+      collectiveTime(Collective::AllReduce, s.weightBytes * dev.maxParams, s.sp, s.tp, c);
+  return besideCompute(grads, 2 * tMicro / 3, c);
 }
 
 /// Data parallelism, on the device with most parameters. ZeRO-0 and 1 keep
@@ -733,7 +772,7 @@ double dataParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan 
   int64_t tp = s.tp, pp = s.pp, edge = s.edge;
   double weightBytes = s.weightBytes, mcount = s.mcount, devParams = dev.maxParams;
   auto onLinks = [&](Collective kind, double bytes) {
-    return collectiveTime(kind, bytes, s.dp, tp, c);
+    return collectiveTime(kind, bytes, s.dp, tp * s.sp, c);
   };
   double backward = 2 * tMicro / 3;
   double allReduce = besideCompute(onLinks(Collective::AllReduce, weightBytes * devParams),
@@ -857,6 +896,12 @@ double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const
     bytes += mcount * reduce + gather;
   else // an all-reduce, or a reduce-scatter and an all-gather (ZeRO-1)
     bytes += ringBytesSent(Collective::AllReduce, weightBytes * params, dp);
+  if (s.sp > 1) // Ulysses (ulyssesMicroTime, ulyssesGradientTime)
+    bytes += mcount * (layers * (plan.recompute == Recompute::Full ? 12 : 8) *
+                           ringBytesSent(Collective::AllToAll, boundary / tp, s.sp) +
+                       ((chunks - 1) % pp == d) *
+                           ringBytesSent(Collective::AllGather, boundary * s.sp, s.sp)) +
+             ringBytesSent(Collective::AllReduce, weightBytes * params, s.sp);
   return bytes;
 }
 
@@ -1060,6 +1105,18 @@ void setThroughput(Prediction &p, const ModelProfile &m, const ClusterSpec &c,
 /// probabilities. It recomputes them from q and k; those FLOPs (2 b s^2 h
 /// per layer: 0.7% of a layer's step at h = 8192 and s = 2048, 2.4% at
 /// h = 2048) are not charged.
+/// `m` as one of `sp` Ulysses ranks runs it: the embedding and the layers
+/// on 1/sp of every sample's positions (attention on all positions of 1/sp
+/// of the heads: the same share), the head and the loss on the gathered
+/// sequence.
+static ModelProfile withUlysses(ModelProfile m, int64_t sp) {
+  scale(m.pre, 1.0 / sp);
+  scale(m.layer, 1.0 / sp);
+  for (PartCost &segment : m.segments)
+    scale(segment, 1.0 / sp);
+  return m;
+}
+
 static ModelProfile withFusedAttention(ModelProfile m) {
   auto fuse = [](PartCost &part) {
     part.savedSplit -= part.savedScores;
@@ -1073,8 +1130,11 @@ static ModelProfile withFusedAttention(ModelProfile m) {
 
 llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec &c,
                                    const Plan &plan) {
-  ModelProfile fused;
-  const ModelProfile &m = c.fusedAttention > 0 ? (fused = withFusedAttention(given)) : given;
+  ModelProfile fused, split;
+  const ModelProfile &unsplit =
+      c.fusedAttention > 0 ? (fused = withFusedAttention(given)) : given;
+  const ModelProfile &m =
+      plan.ulysses > 1 ? (split = withUlysses(unsplit, plan.ulysses)) : unsplit;
   if (llvm::Error e = validatePlan(m, c, plan))
     return std::move(e);
   Shared s = sharedQuantities(m, c, plan);
@@ -1106,7 +1166,9 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   splitComputeByKind(p, m, ch, dev, s);
   // One microbatch on the slowest device, its tensor-parallel communication
   // included: what the pipeline bubble and the data-parallel overlap see.
-  double tMicro = (t.compute + t.recompute + t.tensorParallel) / s.mcount;
+  double ulyssesMicro = ulyssesMicroTime(c, plan, dev, s);
+  double tMicro = (t.compute + t.recompute + t.tensorParallel) / s.mcount + ulyssesMicro;
+  t.ulysses = s.mcount * ulyssesMicro + ulyssesGradientTime(c, dev, s, tMicro);
   t.pipelineComm = pipelineCommTime(m, c, s);
   t.bubble = pipelineBubbleTime(tMicro, s);
   t.dataParallel = dataParallelTime(m, c, plan, dev, s, tMicro);
@@ -1145,7 +1207,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
       bytes += s.mcount * 2 * budgeted[d].fullLayers *
                ringBytesSent(Collective::AllReduce, s.boundary, s.tp);
     p.commBytesDevice = std::max(p.commBytesDevice, bytes);
-    p.commBytesAll += bytes * s.dp * s.tp;
+    p.commBytesAll += bytes * s.dp * s.sp * s.tp;
   }
 
   // Memory of each device; report the largest.
@@ -1163,7 +1225,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   p.fits = worst.total() <= kAllocatableShare * c.deviceMemory &&
            (c.hostMemory <= 0 || p.hostMemory * c.devicesPerNode <= 0.9 * c.hostMemory);
 
-  setThroughput(p, m, c, plan);
+  setThroughput(p, unsplit, c, plan); // the model's FLOPs, not a Ulysses rank's
   return p;
 }
 
@@ -1171,6 +1233,7 @@ std::vector<std::pair<const char *, double>> timeTerms(const TimeBreakdown &t) {
   return {{"compute", t.compute},
           {"recompute", t.recompute},
           {"tensor_parallel", t.tensorParallel},
+          {"ulysses", t.ulysses},
           {"pipeline_comm", t.pipelineComm},
           {"bubble", t.bubble},
           {"data_parallel", t.dataParallel},
@@ -1227,6 +1290,8 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
   line("compute (fwd + bwd)", t.compute);
   line("recompute", t.recompute);
   line("tensor-parallel comm", t.tensorParallel);
+  if (t.ulysses > 0)
+    line("ulysses all-to-all", t.ulysses);
   line("pipeline send/recv", t.pipelineComm);
   line("pipeline bubble", t.bubble);
   line("data-parallel comm", t.dataParallel); // exposed, and the slowdown beside it

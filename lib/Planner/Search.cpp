@@ -19,6 +19,63 @@ std::vector<int64_t> divisors(int64_t n) {
   return d;
 }
 
+/// The plans of one mesh (dp x pp x ulysses x tp): every microbatch size,
+/// schedule, ZeRO stage, sequence parallelism, recomputation and offload
+/// that colo compiles with it.
+void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const ClusterSpec &c,
+                  const SearchOptions &o, int64_t dp, int64_t tp, int64_t pp,
+                  int64_t ulysses) {
+  int64_t perRank = o.globalBatch / dp;
+  for (int64_t mbs : divisors(perRank)) {
+    if (mbs > 64)
+      break;
+    int64_t micro = perRank / mbs;
+    std::vector<std::pair<Schedule, int64_t>> schedules;
+    if (pp == 1) {
+      schedules.push_back({Schedule::None, 1});
+    } else {
+      schedules.push_back({Schedule::OneFOneB, 1});
+      schedules.push_back({Schedule::GPipe, 1});
+      for (int64_t v : {2, 4})
+        if (m.layers % (pp * v) == 0 && micro % pp == 0)
+          schedules.push_back({Schedule::Interleaved, v});
+    }
+    for (auto [sched, v] : schedules)
+      for (int zero = 0; zero <= (pp > 1 ? 2 : 3); ++zero)
+        for (bool sp : {false, true}) {
+          if (sp && (tp == 1 || m.seq % tp || ulysses > 1))
+            continue;
+          for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+            if (!o.allowRecompute && rc != Recompute::None)
+              continue;
+            // Fused attention keeps no probabilities: selective
+            // recomputation would be the plain plan again.
+            if (rc == Recompute::Selective && c.fusedAttention > 0)
+              continue;
+            for (Offload off : {Offload::None, Offload::Optimizer, Offload::OptimizerParams})
+              for (bool activations : {false, true}) {
+                if ((!o.allowOffload && off != Offload::None) ||
+                    (activations && !(o.allowOffload && o.allowActivationOffload)))
+                  continue;
+                Plan p;
+                p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
+                p.ulysses = ulysses;
+                p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
+                p.schedule = sched, p.virtualStages = v;
+                p.recompute = rc, p.offload = off, p.offloadActivations = activations;
+                p.vocabParallel = m.vocabParallel && tp > 1;
+                // Only what colo compile builds.
+                if (llvm::Error e = checkCompilable(p)) {
+                  llvm::consumeError(std::move(e));
+                  continue;
+                }
+                plans.push_back(p);
+              }
+          }
+        }
+  }
+}
+
 std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
                             const SearchOptions &o) {
   std::vector<Plan> plans;
@@ -30,56 +87,15 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
     for (int64_t pp : divisors(n / tp)) {
       if (pp > m.layers)
         continue;
-      int64_t dp = n / (tp * pp);
-      if (o.globalBatch % dp)
-        continue;
-      int64_t perRank = o.globalBatch / dp;
-      for (int64_t mbs : divisors(perRank)) {
-        if (mbs > 64)
-          break;
-        int64_t micro = perRank / mbs;
-        std::vector<std::pair<Schedule, int64_t>> schedules;
-        if (pp == 1) {
-          schedules.push_back({Schedule::None, 1});
-        } else {
-          schedules.push_back({Schedule::OneFOneB, 1});
-          schedules.push_back({Schedule::GPipe, 1});
-          for (int64_t v : {2, 4})
-            if (m.layers % (pp * v) == 0 && micro % pp == 0)
-              schedules.push_back({Schedule::Interleaved, v});
-        }
-        for (auto [sched, v] : schedules)
-          for (int zero = 0; zero <= (pp > 1 ? 2 : 3); ++zero)
-            for (bool sp : {false, true}) {
-              if (sp && (tp == 1 || m.seq % tp))
-                continue;
-              for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-                if (!o.allowRecompute && rc != Recompute::None)
-                  continue;
-                // Fused attention keeps no probabilities: selective
-                // recomputation would be the plain plan again.
-                if (rc == Recompute::Selective && c.fusedAttention > 0)
-                  continue;
-                for (Offload off : {Offload::None, Offload::Optimizer, Offload::OptimizerParams})
-                  for (bool activations : {false, true}) {
-                    if ((!o.allowOffload && off != Offload::None) ||
-                        (activations && !(o.allowOffload && o.allowActivationOffload)))
-                      continue;
-                    Plan p;
-                    p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
-                    p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
-                    p.schedule = sched, p.virtualStages = v;
-                    p.recompute = rc, p.offload = off, p.offloadActivations = activations;
-                    p.vocabParallel = m.vocabParallel && tp > 1;
-                    // Only what colo compile builds.
-                    if (llvm::Error e = checkCompilable(p)) {
-                      llvm::consumeError(std::move(e));
-                      continue;
-                    }
-                    plans.push_back(p);
-                  }
-              }
-            }
+      for (int64_t ulysses : divisors(n / (tp * pp))) {
+        // Ulysses' all-to-alls stay inside a node with tensor parallelism's,
+        // and split the sequence and a tensor-parallel rank's heads.
+        if (ulysses > 1 && (tp * ulysses > c.devicesPerNode || m.seq % ulysses ||
+                            (m.heads / tp) % ulysses))
+          continue;
+        int64_t dp = n / (tp * pp * ulysses);
+        if (o.globalBatch % dp == 0)
+          addMeshPlans(plans, m, c, o, dp, tp, pp, ulysses);
       }
     }
   }

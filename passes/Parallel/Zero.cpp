@@ -253,25 +253,46 @@ Value gatherParameter(OpBuilder &b, Location loc, const Sharded &s, Value block,
   return reshape(b, loc, s.type, flat);
 }
 
+/// Where each op of the step is: its microbatch (-1 for the step's own
+/// ops) and whether it is of the backward. A microbatch's backward follows
+/// its loss (the term colo-pipeline averages into the returned loss); the
+/// step's backward follows the returned loss.
+struct Phases {
+  Operation *lossOp = nullptr;
+  DenseMap<int64_t, Operation *> microLoss;
+
+  static int64_t microOf(Operation *op) {
+    IntegerAttr m = ColoDialect::MicroAttrHelper(op->getContext()).getAttr(op);
+    return m ? m.getInt() : -1;
+  }
+  std::pair<int64_t, bool> of(Operation *at) const {
+    int64_t m = microOf(at);
+    Operation *loss = microLoss.lookup(m);
+    if (!loss)
+      loss = lossOp, m = -1;
+    return {m, !loss || loss->isBeforeInBlock(at)};
+  }
+};
+
 /// Stage 3: the parameter global keeps only the rank's flat block
 /// (`colo.shard = {axis = "dp", parts = dp, flat}`), so every load of it
-/// yields the block. The update reads the block as it is. In @train_step the
-/// uses up to the loss (the forward) read one all-gather placed before the
-/// first of them; the uses after it (the backward) read a second one placed
-/// before the first of those, so the whole parameter does not live from the
-/// forward to the backward. That includes views of it: a reshape, transpose
-/// or convert of the parameter computed in the forward and read by the
-/// backward (a matmul's transposed weight) is computed again from the second
-/// gather. A parameter the backward does not read (a bias, an embedding
-/// table) is gathered once. Loads in other functions (@forward) are gathered
-/// right after the load. A use in the optimizer part other than the
-/// parameter's own update is an error.
+/// yields the block. The update reads the block as it is. In @train_step
+/// each microbatch's forward uses (up to its loss) read one all-gather
+/// placed before the first of them; its backward uses read a second one
+/// placed before the first of those, so the whole parameter lives neither
+/// from the forward to the backward nor from one microbatch to the next
+/// (DeepSpeed's and FSDP's gathers per microbatch). That includes views of
+/// it: a reshape, transpose or convert of the parameter computed in the
+/// forward and read by the backward (a matmul's transposed weight) is
+/// computed again from the second gather. A parameter the backward does not
+/// read (a bias, an embedding table) is gathered once per microbatch. Loads
+/// in other functions (@forward) are gathered right after the load. A use in
+/// the optimizer part other than the parameter's own update is an error.
 LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp module,
-                             func::FuncOp step, Operation *lossOp,
+                             func::FuncOp step, const Phases &phases,
                              Operation *firstUpdate) {
   StringRef param = global.getSymName();
   Block &body = step.front();
-  auto isBackward = [&](Operation *at) { return !lossOp || lossOp->isBeforeInBlock(at); };
   auto checkNotOptimizer = [&](Operation *user, Operation *at) -> LogicalResult {
     if (isa<AdamUpdateOp, SgdUpdateOp, LambUpdateOp, LarsUpdateOp, GlobalStoreOp>(at) ||
         (firstUpdate && !at->isBeforeInBlock(firstUpdate)))
@@ -285,6 +306,17 @@ LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp 
     if (!first || at->isBeforeInBlock(first))
       first = at;
   };
+  // One gather per microbatch and phase, the microbatch's own (colo.micro
+  // also keeps CSE from merging two microbatches' gathers).
+  auto gatherAt = [&](Operation *before, Value block, int64_t micro, StringRef phase) {
+    OpBuilder b(before);
+    Value whole = gatherParameter(b, block.getLoc(), s, block, dp, phase);
+    if (micro >= 0)
+      for (Operation *op = whole.getDefiningOp(); op && op != block.getDefiningOp();
+           op = op->getOperand(0).getDefiningOp())
+        ColoDialect::MicroAttrHelper(op->getContext()).setAttr(op, b.getI64IntegerAttr(micro));
+    return whole;
+  };
 
   SmallVector<GlobalLoadOp> loads;
   module.walk([&](GlobalLoadOp load) {
@@ -292,7 +324,6 @@ LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp 
       loads.push_back(load);
   });
   for (GlobalLoadOp load : loads) {
-    Location loc = load.getLoc();
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : load->getUses())
       if (use.getOwner() != s.update || use.getOperandNumber() != 0)
@@ -303,71 +334,85 @@ LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp 
     if (load->getBlock() != &body) {
       OpBuilder b(load->getContext());
       b.setInsertionPointAfter(load);
-      Value whole = gatherParameter(b, loc, s, load.getResult(), dp, "forward");
+      Value whole = gatherParameter(b, load.getLoc(), s, load.getResult(), dp, "forward");
       for (OpOperand *use : uses)
         use->set(whole);
       continue;
     }
 
-    // Direct uses, by part.
-    SmallVector<OpOperand *> forward, backward;
-    Operation *firstForward = nullptr, *firstBackward = nullptr;
+    // Direct uses, by microbatch and phase.
+    using Key = std::pair<int64_t, bool>;
+    std::map<Key, SmallVector<OpOperand *>> groups;
+    std::map<Key, Operation *> first;
     for (OpOperand *use : uses) {
       Operation *at = body.findAncestorOpInBlock(*use->getOwner());
       if (failed(checkNotOptimizer(use->getOwner(), at)))
         return failure();
-      bool b = isBackward(at);
-      (b ? backward : forward).push_back(use);
-      earliest(b ? firstBackward : firstForward, at);
+      Key key = phases.of(at);
+      groups[key].push_back(use);
+      earliest(first[key], at);
     }
-    Value whole;
-    if (firstForward) {
-      OpBuilder b(firstForward);
-      whole = gatherParameter(b, loc, s, load.getResult(), dp, "forward");
-      for (OpOperand *use : forward)
-        use->set(whole);
-    }
-
-    // Forward views of the whole parameter, and their uses in the backward.
-    SmallVector<Operation *> views;
-    SmallVector<OpOperand *> viewUses;
-    SmallVector<Value> work;
-    if (whole)
-      work.push_back(whole);
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      for (OpOperand &use : v.getUses()) {
-        Operation *user = use.getOwner();
-        Operation *at = body.findAncestorOpInBlock(*user);
-        if (!isBackward(at)) {
-          if (user->getBlock() == &body && user->getNumOperands() == 1 &&
-              isa<ReshapeOp, TransposeOp, ConvertOp>(user) && !llvm::is_contained(views, user)) {
-            views.push_back(user);
-            work.push_back(user->getResult(0));
+    // Views of the parameter (reshapes, transposes, converts in the phase of
+    // the uses they start from) that another phase reads (a microbatch's
+    // backward, or, computed once per step, a microbatch): computed again
+    // there from that phase's gather.
+    struct Views {
+      SmallVector<Operation *> chain;
+      std::map<Key, SmallVector<OpOperand *>> readers;
+    };
+    std::map<Key, Views> views;
+    for (auto &[key, group] : groups) {
+      Views &v = views[key];
+      SmallVector<Value> work;
+      for (OpOperand *use : group)
+        work.push_back(use->getOwner()->getResult(0));
+      auto isView = [&](Operation *op) {
+        return op->getBlock() == &body && op->getNumOperands() == 1 &&
+               op->getNumResults() == 1 && isa<ReshapeOp, TransposeOp, ConvertOp>(op);
+      };
+      llvm::erase_if(work, [&](Value x) { return !isView(x.getDefiningOp()); });
+      for (Value x : work)
+        v.chain.push_back(x.getDefiningOp());
+      while (!work.empty()) {
+        for (OpOperand &use : work.pop_back_val().getUses()) {
+          Operation *user = use.getOwner();
+          Operation *at = body.findAncestorOpInBlock(*user);
+          Key where = phases.of(at);
+          if (where == key) {
+            if (isView(user) && !llvm::is_contained(v.chain, user)) {
+              v.chain.push_back(user);
+              work.push_back(user->getResult(0));
+            }
+            continue;
           }
-          continue;
+          if (failed(checkNotOptimizer(user, at)))
+            return failure();
+          v.readers[where].push_back(&use);
+          earliest(first[where], at);
         }
-        if (failed(checkNotOptimizer(user, at)))
-          return failure();
-        viewUses.push_back(&use);
-        earliest(firstBackward, at);
       }
     }
-    if (!firstBackward)
-      continue;
-    OpBuilder b(firstBackward);
-    Value again = gatherParameter(b, loc, s, load.getResult(), dp, "backward");
-    for (OpOperand *use : backward)
-      use->set(again);
-    if (viewUses.empty())
-      continue;
-    IRMapping map;
-    map.map(whole, again);
-    llvm::sort(views, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
-    for (Operation *view : views)
-      b.clone(*view, map);
-    for (OpOperand *use : viewUses)
-      use->set(map.lookup(use->get()));
+    // One gather per phase, before its first use; the views read there
+    // computed again right after it.
+    std::map<Key, Value> whole;
+    for (auto &[key, at] : first) {
+      whole[key] =
+          gatherAt(at, load.getResult(), key.first, key.second ? "backward" : "forward");
+      for (OpOperand *use : groups[key])
+        use->set(whole[key]);
+    }
+    for (auto &[from, v] : views) {
+      llvm::sort(v.chain, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+      for (auto &[key, readers] : v.readers) {
+        IRMapping map;
+        map.map(whole[from], whole[key]);
+        OpBuilder b(first[key]);
+        for (Operation *view : v.chain)
+          b.clone(*view, map);
+        for (OpOperand *use : readers)
+          use->set(map.lookup(use->get()));
+      }
+    }
   }
   global.setShardAttr(flatBlockShard(global, dp));
   return success();
@@ -590,12 +635,17 @@ struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
     for (Sharded &s : params)
       shardUpdate(s, *axis, symbols, stage == 3);
     if (stage == 3) {
-      // The forward ends with the loss (the returned value); the backward
-      // follows it, the optimizer updates follow the backward.
+      // The forward ends with the loss (the returned value; under
+      // accumulation each microbatch's with its own); the backward follows
+      // it, the optimizer updates follow the backward.
       auto ret = cast<func::ReturnOp>(body.getTerminator());
-      Operation *lossOp = nullptr;
-      if (ret.getNumOperands() && ret.getOperand(0).getDefiningOp())
-        lossOp = body.findAncestorOpInBlock(*ret.getOperand(0).getDefiningOp());
+      Phases phases;
+      if (ret.getNumOperands() && ret.getOperand(0).getDefiningOp()) {
+        phases.lossOp = body.findAncestorOpInBlock(*ret.getOperand(0).getDefiningOp());
+        if (std::optional<Accumulation> losses = accumulationOf(ret.getOperand(0)))
+          for (auto [m, term] : llvm::enumerate(losses->terms))
+            phases.microLoss[int64_t(m)] = body.findAncestorOpInBlock(*term.getDefiningOp());
+      }
       Operation *firstUpdate = nullptr;
       for (Sharded &s : params) {
         Operation *at = body.findAncestorOpInBlock(*s.update);
@@ -604,7 +654,7 @@ struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
       }
       for (Sharded &s : params)
         if (failed(shardParameter(s, *axis, symbols.lookup<GlobalOp>(s.param), module, step,
-                                  lossOp, firstUpdate)))
+                                  phases, firstUpdate)))
           return failure();
     } else {
       SmallVector<Sharded *> updated =

@@ -355,6 +355,18 @@ def zero3(dp, P, W):
     return (dp - 1) * 4 * (3 * P - unread) + ring_all_reduce_bytes(dp, 1)
 
 
+def zero3_micro(dp, P, W, micro):
+    """ZeRO-3 under accumulation: each microbatch gathers the parameters for
+    its forward and its backward (DeepSpeed's and FSDP's gathers per
+    microbatch), but GPT-2's position embeddings, looked up at the same
+    positions by every microbatch, once per step; the accumulated gradients'
+    one reduce-scatter; the loss's all-reduce."""
+    unread = sum(w.size for k, w in W.items() if backward_unread(k))
+    per_step = sum(w.size for k, w in W.items() if "wpe" in k)
+    gathered = micro * (P - per_step) + per_step + micro * (P - unread)
+    return (dp - 1) * 4 * (P + gathered) + ring_all_reduce_bytes(dp, 1)
+
+
 def zero3_tp(dp, tp, W):
     """ZeRO-3 over Megatron TP: TP's all-reduces over the whole batch and, in
     each of the tp data-parallel groups, zero3's volume over the rank's
@@ -391,6 +403,7 @@ PLANS = {
     "dp=2,pp=2,zero=2,micro=2,recompute=full,offload=optimizer": None,
     "dp=2,zero=3": lambda P, W: zero3(2, P, W),
     "dp=2,tp=2,zero=3": lambda P, W: zero3_tp(2, 2, W),
+    "dp=2,zero=3,micro=2": lambda P, W: zero3_micro(2, P, W, 2),
     "tp=2": lambda P, W: megatron(2),
     "tp=4": lambda P, W: megatron(4),
     "dp=2,tp=2": lambda P, W: megatron_dp(2, 2, W),
@@ -438,7 +451,7 @@ PLANS = {
 CASES = [("gpt2", p, "adamw") for p in PLANS] + \
     [("llama", p, "adamw") for p in ("dp=2", "dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3",
                                           "tp=2", "tp=4",
-                                          "dp=2,tp=2", "dp=2,tp=2,zero=3",
+                                          "dp=2,tp=2", "dp=2,tp=2,zero=3", "dp=2,zero=3,micro=2",
                                           "tp=2,sp", "dp=2,tp=2,sp",
                                           "tp=2,vocab", "dp=2,tp=2,vocab", "tp=2,sp,vocab",
                                           "pp=2,micro=2,schedule=gpipe",

@@ -569,3 +569,26 @@ TEST(PlannerSearch, InfeasibleRequestIsExplained) {
   EXPECT_GT(r.closest->memory.total(), cluster("rtx2060").deviceMemory);
   EXPECT_FALSE(r.suggestions.empty());
 }
+
+// Ulysses over 2 ranks: each runs the embedding and the layers on half of
+// every sample's positions and the head whole; per layer 8 all-to-alls of
+// its b*s/2*h block (half of it sent), the gather before the head, and the
+// gradients' all-reduce over sp once per step (colo-ulysses, colo-pipeline).
+TEST(PlannerPredict, UlyssesSplitsTheLayersAndExchangesHeads) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  ClusterSpec c = cluster("a100-80g:1x2");
+  Prediction one = cantFail(predict(m, cluster("a100-80g:1x1"),
+                                    cantFail(parsePlan("mbs=2,micro=1"))));
+  Prediction r = cantFail(predict(m, c, cantFail(parsePlan("ulysses=2,mbs=2,micro=1"))));
+  EXPECT_LT(r.time.compute, one.time.compute);
+  EXPECT_GT(r.time.compute, one.time.compute / 2); // the head runs whole
+  EXPECT_LT(r.memory.activations, one.memory.activations);
+  double block = 2.0 * m.seq * m.hidden * m.elementBytes / 2;
+  double params = m.layers * m.layer.params + m.pre.params + m.post.params;
+  EXPECT_NEAR(r.commBytesDevice,
+              m.layers * 8 * block / 2 + 2 * block / 2 + 2.0 * params * 2 / 2, 1);
+  EXPECT_GT(r.time.ulysses, m.layers * 8 * collectiveTime(Collective::AllToAll, block, 2, 1, c));
+  // The same FLOPs: MFU counts the model's, not a rank's.
+  EXPECT_NEAR(r.mfu * r.stepTime * 2, one.mfu * one.stepTime, 1e-9);
+}

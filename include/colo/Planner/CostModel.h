@@ -102,10 +102,10 @@ struct MemoryBreakdown {
 
 /// Step time of a plan, seconds, as the critical path sees it.
 struct TimeBreakdown {
-  double compute = 0, recompute = 0, tensorParallel = 0, pipelineComm = 0,
+  double compute = 0, recompute = 0, tensorParallel = 0, ulysses = 0, pipelineComm = 0,
          bubble = 0, dataParallel = 0, optimizer = 0, offload = 0;
   double total() const {
-    return compute + recompute + tensorParallel + pipelineComm + bubble +
+    return compute + recompute + tensorParallel + ulysses + pipelineComm + bubble +
            dataParallel + optimizer + offload;
   }
 };
