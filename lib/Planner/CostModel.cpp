@@ -28,6 +28,7 @@ PartCost &PartCost::operator+=(const PartCost &o) {
   attentionFlops += o.attentionFlops;
   fusedAttentionFlops += o.fusedAttentionFlops;
   params += o.params;
+  paramTensors += o.paramTensors;
   ops += o.ops;
   savedReplicated += o.savedReplicated;
   savedSplit += o.savedSplit;
@@ -214,8 +215,10 @@ void addParams(PartCost &c, Operation *op, ModuleOp module,
     if (!load || !counted.insert(load.getGlobal()).second)
       continue;
     if (auto global = module.lookupSymbol<GlobalOp>(load.getGlobal());
-        global && global.getTrainable())
+        global && global.getTrainable()) {
       c.params += global.getTensorType().getNumElements();
+      c.paramTensors += 1;
+    }
   }
 }
 
@@ -785,16 +788,21 @@ double dataParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan 
   }
   double tLayer = partTime(m.layer, tp, s), tPre = partTime(m.pre, edge, s),
          tPost = partTime(m.post, edge, s);
-  // A part of `params` parameters whose forward takes `fwd`.
-  auto exposed = [&](double params, double fwd) {
-    double gather = onLinks(Collective::AllGather, weightBytes * params);
+  // A part of `params` parameters in `tensors` tensors whose forward takes
+  // `fwd`: colo-zero gathers each tensor with its own all-gather (each
+  // paying the ring's latency), and reduce-scatters the gradients in
+  // buckets.
+  auto exposed = [&](double params, double tensors, double fwd) {
+    double gather = onLinks(Collective::AllGather, weightBytes * params) +
+                    std::max(0.0, tensors - 1) * onLinks(Collective::AllGather, weightBytes);
     double reduce = onLinks(Collective::ReduceScatter, weightBytes * params);
     return besideCompute(gather, fwd, c) + besideCompute(gather + reduce, 2 * fwd, c);
   };
-  double edges = pp == 1 ? exposed((m.pre.params + m.post.params) / edge, tPre + tPost)
-                         : std::max(exposed(m.pre.params / edge, tPre),
-                                    exposed(m.post.params / edge, tPost));
-  return mcount * (dev.maxLayers * exposed(m.layer.params / tp, tLayer) + edges);
+  double edges = pp == 1 ? exposed((m.pre.params + m.post.params) / edge, 1, tPre + tPost)
+                         : std::max(exposed(m.pre.params / edge, 1, tPre),
+                                    exposed(m.post.params / edge, 1, tPost));
+  return mcount * (dev.maxLayers * exposed(m.layer.params / tp, m.layer.paramTensors, tLayer) +
+                   edges);
 }
 
 /// The parameters whose optimizer state the device with most parameters

@@ -37,6 +37,9 @@ struct PartCost {
   /// (ClusterSpec::fusedAttention).
   double fusedAttentionFlops = 0;
   double params = 0;
+  /// Parameter tensors (globals) read: colo-zero's stage 3 gathers each
+  /// with an all-gather of its own.
+  double paramTensors = 0;
   double ops = 0;          // kernels launched
   /// Bytes kept for backward: tensors of the hidden size (replicated by
   /// tensor parallelism unless sequence parallel) and the rest (split).
