@@ -443,6 +443,10 @@ PLANS = {
     "ulysses=2,pp=2,micro=2":
         lambda P, W: ulysses(2, P, W) + position_gather(2, W) + ulysses_pipeline(2, 2, W),
     "ulysses=2,tp=2": lambda P, W: ulysses(2, P, W, tp=2),
+    # Compositions the search emits with Ulysses: vocabulary parallelism,
+    # recomputation.
+    "ulysses=2,tp=2,vocab": None,
+    "ulysses=2,recompute=full": None,
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
