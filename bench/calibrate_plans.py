@@ -88,6 +88,7 @@ PLANS = [
     ("dp=2,zero=2", "dp=2,zero=2", 2),
     ("dp=2,zero=3", "dp=2,zero=3", 2),
     ("pp=2,micro=2", "pp=2,micro=2,schedule=1f1b", 2),
+    ("ulysses=2", "ulysses=2", 2),
 ]
 
 
@@ -362,10 +363,11 @@ def planner_plan(label, ranks, batch):
     fields = dict(f.split("=") for f in label.split(",")) if label != "single" else {}
     dp, tp, zero = int(fields.get("dp", 1)), int(fields.get("tp", 1)), int(fields.get("zero", 0))
     pp, micro = int(fields.get("pp", 1)), int(fields.get("micro", 1))
-    assert dp * tp * pp == ranks
+    ulysses = int(fields.get("ulysses", 1))
+    assert dp * tp * pp * ulysses == ranks
     schedule = ",schedule=1f1b" if pp > 1 else ""
-    return (f"dp={dp},tp={tp},pp={pp},zero={zero},mbs={batch // dp // micro},"
-            f"micro={micro}{schedule}")
+    return (f"dp={dp},tp={tp},pp={pp},ulysses={ulysses},zero={zero},"
+            f"mbs={batch // dp // micro},micro={micro}{schedule}")
 
 
 def predict(colo, mlir, label, ranks, batch, spec):
