@@ -363,16 +363,16 @@ LogicalResult shardParameter(Sharded &s, MeshAxis dp, GlobalOp global, ModuleOp 
     std::map<Key, Views> views;
     for (auto &[key, group] : groups) {
       Views &v = views[key];
-      SmallVector<Value> work;
-      for (OpOperand *use : group)
-        work.push_back(use->getOwner()->getResult(0));
       auto isView = [&](Operation *op) {
         return op->getBlock() == &body && op->getNumOperands() == 1 &&
                op->getNumResults() == 1 && isa<ReshapeOp, TransposeOp, ConvertOp>(op);
       };
-      llvm::erase_if(work, [&](Value x) { return !isView(x.getDefiningOp()); });
-      for (Value x : work)
-        v.chain.push_back(x.getDefiningOp());
+      SmallVector<Value> work;
+      for (OpOperand *use : group)
+        if (isView(use->getOwner()) && !llvm::is_contained(v.chain, use->getOwner())) {
+          v.chain.push_back(use->getOwner());
+          work.push_back(use->getOwner()->getResult(0));
+        }
       while (!work.empty()) {
         for (OpOperand &use : work.pop_back_val().getUses()) {
           Operation *user = use.getOwner();
@@ -610,11 +610,12 @@ struct ColoZero : PlanPass<colo::impl::ColoZeroBase<ColoZero>> {
     auto after = [&](Operation *op) {
       return OpBuilder(&body, op ? std::next(op->getIterator()) : body.begin());
     };
-    // Stage 2 under gradient accumulation: each microbatch's gradients are
-    // reduce-scattered as its backward completes their bucket, and the rank
-    // adds up its blocks, so that no whole gradient outlives its microbatch.
+    // Stages 2 and 3 under gradient accumulation: each microbatch's
+    // gradients are reduce-scattered as its backward completes their bucket,
+    // and the rank adds up its blocks, so that no whole gradient outlives its
+    // microbatch.
     DenseMap<Sharded *, Accumulation> accumulated;
-    if (stage == 2)
+    if (stage >= 2)
       for (Sharded &s : params)
         if (std::optional<Accumulation> a = accumulationOf(s.grad.getInput()))
           accumulated[&s] = std::move(*a);

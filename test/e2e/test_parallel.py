@@ -359,12 +359,12 @@ def zero3_micro(dp, P, W, micro):
     """ZeRO-3 under accumulation: each microbatch gathers the parameters for
     its forward and its backward (DeepSpeed's and FSDP's gathers per
     microbatch), but GPT-2's position embeddings, looked up at the same
-    positions by every microbatch, once per step; the accumulated gradients'
-    one reduce-scatter; the loss's all-reduce."""
+    positions by every microbatch, once per step; each microbatch's
+    reduce-scatter of its gradients (as ZeRO-2's); the loss's all-reduce."""
     unread = sum(w.size for k, w in W.items() if backward_unread(k))
     per_step = sum(w.size for k, w in W.items() if "wpe" in k)
     gathered = micro * (P - per_step) + per_step + micro * (P - unread)
-    return (dp - 1) * 4 * (P + gathered) + ring_all_reduce_bytes(dp, 1)
+    return (dp - 1) * 4 * (micro * P + gathered) + ring_all_reduce_bytes(dp, 1)
 
 
 def zero3_tp(dp, tp, W):

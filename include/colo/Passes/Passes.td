@@ -604,8 +604,8 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
     averaged gradient only ever exists as the rank's block. Under gradient
     accumulation (`colo-pipeline` with micro > 1, which adds each
     microbatch's gradient, computed by an op of `colo.micro` m, in order and
-    scales the sum by 1/micro), stage 1 reduce-scatters the sum; stage 2
-    reduce-scatters each microbatch's gradients, bucketed in the order that
+    scales the sum by 1/micro), stage 1 reduce-scatters the sum; stages 2
+    and 3 reduce-scatter each microbatch's gradients, bucketed in the order that
     microbatch's backward computes them and placed right after the bucket's
     last one, and adds the rank's blocks as they arrive before scaling them,
     so no whole gradient outlives its microbatch: micro reduce-scatters per
@@ -615,26 +615,31 @@ def ColoZero : Pass<"colo-zero", "::mlir::ModuleOp"> {
     the data by the latter).
 
     Stage 3 (parameter partitioning as well) makes every trainable parameter
-    global `shard = #colo.shard<flat = true, split_axes = [["dp"]], parts = [dp]>`: each rank keeps a
-    zero-padded contiguous block of `n' / dp` elements, which is what every
-    `colo.global_load` of it yields. In the step, one `shard.all_gather`
-    (`gather_axis = 0`, `[n'/dp] -> [n']`, then the padding cut and the
-    parameter's shape restored) is placed before the first use in the forward
-    (up to the loss, the returned value) and serves the forward's uses; a
-    second one before the first use in the backward serves the backward's, so
-    the whole parameter need not live from the forward to the backward.
-    Reshapes, transposes and converts of the parameter that the forward
-    computes and the backward reads are computed again from the second
-    gather. A parameter that the backward does not read (a bias, an embedding
-    table) is gathered once. The all-gathers carry `colo.zero_gather =
-    "forward"` or `"backward"` (which also keeps CSE from merging them).
-    Gradients are reduce-scattered as in stage 2; the update runs on the
-    loaded block (no `shard.all_slice`) and its new block is stored straight
-    back (no all-gather after the update). Per step that is 2 all-gathers and
-    a reduce-scatter of `n'` per parameter: 1.5 times the data-parallel
-    volume. A read of the parameter in the optimizer part, other than by its
-    update, is an error; so is a parameter already sharded by tensor
-    parallelism. Other functions of the module (`@forward`) gather each load
+    global `shard = #colo.shard<flat = true, split_axes = [["dp"]], parts = [dp]>`
+    (under tensor parallelism: its tp split with `flat_axes = ["dp"]`): each
+    rank keeps a zero-padded contiguous block of `n' / dp` elements (of its tp
+    block), which is what every `colo.global_load` of it yields. In the step,
+    one `shard.all_gather` (`gather_axis = 0`, `[n'/dp] -> [n']`, then the
+    padding cut and the shape restored) is placed before the first use in
+    the forward (up to the loss, the returned value) and serves the forward's
+    uses; a second one before the first use in the backward serves the
+    backward's, so the whole parameter need not live from the forward to the
+    backward. Under gradient accumulation each microbatch has its own two
+    (marked with its `colo.micro`; its forward ends with its loss), so none
+    lives from one microbatch to the next. Reshapes, transposes and converts
+    of the parameter that one phase computes and another reads (the
+    forward's transposed weight in the backward, a view computed once per
+    step in every microbatch) are computed again from that phase's gather.
+    A parameter that the backward does not read (a bias, an embedding table)
+    is gathered once per microbatch. The all-gathers carry
+    `colo.zero_gather = "forward"` or `"backward"` (which also keeps CSE from
+    merging them). Gradients are reduce-scattered as in stage 2; the update
+    runs on the loaded block (no `shard.all_slice`) and its new block is
+    stored straight back (no all-gather after the update). Per step and
+    microbatch that is 2 all-gathers and a reduce-scatter of `n'` per
+    parameter: 1.5 times the data-parallel volume.
+    A read of the parameter in the optimizer part, other than by its update,
+    is an error. Other functions of the module (`@forward`) gather each load
     of the parameter right after it.
 
     Only `colo.adam_update` (Adam, AdamW) and `colo.sgd_update` can run on
