@@ -68,6 +68,8 @@ std::string splitProblem(const Shard &shard, int64_t parts) {
     return "splits into " + str(parts) + " parts";
   if (numElements(full) < 0)
     return "full_shape " + shapeString(full) + " is invalid";
+  if (!shard.flat() && shard.flat_parts() != 0)
+    return "flat_parts " + str(shard.flat_parts()) + " without flat";
   int64_t flat = shard.flat() ? flatParts(shard, parts) : 1;
   if (shard.flat_parts() < 0 || (shard.flat() && parts % flat))
     return "flat_parts " + str(shard.flat_parts()) + " does not divide " + str(parts) +
@@ -82,12 +84,15 @@ std::string splitProblem(const Shard &shard, int64_t parts) {
              " does not split into " + str(groups) + " groups of " + str(split) + " parts";
   }
 
+  // Consecutive parts of a flattened tensor (or of a block that the checks
+  // above showed the split tiles) tile it.
+  if (shard.flat())
+    return "";
   // Every row before the split dimension is cut alike: the blocks' runs
-  // through the first must tile it (a flattened block's parts need them all).
+  // through the first must tile it.
   Shard row = shard;
-  if (!shard.flat())
-    for (int i = 0; i < shard.dim(); ++i)
-      row.set_full_shape(i, 1);
+  for (int i = 0; i < shard.dim(); ++i)
+    row.set_full_shape(i, 1);
   struct Run {
     int64_t begin, end, index;
   };

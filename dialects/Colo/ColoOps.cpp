@@ -5,7 +5,6 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace colo;
@@ -251,7 +250,8 @@ RankedTensorType colo::localType(GlobalOp global) {
   if (shard->flatAxes.empty())
     return block;
   return RankedTensorType::get(
-      {llvm::divideCeil(block.getNumElements(), shard->flatParts)}, type.getElementType());
+      {(block.getNumElements() + shard->flatParts - 1) / shard->flatParts},
+      type.getElementType());
 }
 
 LogicalResult GlobalOp::verify() {

@@ -108,4 +108,14 @@ TEST(RuntimeShard, FlatPartsMustDivideTheGroup) {
   s.set_flat_parts(2);
   s.set_dim(0);
   EXPECT_EQ(splitProblem(s, 8), "dimension 0 of [2, 4] does not split into 1 groups of 4 parts");
+  s.set_flat(false);
+  EXPECT_EQ(splitProblem(s, 2), "flat_parts 2 without flat");
+}
+
+TEST(RuntimeShard, AHugeFlattenedBlockIsCheckedWithoutVisitingItsRows) {
+  // 2^40 rows: checking the split must not walk them.
+  Shard s = makeShard({int64_t(1) << 40, 4}, 1, 1, true);
+  s.set_flat_parts(2);
+  EXPECT_EQ(splitProblem(s, 4), "");
+  EXPECT_EQ(shardShape(s, 4), (Shape{int64_t(1) << 40}));
 }
