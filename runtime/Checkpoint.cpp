@@ -84,19 +84,17 @@ struct CheckpointNames {
   std::vector<std::string> name;
 
   explicit CheckpointNames(const Executable &exe) : name(size_t(exe.numBuffers())) {
-    std::map<std::string, std::pair<int32_t, std::string>> params; // by unstaged name
+    std::map<std::string, std::string> params; // PyTorch names by unstaged name
     for (const auto &[id, torchName] : exe.parameters())
-      params[unstaged(exe, exe.buffer(id).name())] = {id, torchName};
+      params[unstaged(exe, exe.buffer(id).name())] = torchName;
     for (int32_t id = 0; id < exe.numBuffers(); ++id) {
       std::string base = unstaged(exe, exe.buffer(id).name());
       size_t hash = base.find('#');
       auto it = params.find(base.substr(0, hash));
       if (it == params.end()) {
         name[size_t(id)] = base;
-      } else if (hash == std::string::npos) {
-        name[size_t(id)] = it->second.second;
       } else {
-        name[size_t(id)] = it->second.second + base.substr(hash);
+        name[size_t(id)] = it->second + (hash == std::string::npos ? "" : base.substr(hash));
       }
     }
   }

@@ -730,6 +730,13 @@ double besideCompute(double comm, double window, const ClusterSpec &c) {
   return std::max(comm, slowed) - window;
 }
 
+/// Ulysses' all-to-alls per layer and microbatch: q, k, v and the output
+/// forward, their gradients backward, the forward's again under full
+/// recompute.
+int ulyssesAllToAllsPerLayer(const Plan &plan) {
+  return plan.recompute == Recompute::Full ? 12 : 8;
+}
+
 /// DeepSpeed-Ulysses over sp ranks, as colo-ulysses compiles it, per
 /// microbatch: per layer the all-to-alls of q, k, v and the attention output
 /// forward and of their gradients backward (each rank's b*s/sp*h/tp block,
@@ -743,7 +750,7 @@ double ulyssesMicroTime(const ClusterSpec &c, const Plan &plan, const Devices &d
     return 0;
   double a2a = collectiveTime(Collective::AllToAll, s.boundary / s.tp, s.sp, s.tp, c);
   double gather = collectiveTime(Collective::AllGather, s.boundary * s.sp, s.sp, s.tp, c);
-  return dev.maxLayers * (plan.recompute == Recompute::Full ? 12 : 8) * a2a + gather;
+  return dev.maxLayers * ulyssesAllToAllsPerLayer(plan) * a2a + gather;
 }
 
 /// Ulysses' all-reduce over sp of the gradients of the parameters the split
@@ -905,7 +912,7 @@ double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const
   else // an all-reduce, or a reduce-scatter and an all-gather (ZeRO-1)
     bytes += ringBytesSent(Collective::AllReduce, weightBytes * params, dp);
   if (s.sp > 1) // Ulysses (ulyssesMicroTime, ulyssesGradientTime)
-    bytes += mcount * (layers * (plan.recompute == Recompute::Full ? 12 : 8) *
+    bytes += mcount * (layers * ulyssesAllToAllsPerLayer(plan) *
                            ringBytesSent(Collective::AllToAll, boundary / tp, s.sp) +
                        ((chunks - 1) % pp == d) *
                            ringBytesSent(Collective::AllGather, boundary * s.sp, s.sp)) +
@@ -1109,10 +1116,6 @@ void setThroughput(Prediction &p, const ModelProfile &m, const ClusterSpec &c,
 }
 } // namespace
 
-/// `m` as a fused attention kernel runs it: the backward reads no s x s
-/// probabilities. It recomputes them from q and k; those FLOPs (2 b s^2 h
-/// per layer: 0.7% of a layer's step at h = 8192 and s = 2048, 2.4% at
-/// h = 2048) are not charged.
 /// `m` as one of `sp` Ulysses ranks runs it: the embedding and the layers
 /// on 1/sp of every sample's positions (attention on all positions of 1/sp
 /// of the heads: the same share), the head and the loss on the gathered
@@ -1125,6 +1128,10 @@ static ModelProfile withUlysses(ModelProfile m, int64_t sp) {
   return m;
 }
 
+/// `m` as a fused attention kernel runs it: the backward reads no s x s
+/// probabilities. It recomputes them from q and k; those FLOPs (2 b s^2 h
+/// per layer: 0.7% of a layer's step at h = 8192 and s = 2048, 2.4% at
+/// h = 2048) are not charged.
 static ModelProfile withFusedAttention(ModelProfile m) {
   auto fuse = [](PartCost &part) {
     part.savedSplit -= part.savedScores;
