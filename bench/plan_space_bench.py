@@ -25,10 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = "loss=lm,optimizer=adamw,lr=1e-3"
+COLO = str(ROOT / "build" / "bin" / "colo")
 
 
 def colo(*args, check=True):
-    r = subprocess.run([str(ROOT / "build" / "bin" / "colo"), *map(str, args)],
+    r = subprocess.run([COLO, *map(str, args)],
                        capture_output=True, text=True, timeout=900)
     if check and r.returncode != 0:
         raise RuntimeError((r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1])
@@ -46,13 +47,17 @@ def shape(plan):
 
 
 def main():
+    global COLO
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--devices", type=int, default=4)
     ap.add_argument("--family", default="gpt", choices=["gpt", "llama"])
     ap.add_argument("--sample", type=int, default=0, help="run this many plans (0: all)")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--plan", action="append", help="run this plan (repeatable) instead")
+    ap.add_argument("--colo", default=COLO,
+                    help="the colo binary (a copy lets the build go on meanwhile)")
     a = ap.parse_args()
+    COLO = a.colo
     with tempfile.TemporaryDirectory() as t:
         work = Path(t)
         model = work / "model.mlir"
