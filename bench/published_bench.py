@@ -70,9 +70,23 @@ def recompute_of(text):
     return "full" if text.startswith("full") else "selective" if "selective" in text else "none"
 
 
+def partition_of(row, pp):
+    """The row's pipeline stages as [begin, end) layer ranges where its notes
+    name DeepSpeed's `type:transformer|embedding` partition (the embedding
+    and the tied head each weigh one layer, and every stage gets as many of
+    these units as it can: BLOOM's production run), else None (colo's own
+    cut)."""
+    if pp < 2 or "type:transformer|embedding" not in str(row.get("notes", "")):
+        return None
+    units = row["layers"] + 2
+    bounds = [min(max(round(units * k / pp) - 1, 0), row["layers"]) for k in range(pp + 1)]
+    bounds[0], bounds[-1] = 0, row["layers"]
+    return [[bounds[k], bounds[k + 1]] for k in range(pp)]
+
+
 def published_rows(runs, log=print):
     """The `runs` rows as (id, source, dims, gpu, gpus, per_node, plan, measured s,
-    note, device fields over the GPU's preset); a row whose configuration is
+    note, device fields over the GPU's preset, pipeline stages or None); a row whose configuration is
     incomplete, or whose GPU has no preset, is skipped with a line that says
     why."""
     for r in runs:
@@ -107,7 +121,8 @@ def published_rows(runs, log=print):
         half = ("bf16" in precision or "fp16" in precision) and "fp8" not in precision
         note = "" if half else f"{precision.split()[0]} as bf16"
         yield (r["id"], source_of(r), dims, r["gpu"], gpus, r.get("gpus_per_node") or 8, plan,
-               measured, note, {"fused_attention": fused_attention_of(r)})
+               measured, note, {"fused_attention": fused_attention_of(r)},
+               partition_of(r, pp))
 
 
 def megatron(table):
@@ -125,7 +140,7 @@ def megatron(table):
         dims = dict(layers=l, hidden=h, heads=r["heads"], kv_heads=r["heads"], ffn=4 * h,
                     vocab=V, seq=s)
         yield (f"megatron-{i + 1:02d}", "Megatron-LM", dims, "A100-80GB", gpus, 8, plan,
-               measured, "", {"fused_attention": 0})
+               measured, "", {"fused_attention": 0}, None)
 
 
 # Words by which a row's description names a fused attention kernel.
@@ -174,7 +189,7 @@ def predict(binary, rows, device=lambda gpu, source: {}, log=print):
     results = []
     with tempfile.TemporaryDirectory() as t:
         models, clusters = {}, {}
-        for rid, source, dims, gpu, gpus, per_node, plan, measured, note, given in rows:
+        for rid, source, dims, gpu, gpus, per_node, plan, measured, note, given, stages in rows:
             key = tuple(sorted(dims.items()))
             if key not in models:
                 models[key] = synthetic_model(binary, dims, Path(t) / f"m{len(models)}.mlir")
@@ -188,6 +203,12 @@ def predict(binary, rows, device=lambda gpu, source: {}, log=print):
                     plan.removesuffix(",vocab"), "--json"] + (["--vocab-parallel"] if vocab else [])
             try:
                 p = json.loads(colo(binary, *args))
+                if stages:
+                    # The row's own partition: its plan, as a plan file, with stages.
+                    path = Path(t) / f"{rid}.plan.json"
+                    path.write_text(json.dumps({**p["plan_file"], "stages": stages}))
+                    args[args.index("--explain") + 1] = path
+                    p = json.loads(colo(binary, *args))
             except RuntimeError as e:
                 log(f"{rid:<16} {gpus:5d} {plan:<62} not predicted: {e}")
                 continue
@@ -198,7 +219,8 @@ def predict(binary, rows, device=lambda gpu, source: {}, log=print):
                                 predicted_s=p["step_time_s"], error=error, fits=p["fits"],
                                 memory_gib=p["memory_gib"]["total"], note=note))
             log(f"{rid:<16} {gpus:5d} {plan:<62} {measured:8.3f} {p['step_time_s']:8.3f} "
-                f"{error:+6.1f}%  {'yes' if p['fits'] else 'NO'} {note}")
+                f"{error:+6.1f}%  {'yes' if p['fits'] else 'NO'} {note}"
+                f"{' its own stages' if stages else ''}")
     return results
 
 
@@ -226,7 +248,7 @@ def search_megatron(binary, rows, predicted):
     print(f"{'run':<12} {'GPUs':>5} {'colo picks':<72} {'pick s':>8} {'MFU':>6} {'row s':>8} "
           f"{'sel+sp s':>8} {'rung 1':>6} {'rung 2':>6} speedup")
     with tempfile.TemporaryDirectory() as t:
-        for rid, source, dims, gpu, gpus, per_node, plan, measured, note, given in rows:
+        for rid, source, dims, gpu, gpus, per_node, plan, measured, note, given, _ in rows:
             if source != "Megatron-LM" or rid not in predicted:
                 continue
             model = synthetic_model(binary, dims, Path(t) / f"{rid}.mlir")
