@@ -165,7 +165,9 @@ StepBuilder::IntRange StepBuilder::intRange(Value v) {
         user->getOperand(1) == v)
       return {tensorType(user->getOperand(0)).getShape().back(),
               cast<IntegerAttr>(user->getAttr("ignore_index")).getInt()};
-    if (isa<SliceOp, ReshapeOp>(user))
+    // Ops that only move the ids: Ulysses slices the sequence of a stage's
+    // ids between two transposes before the embedding reads them.
+    if (isa<SliceOp, ReshapeOp, TransposeOp, shard::AllSliceOp, shard::AllGatherOp>(user))
       if (IntRange r = intRange(user->getResult(0)); r.max > 0)
         return r;
   }

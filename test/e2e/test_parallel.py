@@ -642,6 +642,23 @@ def test_the_rank_count_must_match_the_plan(baseline):
     assert proc.returncode == 1 and "compiled for 2 ranks, not 3" in proc.stderr, proc.stderr
 
 
+def test_synthetic_data_is_the_same_under_a_plan(baseline, tmp_path):
+    """`--data synthetic` draws the same batch whatever the plan: every
+    stage's ids lie in the vocabulary, also where Ulysses slices them before
+    the embedding reads them (the first stage of pp=2,ulysses=2 once drew
+    only 0s and 1s, its last stage the vocabulary)."""
+    path = baseline("gpt2")[1]
+    losses = []
+    for plan in ("", "ulysses=2,pp=2"):
+        exe = tmp_path / (plan or "single")
+        run_colo("compile", path, "-o", exe, "--train", TRAIN["adamw"],
+                 *(["--plan", plan] if plan else []))
+        out = run_colo("run", exe, "--steps", 1, "--data", "synthetic", "--threads", 1,
+                       "--no-snapshot").stdout
+        losses.append(float(re.search(r"^step 1/1\s+loss (\S+)", out, re.M)[1]))
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5), losses
+
+
 def test_an_executable_that_begins_with_a_dash_reaches_every_rank(baseline):
     """`colo run --np` passes the directory after `--`, so a rank's
     `colo run` does not read '-exe' as an option."""
