@@ -149,8 +149,8 @@ private:
   }
 
   /// The rank's block of `v` along `d` (contiguous: 1/sp of the dimension).
-  Value cut(OpBuilder &b, Value v, int64_t d) {
-    Location loc = v.getLoc();
+  Value cut(OpBuilder &b, Value v, int64_t d, std::optional<Location> named = {}) {
+    Location loc = named.value_or(v.getLoc());
     RankedTensorType t = tensorType(v);
     bool move = !outermost(t, d);
     Value in = move ? transpose(b, loc, v, toFront(t.getRank(), d)) : v;
@@ -168,7 +168,13 @@ private:
     if (!s) {
       OpBuilder b(v.getContext());
       b.setInsertionPointAfterValue(v);
-      s = cut(b, v, d);
+      // A table the layers share (Llama's rotary cos and sin, loaded in the
+      // first layer) is sliced as part of no layer, so that the layers stay
+      // alike: colo-recompute and the planner find them by that.
+      std::optional<Location> loc;
+      if (auto load = v.getDefiningOp<GlobalLoadOp>())
+        loc = NameLoc::get(b.getStringAttr(load.getGlobal() + "/all_slice"));
+      s = cut(b, v, d, loc);
     }
     return s;
   }

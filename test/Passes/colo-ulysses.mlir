@@ -2,6 +2,8 @@
 // RUN: colo-opt %s -split-input-file --colo-ulysses=sp=2 --colo-build-train-step="loss=lm" \
 // RUN:   --canonicalize | FileCheck %s --check-prefix=STEP
 // RUN: colo-opt %s -split-input-file --colo-ulysses=sp=1 | FileCheck %s --check-prefix=ONE
+// RUN: colo-opt %s -split-input-file --colo-ulysses=sp=2 --mlir-print-debuginfo \
+// RUN:   | FileCheck %s --check-prefix=LOC
 
 // A GPT-2-like block with grouped-query attention (batch 2, sequence 4,
 // hidden 8, 4 query heads, 2 key/value heads). Each rank cuts its 2
@@ -166,3 +168,31 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
 }
 colo.global trainable @table : tensor<8x4xf32>
 colo.global trainable @head : tensor<4x8xf32>
+
+// -----
+
+// A table the layers share, loaded where the first layer reads it (Llama's
+// rotary cos from a buffer): its cut is named after the table, part of no
+// layer, so that the layers keep the same ops (colo-recompute and the
+// planner find the layers by that).
+
+// LOC: colo.global_load @cos
+// LOC-NEXT: shard.all_slice {{.*}} -> tensor<1x1x2x2xf32> loc([[CUT:#loc[0-9]*]])
+// LOC: [[CUT]] = loc("cos/all_slice")
+func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
+  %table = colo.global_load @table : tensor<8x4xf32>
+  %head = colo.global_load @head : tensor<4x8xf32>
+  %x = colo.embedding %table, %ids : tensor<8x4xf32>, tensor<2x4xi64>
+  %x4 = colo.reshape %x : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
+  %q = colo.transpose %x4 permutation = [0, 2, 1, 3] : tensor<2x4x2x2xf32>
+  %cos = colo.global_load @cos : tensor<1x1x4x2xf32> loc("h.0.attn/global_load")
+  %r = colo.mul %q, %cos : tensor<2x2x4x2xf32>, tensor<1x1x4x2xf32> loc("h.0.attn/mul")
+  %a = colo.attention %r, %r, %q {causal, scale = 0.5 : f64} : tensor<2x2x4x2xf32>, tensor<2x2x4x2xf32>, tensor<2x2x4x2xf32>
+  %at = colo.transpose %a permutation = [0, 2, 1, 3] : tensor<2x2x4x2xf32>
+  %a3 = colo.reshape %at : tensor<2x4x2x2xf32> -> tensor<2x4x4xf32>
+  %logits = colo.matmul %a3, %head : tensor<2x4x4xf32>, tensor<4x8xf32>
+  return %logits : tensor<2x4x8xf32>
+}
+colo.global trainable @table : tensor<8x4xf32>
+colo.global trainable @head : tensor<4x8xf32>
+colo.global @cos : tensor<1x1x4x2xf32>
