@@ -13,7 +13,10 @@
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <thread>
 
 using namespace mlir;
 
@@ -21,6 +24,7 @@ namespace colo::planner {
 
 PartCost &PartCost::operator+=(const PartCost &o) {
   gemms.insert(gemms.end(), o.gemms.begin(), o.gemms.end());
+  convs.insert(convs.end(), o.convs.begin(), o.convs.end());
   matmulFlops += o.matmulFlops;
   otherFlops += o.otherFlops;
   memoryBytes += o.memoryBytes;
@@ -141,6 +145,22 @@ void addCost(PartCost &c, Operation *op) {
       g.batch = leading / g.rows;
       c.gemms.push_back(g);
     }
+    if (auto conv = dyn_cast<Conv2dOp>(op)) {
+      auto in = cast<RankedTensorType>(conv.getInput().getType());
+      auto filter = cast<RankedTensorType>(conv.getFilter().getType());
+      auto out = conv.getType();
+      ArrayRef<int64_t> strides = conv.getStrides(), pad = conv.getPadding(),
+                        dil = conv.getDilations();
+      ConvCost cc;
+      cc.flops = flops;
+      cc.shape = {in.getDimSize(1),  in.getDimSize(2),  in.getDimSize(3),  out.getDimSize(1),
+                  filter.getDimSize(2), filter.getDimSize(3), out.getDimSize(2),
+                  out.getDimSize(3), strides[0], strides[1], pad[0], pad[1], pad[2], pad[3],
+                  dil[0], dil[1], conv.getGroups()};
+      cc.shape.bias = conv.getBias() != nullptr;
+      cc.shape.inputGradient = !isa<BlockArgument>(conv.getInput());
+      c.convs.push_back(cc);
+    }
     if (auto attention = dyn_cast<AttentionOp>(op)) {
       c.attentionFlops += flops;
       c.fusedAttentionFlops += flops * fusedAttentionShare(attention);
@@ -225,6 +245,8 @@ void addParams(PartCost &c, Operation *op, ModuleOp module,
 void scale(PartCost &c, double f) {
   for (Gemm &g : c.gemms)
     (g.ofWeight ? g.rows : g.batch) *= f;
+  for (ConvCost &conv : c.convs)
+    conv.flops *= f;
   c.matmulFlops *= f;
   c.otherFlops *= f;
   c.memoryBytes *= f;
@@ -331,6 +353,37 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
     scale(segment, perSample);
   scale(p.post, perSample);
   return p;
+}
+
+void timeConvolutions(ModelProfile &model, const ClusterSpec &cluster) {
+  if (cluster.name != "local-cpu")
+    return;
+  // A rank's threads as colo run gives them (shapeLocalCpu); with more ranks
+  // than cores they time-share.
+  double cores = std::max(1u, std::thread::hardware_concurrency());
+  double ranks = double(std::max<int64_t>(1, cluster.devicesPerNode));
+  int threads = int(std::max(1.0, std::floor(cores / ranks)));
+  double timeShare = std::min(1.0, cores / ranks);
+  constexpr int64_t kSamples = 8;
+  std::map<std::array<int64_t, 19>, std::pair<double, double>> measured;
+  auto time = [&](ConvCost &conv) {
+    const ConvShape &c = conv.shape;
+    std::array<int64_t, 19> key = {c.c,       c.h,       c.w,    c.k,    c.r,    c.s,
+                                   c.oh,      c.ow,      c.strideH, c.strideW, c.padT,
+                                   c.padL,    c.padB,    c.padR, c.dilH, c.dilW, c.groups,
+                                   c.bias,    c.inputGradient};
+    auto [it, inserted] = measured.try_emplace(key);
+    if (inserted)
+      it->second = {measureConvStep(c, 1, threads), measureConvStep(c, kSamples, threads)};
+    auto [one, many] = it->second;
+    conv.timed = one > 0 && many > 0;
+    conv.perSampleSeconds = std::max(0.0, (many - one) / (kSamples - 1)) / timeShare;
+    conv.fixedSeconds = std::max(0.0, one / timeShare - conv.perSampleSeconds);
+  };
+  for (PartCost *part : {&model.pre, &model.layer, &model.post})
+    llvm::for_each(part->convs, time);
+  for (PartCost &segment : model.segments)
+    llvm::for_each(segment.convs, time);
 }
 
 MemoryBreakdown modelStateMemory(double params, int zero, int64_t dp, Offload offload,
@@ -500,6 +553,13 @@ double matmulTime(const PartCost &part, int64_t split, const Shared &s) {
     quantized += flops;
     time += flops / (s.peak * waveEfficiency(rows, cols, batch, s.waveTiles));
   }
+  // A timed convolution: the step's forward and gradients as measured
+  // (compute charges three forwards).
+  for (const ConvCost &conv : part.convs)
+    if (conv.timed) {
+      quantized += s.b * conv.flops / split;
+      time += (conv.fixedSeconds + s.b * conv.perSampleSeconds) / 3 / split;
+    }
   double attention = s.b * part.attentionFlops / split;
   double attentionWork = s.fusedAttention ? s.b * part.fusedAttentionFlops / split : attention;
   return time + std::max(0.0, total - quantized - attention) / s.peak +

@@ -326,6 +326,43 @@ TEST(PlannerPredict, MatrixProductsRunInWaves) {
   EXPECT_NEAR(matmulTime(narrows, "tp=2,mbs=1"), ideal(narrows, 2) * 108 / 8, 1e-12);
 }
 
+// A convolution timed on this machine is charged the seconds measured (a
+// fixed part and one per sample), not its FLOPs at the GEMM rate; compute
+// is three forwards, so its step costs what was measured.
+TEST(PlannerPredict, TimedConvolutionsCostWhatWasMeasured) {
+  ClusterSpec c = cluster("a100-80g:1x2");
+  ModelProfile m = handModel(1e9, 1e6);
+  ConvCost conv;
+  conv.flops = 1e9; // all of the layer's matmul FLOPs
+  conv.timed = true;
+  conv.fixedSeconds = 0.003;
+  conv.perSampleSeconds = 0.002;
+  m.layer.convs = {conv};
+  Prediction p = cantFail(predict(m, c, cantFail(parsePlan("dp=2,mbs=4"))));
+  EXPECT_NEAR(p.computeMatmul, 8 * (0.003 + 4 * 0.002), 1e-12);
+  m.layer.convs[0].timed = false;
+  p = cantFail(predict(m, c, cantFail(parsePlan("dp=2,mbs=4"))));
+  EXPECT_NEAR(p.computeMatmul, 3 * 8 * 4 * 1e9 / (c.peakFlops16 * c.matmulEfficiency), 1e-12);
+}
+
+// local-cpu is this machine: its convolutions are timed there, as colo run
+// computes them; a preset of another machine leaves them to the FLOP rate.
+TEST(PlannerProfile, LocalCpuTimesConvolutions) {
+  ConvCost conv;
+  conv.shape = {/*c=*/8, /*h=*/16, /*w=*/16, /*k=*/16, /*r=*/3, /*s=*/3, /*oh=*/16, /*ow=*/16,
+                1, 1, 1, 1, 1, 1, 1, 1, 1};
+  conv.flops = 2.0 * 8 * 9 * 16 * 16 * 16;
+  ModelProfile m = handModel(conv.flops, 1e3);
+  m.layer.convs = {conv};
+  timeConvolutions(m, cluster("a100-80g"));
+  EXPECT_FALSE(m.layer.convs[0].timed);
+  timeConvolutions(m, cluster("local-cpu:1x1"));
+  const ConvCost &timed = m.layer.convs[0];
+  ASSERT_TRUE(timed.timed);
+  EXPECT_GT(timed.fixedSeconds + timed.perSampleSeconds, 0);
+  EXPECT_GE(timed.perSampleSeconds, 0);
+}
+
 // Fused elementwise kernels (colo's on a CPU) move only what comes from a
 // matrix product, a parameter or an input, and what something other than a
 // memory-bound op reads: fewer bytes than the ops one by one.

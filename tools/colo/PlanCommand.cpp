@@ -231,6 +231,7 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
   mlir::FailureOr<ModelProfile> model = profileModel(**module);
   if (failed(model))
     return 1;
+  timeConvolutions(*model, *cluster);
   model->vocabParallel = planVocabParallel;
 
   if (!planTimeline.empty() && (planExplain.empty() || planTrain.empty()))

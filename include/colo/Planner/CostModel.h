@@ -2,6 +2,7 @@
 #define COLO_PLANNER_COSTMODEL_H
 
 #include "colo/Planner/Cluster.h"
+#include "colo/Planner/OpTimes.h"
 #include "colo/Planner/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -21,10 +22,21 @@ struct Gemm {
   bool ofWeight = false;
 };
 
+/// One convolution of a part: its FLOPs per sample (among matmulFlops) and,
+/// where timeConvolutions timed it, the seconds a training step spends in it
+/// on b samples: fixedSeconds + b * perSampleSeconds.
+struct ConvCost {
+  ConvShape shape;
+  double flops = 0;
+  bool timed = false;
+  double fixedSeconds = 0, perSampleSeconds = 0;
+};
+
 struct PartCost {
   /// The colo.matmul products among matmulFlops, for the wave quantization
   /// of ClusterSpec::gemmWaveTiles.
   std::vector<Gemm> gemms;
+  std::vector<ConvCost> convs;
   double matmulFlops = 0;  // matmul/conv/attention FLOPs
   double otherFlops = 0;   // elementwise, norms, reductions
   double memoryBytes = 0;  // bytes read + written by memory-bound ops, per sample
@@ -91,6 +103,13 @@ struct ModelProfile {
 /// Reads the profile from an imported or synthetic module: the repeated
 /// blocks found by the model summary are the layers.
 mlir::FailureOr<ModelProfile> profileModel(mlir::ModuleOp module);
+
+/// Where `cluster` is `local-cpu` (this machine): times each convolution of
+/// `model` as colo run computes it, on the threads a rank of the cluster gets
+/// (measureConvStep, on 1 and 8 samples: a fixed cost and one per sample), so
+/// that predict charges the measured seconds instead of their FLOPs at the
+/// GEMM rate. Elsewhere, and for a model without convolutions, nothing.
+void timeConvolutions(ModelProfile &model, const ClusterSpec &cluster);
 
 /// Per-device memory of a plan, bytes.
 struct MemoryBreakdown {

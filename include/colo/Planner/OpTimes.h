@@ -1,0 +1,39 @@
+//===- OpTimes.h - Ops timed on this machine, as colo run computes them ---===//
+//
+// The cost model charges matrix products at a measured rate. Convolutions on
+// a CPU run far from any one rate: oneDNN reorders their operands into
+// blocked layouts, and small feature maps fill its register blocks poorly
+// (ResNet-18's on 64 x 64 images ran at half the GEMM rate). For `local-cpu`,
+// which is this machine, the planner times each convolution of the model
+// through the runtime instead.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COLO_PLANNER_OPTIMES_H
+#define COLO_PLANNER_OPTIMES_H
+
+#include <cstdint>
+
+namespace colo::planner {
+
+/// A 2-D convolution of colo.conv2d, without its batch: NCHW input, OIHW
+/// filter, padding top, left, bottom, right.
+struct ConvShape {
+  int64_t c = 1, h = 1, w = 1, k = 1, r = 1, s = 1, oh = 1, ow = 1;
+  int64_t strideH = 1, strideW = 1, padT = 0, padL = 0, padB = 0, padR = 0;
+  int64_t dilH = 1, dilW = 1, groups = 1;
+  bool bias = false;
+  /// The backward computes the input's gradient (not for the model's input).
+  bool inputGradient = true;
+};
+
+/// Seconds that one training step spends in this convolution on `n` samples
+/// with `threads` threads, as colo run computes it on this machine (the
+/// runtime's oneDNN convolutions, float32): its forward, its weights' (and
+/// bias') gradient and, where it is computed, its input's gradient; each the
+/// best of a few runs after a warm-up. 0 if oneDNN cannot run it.
+double measureConvStep(const ConvShape &shape, int64_t n, int threads);
+
+} // namespace colo::planner
+
+#endif // COLO_PLANNER_OPTIMES_H
