@@ -16,7 +16,6 @@
 #include <array>
 #include <cmath>
 #include <map>
-#include <thread>
 
 using namespace mlir;
 
@@ -358,12 +357,7 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
 void timeConvolutions(ModelProfile &model, const ClusterSpec &cluster) {
   if (cluster.name != "local-cpu")
     return;
-  // A rank's threads as colo run gives them (shapeLocalCpu); with more ranks
-  // than cores they time-share.
-  double cores = std::max(1u, std::thread::hardware_concurrency());
-  double ranks = double(std::max<int64_t>(1, cluster.devicesPerNode));
-  int threads = int(std::max(1.0, std::floor(cores / ranks)));
-  double timeShare = std::min(1.0, cores / ranks);
+  RankCores rank = localCpuRankCores(cluster.devicesPerNode);
   constexpr int64_t kSamples = 8;
   std::map<std::array<int64_t, 19>, std::pair<double, double>> measured;
   auto time = [&](ConvCost &conv) {
@@ -374,11 +368,12 @@ void timeConvolutions(ModelProfile &model, const ClusterSpec &cluster) {
                                    c.bias,    c.inputGradient};
     auto [it, inserted] = measured.try_emplace(key);
     if (inserted)
-      it->second = {measureConvStep(c, 1, threads), measureConvStep(c, kSamples, threads)};
+      it->second = {measureConvStep(c, 1, rank.threads),
+                    measureConvStep(c, kSamples, rank.threads)};
     auto [one, many] = it->second;
     conv.timed = one > 0 && many > 0;
-    conv.perSampleSeconds = std::max(0.0, (many - one) / (kSamples - 1)) / timeShare;
-    conv.fixedSeconds = std::max(0.0, one / timeShare - conv.perSampleSeconds);
+    conv.perSampleSeconds = std::max(0.0, (many - one) / (kSamples - 1)) / rank.timeShare;
+    conv.fixedSeconds = std::max(0.0, one / rank.timeShare - conv.perSampleSeconds);
   };
   for (PartCost *part : {&model.pre, &model.layer, &model.post})
     llvm::for_each(part->convs, time);

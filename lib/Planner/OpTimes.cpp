@@ -4,7 +4,10 @@
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <thread>
 #include <vector>
 
 using namespace colo::planner;
@@ -13,6 +16,10 @@ namespace rt = colo::runtime;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 /// Best seconds of `op` after a warm-up run (oneDNN's first run creates its
 /// kernels, the buffers' first touch faults their pages): up to 5 runs, at
@@ -24,16 +31,40 @@ double bestOf(const rt::PreparedOp &op) {
   for (int rep = 0; rep < 5; ++rep) {
     Clock::time_point t = Clock::now();
     op();
-    double s = std::chrono::duration<double>(Clock::now() - t).count();
+    double s = secondsSince(t);
     if (best == 0 || s < best)
       best = s;
-    if (rep >= 1 && std::chrono::duration<double>(Clock::now() - start).count() > 0.25)
+    if (rep >= 1 && secondsSince(start) > 0.25)
       break;
   }
   return best;
 }
 
 } // namespace
+
+RankCores colo::planner::localCpuRankCores(int64_t ranksPerNode) {
+  double cores = std::max(1u, std::thread::hardware_concurrency());
+  double ranks = double(std::max<int64_t>(1, ranksPerNode));
+  return {int(std::max(1.0, std::floor(cores / ranks))), std::min(1.0, cores / ranks)};
+}
+
+double colo::planner::measureConv(const rt::Conv2d &conv, int threads) {
+  rt::WindowGeometry g = rt::geometryOf(conv);
+  if (!rt::checkGeometry(g, /*isConv=*/true).empty())
+    return 0;
+  // Small values: no denormals, no infinities. x is the input (its gradient
+  // for BACKWARD_DATA), y the output (its gradient for the backward).
+  std::vector<float> x(g.n * g.c * g.h * g.w, 0.01f), y(g.n * g.k * g.oh * g.ow, 0.01f);
+  std::vector<float> weight(g.k * (g.c / g.groups) * g.r * g.s, 0.01f), bias(g.k, 0.01f);
+  try {
+    rt::ScopedThreads scoped(threads);
+    return bestOf(rt::prepareConv(conv, x.data(), weight.data(),
+                                  conv.has_bias() && conv.bias() >= 0 ? bias.data() : nullptr,
+                                  y.data(), std::make_shared<rt::Scratch>()));
+  } catch (const rt::Error &) {
+    return 0;
+  }
+}
 
 double colo::planner::measureConvStep(const ConvShape &shape, int64_t n, int threads) {
   rt::Conv2d conv;
@@ -44,30 +75,17 @@ double colo::planner::measureConvStep(const ConvShape &shape, int64_t n, int thr
   conv.set_pad_t(shape.padT), conv.set_pad_l(shape.padL);
   conv.set_pad_b(shape.padB), conv.set_pad_r(shape.padR);
   conv.set_dil_h(shape.dilH), conv.set_dil_w(shape.dilW), conv.set_groups(shape.groups);
-  if (!rt::checkGeometry(rt::geometryOf(conv), /*isConv=*/true).empty())
-    return 0;
-  // Small values: no denormals, no infinities.
-  std::vector<float> x(n * shape.c * shape.h * shape.w, 0.01f), dx(x.size());
-  std::vector<float> weight(shape.k * (shape.c / shape.groups) * shape.r * shape.s, 0.01f);
-  std::vector<float> bias(shape.k, 0.01f), y(n * shape.k * shape.oh * shape.ow, 0.01f);
-  float *b = shape.bias ? bias.data() : nullptr;
-  auto scratch = std::make_shared<rt::Scratch>();
+  if (shape.bias)
+    conv.set_bias(0);
   double seconds = 0;
-  try {
-    rt::ScopedThreads scoped(threads);
-    conv.set_mode(rt::Conv2d::FORWARD);
-    rt::PreparedOp forward = rt::prepareConv(conv, x.data(), weight.data(), b, y.data(), scratch);
-    conv.set_mode(rt::Conv2d::BACKWARD_WEIGHTS);
-    rt::PreparedOp weights =
-        rt::prepareConv(conv, x.data(), weight.data(), b, y.data(), scratch);
-    rt::PreparedOp input;
-    if (shape.inputGradient) {
-      conv.set_mode(rt::Conv2d::BACKWARD_DATA);
-      input = rt::prepareConv(conv, dx.data(), weight.data(), nullptr, y.data(), scratch);
-    }
-    seconds = bestOf(forward) + bestOf(weights) + (input ? bestOf(input) : 0);
-  } catch (const rt::Error &) {
-    return 0;
+  for (auto mode : {rt::Conv2d::FORWARD, rt::Conv2d::BACKWARD_WEIGHTS, rt::Conv2d::BACKWARD_DATA}) {
+    if (mode == rt::Conv2d::BACKWARD_DATA && !shape.inputGradient)
+      continue;
+    conv.set_mode(mode);
+    double s = measureConv(conv, threads);
+    if (s <= 0)
+      return 0;
+    seconds += s;
   }
   return seconds;
 }

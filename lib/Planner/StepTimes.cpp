@@ -1,9 +1,12 @@
 // The cost model on a compiled program: each step timed from what the
 // compiler charged it, the copy and communication queues beside the compute.
 #include "colo/Planner/StepTimes.h"
+#include "colo/Planner/OpTimes.h"
 #include "colo/Runtime/DType.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 namespace colo::planner {
 
@@ -77,6 +80,18 @@ StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
   t.queuedEnd.assign(steps, 0);
   std::vector<double> done(steps, 0); // when an asynchronous step finishes
   double now = 0, copyQueue = 0, network = 0;
+  // Convolutions timed on this machine, once per geometry and mode.
+  RankCores rank = localCpuRankCores(c.devicesPerNode);
+  std::map<std::string, double> timed;
+  auto convSeconds = [&](runtime::Conv2d conv) {
+    conv.clear_x(), conv.clear_weight(), conv.clear_y();
+    if (conv.has_bias())
+      conv.set_bias(0);
+    auto [it, inserted] = timed.try_emplace(conv.SerializeAsString());
+    if (inserted)
+      it->second = measureConv(conv, rank.threads) / rank.timeShare;
+    return it->second;
+  };
   for (int i = 0; i < steps; ++i) {
     const runtime::Step &s = p.steps(i);
     t.start[i] = now;
@@ -100,6 +115,10 @@ StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
     } else if (s.has_copy()) {
       seconds = 2.0 * double(bytesOf(p, s.copy().src())) /
                 (c.memoryBandwidth * c.memoryEfficiency);
+    } else if (s.has_conv() && c.name == "local-cpu") {
+      // This machine: the convolution as the runtime computes it
+      // (timeConvolutions does the same for the analytic model).
+      seconds = convSeconds(s.conv()) + kKernelLaunchSeconds;
     } else {
       bool half = s.has_gemm() && sixteenBit(p, s.gemm().a());
       double peak = (half ? c.peakFlops16 : c.peakFlops32) * c.matmulEfficiency;

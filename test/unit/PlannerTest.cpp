@@ -2,6 +2,7 @@
 // collectives, pipeline bubbles) and its plan format and search.
 #include "colo/Models/SyntheticModels.h"
 #include "colo/Planner/Search.h"
+#include "colo/Planner/StepTimes.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -361,6 +362,27 @@ TEST(PlannerProfile, LocalCpuTimesConvolutions) {
   ASSERT_TRUE(timed.timed);
   EXPECT_GT(timed.fixedSeconds + timed.perSampleSeconds, 0);
   EXPECT_GE(timed.perSampleSeconds, 0);
+}
+
+// A compiled program's convolution: on local-cpu timed as the runtime runs
+// it, elsewhere its FLOPs at the achievable peak plus a launch.
+TEST(PlannerStepTimes, LocalCpuTimesConvolutionSteps) {
+  runtime::Program p;
+  runtime::Step *step = p.add_steps();
+  step->set_flops(2 * 8 * 16 * 9 * 16 * 16 * 16);
+  runtime::Conv2d *conv = step->mutable_conv();
+  conv->set_mode(runtime::Conv2d::FORWARD);
+  conv->set_n(8), conv->set_c(8), conv->set_h(16), conv->set_w(16), conv->set_k(16);
+  conv->set_r(3), conv->set_s(3), conv->set_oh(16), conv->set_ow(16);
+  conv->set_pad_t(1), conv->set_pad_l(1), conv->set_pad_b(1), conv->set_pad_r(1);
+  ClusterSpec gpu = cluster("a100-80g:1x1");
+  EXPECT_NEAR(predictStepTimes(p, gpu).total,
+              double(step->flops()) / (gpu.peakFlops32 * gpu.matmulEfficiency) +
+                  kKernelLaunchSeconds,
+              1e-15);
+  double local = predictStepTimes(p, cluster("local-cpu:1x1")).total;
+  EXPECT_GT(local, kKernelLaunchSeconds);
+  EXPECT_LT(local, 1.0);
 }
 
 // Fused elementwise kernels (colo's on a CPU) move only what comes from a

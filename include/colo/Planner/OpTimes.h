@@ -14,6 +14,10 @@
 
 #include <cstdint>
 
+namespace colo::runtime {
+class Conv2d; // Program.proto
+} // namespace colo::runtime
+
 namespace colo::planner {
 
 /// A 2-D convolution of colo.conv2d, without its batch: NCHW input, OIHW
@@ -27,11 +31,26 @@ struct ConvShape {
   bool inputGradient = true;
 };
 
+/// The threads a rank of `local-cpu` with `ranksPerNode` ranks gets, as colo
+/// run gives them: max(1, cores / ranks); and the share of them it has when
+/// there are more ranks than cores (they time-share).
+struct RankCores {
+  int threads = 1;
+  double timeShare = 1;
+};
+RankCores localCpuRankCores(int64_t ranksPerNode);
+
+/// Seconds of `conv` (its mode, on its geometry; buffer ids ignored) as colo
+/// run computes it on this machine with `threads` threads: the runtime's
+/// oneDNN convolution in float32, the best of a few runs after a warm-up. 0
+/// if oneDNN cannot run it.
+double measureConv(const runtime::Conv2d &conv, int threads);
+
 /// Seconds that one training step spends in this convolution on `n` samples
 /// with `threads` threads, as colo run computes it on this machine (the
 /// runtime's oneDNN convolutions, float32): its forward, its weights' (and
 /// bias') gradient and, where it is computed, its input's gradient; each the
-/// best of a few runs after a warm-up. 0 if oneDNN cannot run it.
+/// best of a few runs (measureConv). 0 if oneDNN cannot run it.
 double measureConvStep(const ConvShape &shape, int64_t n, int threads);
 
 } // namespace colo::planner
