@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "colo/Planner/Cluster.h"
+#include "colo/Planner/OpTimes.h"
 #include "colo/Runtime/CpuGemm.h"
 #include "colo/Runtime/Error.h"
 
@@ -425,10 +426,8 @@ ClusterSpec colo::planner::shapeLocalCpu(const ClusterSpec &measured,
   c.devicesPerNode = devicesPerNode;
   double cores = double(std::max<int64_t>(1, measured.devicesPerNode));
   double ranks = double(std::max<int64_t>(1, devicesPerNode));
-  // colo run gives each rank max(1, cores / ranks) BLAS threads (integer
-  // division); more ranks than cores time-share them.
-  double threads = std::max(1.0, std::floor(cores / ranks));
-  double timeShare = std::min(1.0, cores / ranks);
+  RankCores rank = localCpuRankCores(devicesPerNode, measured.devicesPerNode);
+  double threads = rank.threads, timeShare = rank.timeShare;
   double oneCore = measured.peakFlops32;
   double allCores = allCoreGemmFlops > 0 ? allCoreGemmFlops : oneCore * cores;
   double gemm = cores > 1 ? oneCore + (threads - 1) / (cores - 1) *

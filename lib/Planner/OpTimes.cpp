@@ -42,8 +42,9 @@ double bestOf(const rt::PreparedOp &op) {
 
 } // namespace
 
-RankCores colo::planner::localCpuRankCores(int64_t ranksPerNode) {
-  double cores = std::max(1u, std::thread::hardware_concurrency());
+RankCores colo::planner::localCpuRankCores(int64_t ranksPerNode, int64_t coreCount) {
+  double cores = coreCount > 0 ? double(coreCount)
+                               : double(std::max(1u, std::thread::hardware_concurrency()));
   double ranks = double(std::max<int64_t>(1, ranksPerNode));
   return {int(std::max(1.0, std::floor(cores / ranks))), std::min(1.0, cores / ranks)};
 }

@@ -33,12 +33,13 @@ struct ConvShape {
 
 /// The threads a rank of `local-cpu` with `ranksPerNode` ranks gets, as colo
 /// run gives them: max(1, cores / ranks); and the share of them it has when
-/// there are more ranks than cores (they time-share).
+/// there are more ranks than cores (they time-share). `cores` 0: this
+/// machine's logical CPUs.
 struct RankCores {
   int threads = 1;
   double timeShare = 1;
 };
-RankCores localCpuRankCores(int64_t ranksPerNode);
+RankCores localCpuRankCores(int64_t ranksPerNode, int64_t cores = 0);
 
 /// Seconds of `conv` (its mode, on its geometry; buffer ids ignored) as colo
 /// run computes it on this machine with `threads` threads: the runtime's
