@@ -264,6 +264,7 @@ const Field deviceFields[] = {
      false},
     {"fused_loss", &ClusterSpec::fusedLoss, 1, FieldKind::Flag, false},
     {"fused_elementwise", &ClusterSpec::fusedElementwise, 1, FieldKind::Flag, false},
+    {"timed_here", &ClusterSpec::timedHere, 1, FieldKind::Flag, false},
 };
 const Field linkFields[] = {
     {"intra_node_gbs", &ClusterSpec::intraBandwidth, GB, FieldKind::Positive,
@@ -669,6 +670,8 @@ void colo::planner::printCluster(const ClusterSpec &spec,
                              eff(spec.attentionEfficiency)
                        : "as its ops (the probabilities kept for the backward)");
   row("elementwise ops", spec.fusedElementwise > 0 ? "fused kernels" : "a kernel each");
+  if (spec.timedHere > 0)
+    row("convolutions", "timed on this machine");
   row("loss", spec.fusedLoss > 0
                   ? "fused (the logits' gradient in the training precision)"
                   : "float32 log-probabilities and their gradient kept");
@@ -893,5 +896,6 @@ ClusterSpec colo::planner::measureLocalCpu(double *allCoreGemmFlops) {
   c.workspace = 0;
   c.collectiveStaging = 1;
   c.fusedElementwise = 1;
+  c.timedHere = 1;
   return c;
 }

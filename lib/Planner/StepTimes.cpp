@@ -115,7 +115,7 @@ StepTimes predictStepTimes(const runtime::Program &p, const ClusterSpec &c) {
     } else if (s.has_copy()) {
       seconds = 2.0 * double(bytesOf(p, s.copy().src())) /
                 (c.memoryBandwidth * c.memoryEfficiency);
-    } else if (s.has_conv() && c.name == "local-cpu") {
+    } else if (s.has_conv() && c.timedHere > 0) {
       // This machine: the convolution as the runtime computes it
       // (timeConvolutions does the same for the analytic model).
       seconds = convSeconds(s.conv()) + kKernelLaunchSeconds;

@@ -100,6 +100,11 @@ struct ClusterSpec {
   /// 0 where each op is a kernel of its own (PyTorch eager, the stacks of
   /// the published GPU runs the presets are checked against).
   double fusedElementwise = 0;
+  /// 1 where the devices are this machine's CPU ranks (`local-cpu`, and a
+  /// file made from it): the planner times the model's convolutions here as
+  /// colo run computes them (timeConvolutions, predictStepTimes) instead of
+  /// charging their FLOPs at the GEMM rate.
+  double timedHere = 0;
 
   int64_t worldSize() const { return nodes * devicesPerNode; }
 };

@@ -104,11 +104,12 @@ struct ModelProfile {
 /// blocks found by the model summary are the layers.
 mlir::FailureOr<ModelProfile> profileModel(mlir::ModuleOp module);
 
-/// Where `cluster` is `local-cpu` (this machine): times each convolution of
-/// `model` as colo run computes it, on the threads a rank of the cluster gets
-/// (measureConvStep, on 1 and 8 samples: a fixed cost and one per sample), so
-/// that predict charges the measured seconds instead of their FLOPs at the
-/// GEMM rate. Elsewhere, and for a model without convolutions, nothing.
+/// Where `cluster` is this machine (`device.timed_here`, as on `local-cpu`):
+/// times each convolution of `model` as colo run computes it, on the threads
+/// a rank of the cluster gets (measureConvStep, on 1 and 8 samples: a fixed
+/// cost and one per sample), so that predict charges the measured seconds
+/// instead of their FLOPs at the GEMM rate. Elsewhere, and for a model
+/// without convolutions, nothing.
 void timeConvolutions(ModelProfile &model, const ClusterSpec &cluster);
 
 /// Per-device memory of a plan, bytes.
