@@ -10,6 +10,7 @@
 #include "colo/Codegen/KernelCompiler.h"
 #include "colo/Dialect/Colo/ColoDialect.h"
 
+#include "CollapseParallelLoops.h"
 #include "FuseElementwise.h"
 
 #include "colo/Passes/Passes.h"
@@ -471,6 +472,7 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(std::make_unique<SplitReductionsPass>());
+  pm.addPass(createCollapseParallelLoopsPass());
 
   // Tensors -> buffers. Function boundaries take identity-layout memrefs;
   // results become out-params, and a result allocated in the kernel is
@@ -530,6 +532,7 @@ void registerKernelCompilerPasses() {
   PassRegistration<DistinctResultBuffersPass>();
   PassRegistration<StridedCopiesToLoopsPass>();
   PassRegistration<Pass>([] { return createFuseElementwisePass(); });
+  PassRegistration<Pass>([] { return createCollapseParallelLoopsPass(); });
   PassPipelineRegistration<>("colo-cpu-kernel-pipeline",
                              "colo kernels on tensors to the LLVM dialect",
                              [](OpPassManager &pm) { buildCpuKernelPipeline(pm, {}); });
