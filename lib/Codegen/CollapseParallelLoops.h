@@ -8,8 +8,8 @@
 
 namespace colo {
 
-/// Collapses the loops of elementwise linalg.generics into as few as their
-/// operands allow (CollapseParallelLoops.cpp).
+/// Collapses the loops of elementwise linalg.generics on buffers into as few
+/// as their operands allow (CollapseParallelLoops.cpp).
 std::unique_ptr<mlir::Pass> createCollapseParallelLoopsPass();
 
 } // namespace colo

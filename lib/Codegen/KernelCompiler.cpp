@@ -472,7 +472,6 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(std::make_unique<SplitReductionsPass>());
-  pm.addPass(createCollapseParallelLoopsPass());
 
   // Tensors -> buffers. Function boundaries take identity-layout memrefs;
   // results become out-params, and a result allocated in the kernel is
@@ -493,6 +492,7 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(std::make_unique<StridedCopiesToLoopsPass>());
+  pm.addPass(createCollapseParallelLoopsPass());
 
   // Buffers -> loops -> LLVM, with the bare-pointer calling convention
   // (every shape is static).
