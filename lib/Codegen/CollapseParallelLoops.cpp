@@ -90,7 +90,6 @@ struct CollapseParallelLoopsPass
           linalg::collapseOpIterationDims(g, runs, rewriter);
       if (succeeded(collapsed))
         rewriter.eraseOp(g); // on buffers it has no results
-
     }
   }
 };

@@ -13,7 +13,6 @@
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <map>
 
@@ -152,10 +151,12 @@ void addCost(PartCost &c, Operation *op) {
                         dil = conv.getDilations();
       ConvCost cc;
       cc.flops = flops;
-      cc.shape = {in.getDimSize(1),  in.getDimSize(2),  in.getDimSize(3),  out.getDimSize(1),
-                  filter.getDimSize(2), filter.getDimSize(3), out.getDimSize(2),
-                  out.getDimSize(3), strides[0], strides[1], pad[0], pad[1], pad[2], pad[3],
-                  dil[0], dil[1], conv.getGroups()};
+      cc.shape = {in.getDimSize(1),     in.getDimSize(2),     in.getDimSize(3),
+                  out.getDimSize(1),    filter.getDimSize(2), filter.getDimSize(3),
+                  out.getDimSize(2),    out.getDimSize(3),    strides[0],
+                  strides[1],           pad[0],               pad[1],
+                  pad[2],               pad[3],               dil[0],
+                  dil[1],               conv.getGroups()};
       cc.shape.bias = conv.getBias() != nullptr;
       cc.shape.inputGradient = !isa<BlockArgument>(conv.getInput());
       c.convs.push_back(cc);
@@ -359,17 +360,12 @@ void timeConvolutions(ModelProfile &model, const ClusterSpec &cluster) {
     return;
   RankCores rank = localCpuRankCores(cluster.devicesPerNode);
   constexpr int64_t kSamples = 8;
-  std::map<std::array<int64_t, 19>, std::pair<double, double>> measured;
+  std::map<ConvShape, std::pair<double, double>> measured;
   auto time = [&](ConvCost &conv) {
-    const ConvShape &c = conv.shape;
-    std::array<int64_t, 19> key = {c.c,       c.h,       c.w,    c.k,    c.r,    c.s,
-                                   c.oh,      c.ow,      c.strideH, c.strideW, c.padT,
-                                   c.padL,    c.padB,    c.padR, c.dilH, c.dilW, c.groups,
-                                   c.bias,    c.inputGradient};
-    auto [it, inserted] = measured.try_emplace(key);
+    auto [it, inserted] = measured.try_emplace(conv.shape);
     if (inserted)
-      it->second = {measureConvStep(c, 1, rank.threads),
-                    measureConvStep(c, kSamples, rank.threads)};
+      it->second = {measureConvStep(conv.shape, 1, rank.threads),
+                    measureConvStep(conv.shape, kSamples, rank.threads)};
     auto [one, many] = it->second;
     conv.timed = one > 0 && many > 0;
     conv.perSampleSeconds = std::max(0.0, (many - one) / (kSamples - 1)) / rank.timeShare;

@@ -13,6 +13,7 @@
 #define COLO_PLANNER_OPTIMES_H
 
 #include <cstdint>
+#include <tuple>
 
 namespace colo::runtime {
 class Conv2d; // Program.proto
@@ -29,6 +30,12 @@ struct ConvShape {
   bool bias = false;
   /// The backward computes the input's gradient (not for the model's input).
   bool inputGradient = true;
+
+  auto fields() const {
+    return std::tie(c, h, w, k, r, s, oh, ow, strideH, strideW, padT, padL, padB, padR,
+                    dilH, dilW, groups, bias, inputGradient);
+  }
+  bool operator<(const ConvShape &o) const { return fields() < o.fields(); }
 };
 
 /// The threads a rank of `local-cpu` with `ranksPerNode` ranks gets, as colo
