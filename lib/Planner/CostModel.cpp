@@ -156,7 +156,7 @@ void addCost(PartCost &c, Operation *op) {
                   out.getDimSize(2),    out.getDimSize(3),    strides[0],
                   strides[1],           pad[0],               pad[1],
                   pad[2],               pad[3],               dil[0],
-                  dil[1],               conv.getGroups()};
+                  dil[1],               int64_t(conv.getGroups())};
       cc.shape.bias = conv.getBias() != nullptr;
       cc.shape.inputGradient = !isa<BlockArgument>(conv.getInput());
       c.convs.push_back(cc);
