@@ -721,15 +721,7 @@ double measureGemm(int threads, colo::runtime::DType dtype) {
     rt::PreparedGemm product = rt::prepareGemm(gemm, dtype, a.data(), b.data(), c.data(),
                                                {}, std::make_shared<rt::Scratch>(),
                                                rt::GemmLibrary::OneDnn);
-    product.run(); // warm-up: page faults, oneDNN's kernels
-    Clock::time_point start = Clock::now();
-    for (int rep = 0; rep < 5 && (rep < 2 || secondsSince(start) < 1.0); ++rep) {
-      Clock::time_point t = Clock::now();
-      product.run();
-      double s = secondsSince(t);
-      if (best == 0 || s < best)
-        best = s;
-    }
+    best = bestSeconds([&] { product.run(); }, 1.0);
   } catch (const rt::Error &) {
     best = 0;
   }

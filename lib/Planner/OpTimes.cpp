@@ -21,26 +21,21 @@ double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-/// Best seconds of `op` after a warm-up run (oneDNN's first run creates its
-/// kernels, the buffers' first touch faults their pages): up to 5 runs, at
-/// least 2, stopping after a quarter of a second.
-double bestOf(const rt::PreparedOp &op) {
-  op();
+} // namespace
+
+double colo::planner::bestSeconds(const std::function<void()> &run, double budget) {
+  run();
   double best = 0;
   Clock::time_point start = Clock::now();
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < 5 && (rep < 2 || secondsSince(start) < budget); ++rep) {
     Clock::time_point t = Clock::now();
-    op();
+    run();
     double s = secondsSince(t);
     if (best == 0 || s < best)
       best = s;
-    if (rep >= 1 && secondsSince(start) > 0.25)
-      break;
   }
   return best;
 }
-
-} // namespace
 
 RankCores colo::planner::localCpuRankCores(int64_t ranksPerNode, int64_t coreCount) {
   double cores = coreCount > 0 ? double(coreCount)
@@ -59,9 +54,11 @@ double colo::planner::measureConv(const rt::Conv2d &conv, int threads) {
   std::vector<float> weight(g.k * (g.c / g.groups) * g.r * g.s, 0.01f), bias(g.k, 0.01f);
   try {
     rt::ScopedThreads scoped(threads);
-    return bestOf(rt::prepareConv(conv, x.data(), weight.data(),
-                                  conv.has_bias() && conv.bias() >= 0 ? bias.data() : nullptr,
-                                  y.data(), std::make_shared<rt::Scratch>()));
+    return bestSeconds(rt::prepareConv(conv, x.data(), weight.data(),
+                                       conv.has_bias() && conv.bias() >= 0 ? bias.data()
+                                                                           : nullptr,
+                                       y.data(), std::make_shared<rt::Scratch>()),
+                       0.25);
   } catch (const rt::Error &) {
     return 0;
   }

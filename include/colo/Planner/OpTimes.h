@@ -13,6 +13,7 @@
 #define COLO_PLANNER_OPTIMES_H
 
 #include <cstdint>
+#include <functional>
 #include <tuple>
 
 namespace colo::runtime {
@@ -38,6 +39,12 @@ struct ConvShape {
   bool operator<(const ConvShape &o) const { return fields() < o.fields(); }
 };
 
+/// Best seconds of `run` on this machine: one warm-up run (a library's
+/// first run creates its kernels, the buffers' first touch faults their
+/// pages), then the fastest of 2 to 5 runs, stopping once `budget` seconds
+/// have passed.
+double bestSeconds(const std::function<void()> &run, double budget);
+
 /// The threads a rank of `local-cpu` with `ranksPerNode` ranks gets, as colo
 /// run gives them: max(1, cores / ranks); and the share of them it has when
 /// there are more ranks than cores (they time-share). `cores` 0: this
@@ -50,7 +57,7 @@ RankCores localCpuRankCores(int64_t ranksPerNode, int64_t cores = 0);
 
 /// Seconds of `conv` (its mode, on its geometry; buffer ids ignored) as colo
 /// run computes it on this machine with `threads` threads: the runtime's
-/// oneDNN convolution in float32, the best of a few runs after a warm-up. 0
+/// oneDNN convolution in float32, bestSeconds with a quarter of a second. 0
 /// if oneDNN cannot run it.
 double measureConv(const runtime::Conv2d &conv, int threads);
 
