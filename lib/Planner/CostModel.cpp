@@ -130,7 +130,6 @@ void addCost(PartCost &c, Operation *op) {
     c.matmulFlops += flops;
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
-      auto rhs = cast<RankedTensorType>(mm.getRhs().getType());
       auto result = mm.getType();
       Gemm g;
       g.depth = lhs.getShape().back();
