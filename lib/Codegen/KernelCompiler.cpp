@@ -11,6 +11,7 @@
 #include "colo/Dialect/Colo/ColoDialect.h"
 
 #include "CollapseParallelLoops.h"
+#include "KernelObjects.h"
 #include "FuseElementwise.h"
 
 #include "colo/Passes/Passes.h"
@@ -65,23 +66,13 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IR/Verifier.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Program.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Support/Path.h"
 
-#include <mutex>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -558,195 +549,80 @@ LogicalResult lowerKernelsToLLVM(ModuleOp module, const KernelCompileOptions &op
   return pm.run(module);
 }
 
-namespace {
-
-/// Translates, optimizes and writes the object file, each phase timed under
-/// `timing`; errors go to `module`.
-LogicalResult emitObject(ModuleOp module, StringRef objPath,
-                         const KernelCompileOptions &opts, TimingScope &timing) {
-  static std::once_flag initTargets;
-  std::call_once(initTargets, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    // Lets the loop vectorizer take loops with strict floating-point sums:
-    // the work around a sum (the exponentials of a softmax or a loss) runs in
-    // vector lanes while the additions keep their sequential order, so the
-    // results are bit for bit the scalar loop's. x86 does not enable it by
-    // default, and LLVM reads it only from its command-line option.
-    auto &options = llvm::cl::getRegisteredOptions();
-    if (auto it = options.find("force-ordered-reductions"); it != options.end())
-      (void)it->second->addOccurrence(0, "force-ordered-reductions", "true");
-  });
-
-  TimingScope phase = timing.nest("LLVM IR translation");
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, "colo_kernels");
-  if (!llvmModule)
-    return module.emitError() << "cannot translate the lowered kernels to LLVM IR";
-
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return module.emitError() << "no LLVM target for " << triple.str() << ": " << error;
-  std::string cpu = opts.cpu.empty() ? llvm::sys::getHostCPUName().str() : opts.cpu;
-  std::string features = opts.features;
-  if (features.empty() && opts.cpu.empty()) {
-    llvm::SubtargetFeatures host;
-    for (const auto &f : llvm::sys::getHostCPUFeatures())
-      host.AddFeature(f.first(), f.second);
-    features = host.getString();
-  }
-  llvm::CodeGenOptLevel level = opts.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
-                                : opts.optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                                : opts.optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                                     : llvm::CodeGenOptLevel::None;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      level));
-  if (!machine)
-    return module.emitError() << "cannot create an LLVM target machine for "
-                              << triple.str() << " (" << cpu << ")";
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(machine->createDataLayout());
-  // LLVM's tuning for AVX-512 processors prefers 256-bit vectors (older
-  // cores slowed their clock for wider ones); the kernels' exp, tanh and
-  // division chains run at twice the rate in 512-bit ones, with the same bits
-  // (their reductions' lane order is written in the IR).
-  bool wideVectors = machine->getMCSubtargetInfo()->checkFeatures("+avx512f");
-  for (llvm::Function &f : *llvmModule)
-    if (!f.isDeclaration()) {
-      f.addFnAttr("target-cpu", cpu);
-      if (!features.empty())
-        f.addFnAttr("target-features", features);
-      if (wideVectors)
-        f.addFnAttr("prefer-vector-width", "512");
-    }
-
-  // The default middle-end pipeline at the requested level, which
-  // vectorizes loops for the target machine.
-  phase = timing.nest("LLVM optimization");
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PipelineTuningOptions tuning;
-    tuning.LoopVectorization = opts.optLevel >= 2;
-    tuning.SLPVectorization = opts.optLevel >= 2;
-    // No unrolling before the loop vectorizer: unrolled, the split
-    // reductions' 16-lane loops left it only the loop over rows to vectorize,
-    // with gathers and scatters (the GPT-2 bench's softmax kernels 30 -> 24
-    // ms per step; the same bits, as unrolling keeps every operation).
-    tuning.LoopUnrolling = false;
-    llvm::PassBuilder pb(machine.get(), tuning);
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::OptimizationLevel o = opts.optLevel >= 3   ? llvm::OptimizationLevel::O3
-                                : opts.optLevel == 2 ? llvm::OptimizationLevel::O2
-                                : opts.optLevel == 1 ? llvm::OptimizationLevel::O1
-                                                     : llvm::OptimizationLevel::O0;
-    llvm::ModulePassManager mpm = o == llvm::OptimizationLevel::O0
-                                      ? pb.buildO0DefaultPipeline(o)
-                                      : pb.buildPerModuleDefaultPipeline(o);
-    mpm.run(*llvmModule, mam);
-  }
-  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
-    return module.emitError() << "the optimized kernels are not valid LLVM IR";
-  if (opts.llvmIRDump)
-    llvmModule->print(*opts.llvmIRDump, nullptr);
-
-  phase = timing.nest("LLVM code generation");
-  std::error_code ec;
-  llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return module.emitError() << "cannot write '" << objPath << "': " << ec.message();
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, os, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile))
-    return module.emitError() << "the LLVM target cannot emit object files";
-  codegen.run(*llvmModule);
-  os.close();
-  if (os.has_error())
-    return module.emitError() << "cannot write '" << objPath
-                              << "': " << os.error().message();
-  return success();
+std::string defaultKernelCacheDir() {
+  if (const char *dir = std::getenv("COLO_KERNEL_CACHE"))
+    return StringRef(dir) == "off" ? "" : dir;
+  SmallString<128> dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    dir = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    llvm::sys::path::append(dir, home, ".cache");
+  else
+    return "";
+  llvm::sys::path::append(dir, "colo", "kernels");
+  return dir.str().str();
 }
-
-/// Links `objPath` into the shared object `soPath` with the C compiler
-/// driver; its messages become part of the error.
-LogicalResult linkSharedObject(ModuleOp module, StringRef objPath, StringRef soPath,
-                               const KernelCompileOptions &opts) {
-  std::string driver = opts.linker;
-  if (!llvm::sys::path::has_parent_path(driver)) {
-    llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(driver);
-    if (!found)
-      return module.emitError()
-             << "cannot link the kernels: no C compiler driver '" << driver
-             << "' on PATH (install gcc or clang, or set KernelCompileOptions::linker)";
-    driver = *found;
-  }
-  SmallString<128> logPath;
-  if (llvm::sys::fs::createTemporaryFile("colo-kernel-link", "log", logPath))
-    logPath.clear();
-  SmallVector<StringRef> args = {driver, "-shared", "-o", soPath, objPath, "-lm"};
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
-                                          StringRef(logPath)};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt,
-                                     logPath.empty() ? ArrayRef<std::optional<StringRef>>{}
-                                                     : ArrayRef(redirects),
-                                     0, 0, &message);
-  std::string log;
-  if (!logPath.empty()) {
-    if (auto buf = llvm::MemoryBuffer::getFile(logPath))
-      log = (*buf)->getBuffer().trim().str();
-    llvm::sys::fs::remove(logPath);
-  }
-  if (rc != 0) {
-    InFlightDiagnostic diag = module.emitError()
-                              << "linking '" << soPath << "' with '" << driver
-                              << "' failed (exit code " << rc << ")";
-    if (!message.empty())
-      diag << ": " << message;
-    if (!log.empty())
-      diag << ":\n" << log;
-    return diag;
-  }
-  return success();
-}
-
-} // namespace
 
 LogicalResult compileKernels(ModuleOp kernels, StringRef soPath,
                              const KernelCompileOptions &opts) {
-  OwningOpRef<ModuleOp> module(cast<ModuleOp>(kernels->clone()));
-  if (failed(lowerKernelsToLLVM(*module, opts)))
-    return failure();
-
-  std::string objPath = (soPath + ".o").str();
-  if (!opts.keepObject) {
-    SmallString<128> tmp;
-    if (std::error_code ec =
-            llvm::sys::fs::createTemporaryFile("colo-kernels", "o", tmp))
-      return kernels.emitError() << "cannot create a temporary object file: "
-                                 << ec.message();
-    objPath = tmp.str().str();
-  }
   TimingScope untimed;
   TimingScope &timing = opts.timing ? *opts.timing : untimed;
-  LogicalResult result = emitObject(*module, objPath, opts, timing);
-  if (succeeded(result)) {
-    TimingScope link = timing.nest("link");
-    result = linkSharedObject(*module, objPath, soPath, opts);
+  std::string error;
+  FailureOr<KernelTarget> target = resolveKernelTarget(opts, error);
+  if (failed(target))
+    return kernels.emitError() << error;
+
+  // Each kernel's object: from the cache, or compiled below (into the cache,
+  // or a directory removed after the link). Kernels already there, and
+  // second kernels with the body of a first, leave the module to compile.
+  TimingScope phase = timing.nest("kernel cache");
+  OwningOpRef<ModuleOp> module(cast<ModuleOp>(kernels->clone()));
+  std::string dir = openKernelCache(opts);
+  SmallString<128> scratch;
+  if (dir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("colo-kernels", scratch))
+      return kernels.emitError() << "cannot create a temporary directory: " << ec.message();
+    dir = scratch.str().str();
   }
-  if (!opts.keepObject)
-    llvm::sys::fs::remove(objPath);
-  return result;
+  llvm::scope_exit removeScratch([&] {
+    if (!scratch.empty())
+      llvm::sys::fs::remove_directories(scratch);
+  });
+  SmallVector<KernelObject> objects, toCompile;
+  llvm::StringSet<> keys;
+  for (func::FuncOp fn : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
+    if (fn.isPrivate() || fn.isExternal())
+      continue;
+    std::string key = kernelKey(fn, *target, opts);
+    SmallString<128> path(dir);
+    llvm::sys::path::append(path, key + ".o");
+    objects.push_back({fn.getSymName().str(), "colo_k_" + key, path.str().str()});
+    if (keys.insert(key).second && !llvm::sys::fs::exists(path))
+      toCompile.push_back(objects.back());
+    else
+      fn.erase();
+  }
+
+  if (!toCompile.empty()) {
+    phase.stop();
+    if (failed(lowerKernelsToLLVM(*module, opts)))
+      return failure();
+    phase = timing.nest("LLVM IR translation");
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateModuleToLLVMIR(*module, llvmContext, "colo_kernels");
+    if (!llvmModule)
+      return kernels.emitError() << "cannot translate the lowered kernels to LLVM IR";
+    phase = timing.nest("LLVM optimization and code generation");
+    error = emitKernelObjects(*llvmModule, toCompile, *target, opts);
+    if (!error.empty())
+      return kernels.emitError() << error;
+  }
+  phase = timing.nest("link");
+  error = linkKernelObjects(objects, soPath, opts);
+  if (!error.empty())
+    return kernels.emitError() << error;
+  return success();
 }
 
 } // namespace colo

@@ -275,5 +275,6 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   phase = timing.nest("kernels.so");
   KernelCompileOptions kernelOptions;
   kernelOptions.timing = &phase;
+  kernelOptions.cacheDir = defaultKernelCacheDir();
   return compileKernels(kernels.module(), in("kernels.so"), kernelOptions);
 }

@@ -978,6 +978,54 @@ TEST_F(KernelCompilerTest, MissingLinkerIsAnError) {
       << messages;
 }
 
+/// The objects in the cache directory `cache`.
+int cachedObjects(StringRef cache) {
+  int n = 0;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(cache, ec), end; it != end && !ec;
+       it.increment(ec))
+    n += llvm::sys::path::extension(it->path()) == ".o";
+  return n;
+}
+
+// A kernel compiled once is read from the cache under any name: module B's
+// @forward has module A's @aux body, and B adds nothing to the cache while
+// its @forward computes exp (checked against the interpreter), not A's neg.
+// Other options are other objects.
+TEST_F(KernelCompilerTest, CacheReusesAKernelUnderAnotherName) {
+  SmallString<128> cache(dir);
+  llvm::sys::path::append(cache, "cache");
+  colo::KernelCompileOptions opts;
+  opts.cacheDir = cache.str().str();
+  StringRef a = R"mlir(
+    func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %y = colo.neg %x : tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+    func.func @aux(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %y = colo.exp %x : tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+  )mlir";
+  StringRef b = R"mlir(
+    func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %y = colo.exp %x : tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+    func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %y = colo.neg %x : tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+  )mlir";
+  check(a, {}, opts);
+  EXPECT_EQ(cachedObjects(cache), 2);
+  check(b, {}, opts);
+  EXPECT_EQ(cachedObjects(cache), 2);
+  opts.optLevel = 2;
+  check(a, {}, opts);
+  EXPECT_EQ(cachedObjects(cache), 4);
+}
+
 struct CompileTimeReport : ::testing::Environment {
   void TearDown() override {
     if (kernelsCompiled)

@@ -6,7 +6,8 @@
 //
 //   colo-lower-to-linalg -> linalg elementwise fusion -> one-shot
 //   bufferization (results become out-params) -> loops -> LLVM dialect
-//   -> LLVM IR at O3 for the host CPU -> object -> `cc -shared`.
+//   -> LLVM IR at O3 for the host CPU -> one object per kernel, compiled in
+//   parallel or read from the cache -> `cc -shared`.
 //
 // A kernel is a public `func.func` with a body whose arguments and results
 // are static ranked tensors of integer or float elements.
@@ -57,8 +58,11 @@ struct KernelCompileOptions {
   /// The C compiler driver that links the shared object (`<linker> -shared
   /// -o x.so x.o -lm`): a path, or a name looked up on PATH.
   std::string linker = "cc";
-  /// Keeps the object file as `<soPath>.o`.
-  bool keepObject = false;
+  /// The directory of compiled kernels to read and add to (one object per
+  /// kernel, named by its MLIR, the target, these options and the compiler:
+  /// lib/Codegen/KernelObjects.h); empty compiles every kernel.
+  /// defaultKernelCacheDir() is colo's.
+  std::string cacheDir;
   /// Marks the buffers `noalias` for LLVM (they may not overlap: see the
   /// ABI above), which saves the vectorizer its runtime overlap checks.
   bool noAlias = true;
@@ -91,6 +95,11 @@ void buildCpuKernelPipeline(mlir::OpPassManager &pm,
 /// reported as diagnostics on the offending op.
 mlir::LogicalResult lowerKernelsToLLVM(mlir::ModuleOp module,
                                        const KernelCompileOptions &opts = {});
+
+/// $COLO_KERNEL_CACHE, else $XDG_CACHE_HOME/colo/kernels, else
+/// $HOME/.cache/colo/kernels; empty (no cache) when COLO_KERNEL_CACHE is
+/// "off" or empty, or no home is known.
+std::string defaultKernelCacheDir();
 
 /// Compiles every kernel of `kernels` (which is left unchanged) into the
 /// shared object `soPath`. Errors (an op without a CPU lowering, a dynamic
