@@ -264,17 +264,22 @@ def test_residual_adds_are_gemm_epilogues(tmp_path):
     assert all("bias:" in g for g in with_residual)
 
 
-def test_compile_timing_names_every_phase(tmp_path):
+def test_compile_timing_names_every_phase(tmp_path, monkeypatch):
     """`colo compile --timing` reports the import, the passes and the kernel
-    compiler's phases, so a slow compile shows where its time goes."""
+    compiler's phases, so a slow compile shows where its time goes. With an
+    empty kernel cache every kernel is compiled; with it full, none is."""
     model, example, _, _ = train_ref.build("mlp")
     export(model, example, tmp_path / "m.onnx", "onnx")
-    report = run_colo("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
-                      "loss=cross-entropy", "--timing").stderr
+    monkeypatch.setenv("COLO_KERNEL_CACHE", str(tmp_path / "cache"))
+    compile_timed = ("compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
+                     "loss=cross-entropy", "--timing")
+    report = run_colo(*compile_timed).stderr
+    lowering = ["ConvertLinalgToLoopsPass", "LLVM optimization and code generation"]
     phases = ["import", "ColoBuildTrainStep", "step programs", "ColoPlanMemory", "kernels.so",
-              "ConvertLinalgToLoopsPass", "LLVM optimization", "LLVM code generation", "link"]
+              "kernel cache", *lowering, "link"]
     assert "Execution time report" in report
     assert [p for p in phases if p not in report] == []
+    assert [p for p in lowering if p in run_colo(*compile_timed).stderr] == []
     assert "Execution time report" not in run_colo(
         "compile", tmp_path / "m.onnx", "-o", tmp_path / "exe", "--train",
         "loss=cross-entropy").stderr
