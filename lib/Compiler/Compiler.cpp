@@ -169,8 +169,11 @@ FailureOr<CompileOptions> chooseBudgets(ModuleOp module, const CompileOptions &g
   CompileOptions options = given;
   if (options.plan.recompute == planner::Recompute::Budget) {
     if (options.deviceMemory <= 0)
+      options.deviceMemory = options.plan.deviceMemory; // as the planner chose it
+    if (options.deviceMemory <= 0)
       return module.emitError("recompute=budget recomputes as little as fits the device: give "
-                              "the device's memory with colo compile --device-memory");
+                              "the device's memory with colo compile --device-memory (or the plan file's "
+                              "device_memory)");
     if (options.recomputeBudgetMb <= 0)
       options.recomputeBudgetMb =
           chooseLargestFitting(module, options, &CompileOptions::recomputeBudgetMb);

@@ -252,6 +252,11 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
           return bad(what + ": each stage must be [begin, end]");
         p.stages.push_back({*(*pair)[0].getAsInteger(), *(*pair)[1].getAsInteger()});
       }
+    } else if (k == "device_memory") {
+      std::optional<int64_t> bytes = value.getAsInteger();
+      if (!bytes || *bytes <= 0)
+        return bad(what + ": 'device_memory' must be a positive number of bytes");
+      p.deviceMemory = *bytes;
     } else if (k == "global_batch" || k == "predicted") {
       continue; // derived, or informational
     } else {
@@ -267,7 +272,7 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
       if (!field)
         return bad(what + ": unknown key '" + k +
                    "' (mesh, sequence_parallel, vocab, ulysses, zero, micro_batch, micro_batches, "
-                   "schedule, virtual_stages, recompute, offload, batch_norm, stages)");
+                   "schedule, virtual_stages, recompute, offload, batch_norm, stages, device_memory)");
       std::string text;
       bool flag = k == "sequence_parallel" || k == "vocab";
       if (auto b = value.getAsBoolean(); b && flag) text = *b ? "true" : "false";
@@ -310,6 +315,8 @@ json::Value toJSON(const Plan &p) {
     o["vocab"] = true;
   if (p.localBatchNorm)
     o["batch_norm"] = "local";
+  if (p.deviceMemory > 0)
+    o["device_memory"] = p.deviceMemory;
   return o;
 }
 

@@ -1,5 +1,6 @@
 #include "colo/Planner/Search.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
@@ -132,10 +133,10 @@ llvm::Expected<SearchResult> searchPlans(const ModelProfile &m, const ClusterSpe
             llvm::Twine(o.globalBatch) + " for a model with " + llvm::Twine(m.heads) +
             " heads and " + llvm::Twine(m.layers) + " layers");
 
-  std::vector<std::optional<Prediction>> predictions(plans.size());
-  std::atomic<int64_t> done{0}, pruned{0};
   unsigned threads = o.threads ? o.threads : llvm::hardware_concurrency().compute_thread_count();
-  {
+  std::atomic<int64_t> done{0}, pruned{0};
+  auto predictAll = [&](const std::vector<Plan> &plans, size_t total) {
+    std::vector<std::optional<Prediction>> predictions(plans.size());
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency(threads));
     size_t chunk = std::max<size_t>(1, plans.size() / (threads * 8));
     for (size_t begin = 0; begin < plans.size(); begin += chunk) {
@@ -157,11 +158,38 @@ llvm::Expected<SearchResult> searchPlans(const ModelProfile &m, const ClusterSpe
           ++done;
         }
         if (o.progress)
-          o.progress(done.load(), plans.size());
+          o.progress(done.load(), total);
       });
     }
     pool.wait();
-  }
+    return predictions;
+  };
+  std::vector<std::optional<Prediction>> predictions = predictAll(plans, plans.size());
+  // Where keeping every activation does not fit, recompute=budget: per
+  // pipeline stage, per layer, the least recomputation that fits
+  // (colo-recompute's dynamic program, which colo compile runs for the
+  // device memory the plan records).
+  // Only where recomputing every layer fits: budget holds no less.
+  llvm::StringSet<> fullFits;
+  for (const std::optional<Prediction> &p : predictions)
+    if (p && p->fits && p->plan.recompute == Recompute::Full) {
+      Plan kept = p->plan;
+      kept.recompute = Recompute::None;
+      fullFits.insert(kept.str());
+    }
+  std::vector<Plan> budgeted;
+  if (o.allowRecompute)
+    for (const std::optional<Prediction> &p : predictions)
+      if (p && !p->fits && p->plan.recompute == Recompute::None &&
+          !p->plan.offloadActivations && fullFits.contains(p->plan.str())) {
+        Plan b = p->plan;
+        b.recompute = Recompute::Budget;
+        b.deviceMemory = int64_t(kAllocatableShare * c.deviceMemory);
+        budgeted.push_back(b);
+      }
+  for (std::optional<Prediction> &p : predictAll(budgeted, plans.size() + budgeted.size()))
+    predictions.push_back(std::move(p));
+  plans.insert(plans.end(), budgeted.begin(), budgeted.end());
   result.evaluated = plans.size();
   result.pruned = pruned;
   for (auto &p : predictions) {

@@ -614,6 +614,42 @@ TEST(PlannerSearch, DeterministicAndFeasible) {
   }
 }
 
+// Where keeping every activation does not fit, the search offers
+// recompute=budget: the solver's least recomputation per layer and stage,
+// faster than recomputing every layer, with the device memory it was fitted
+// to recorded for colo compile.
+TEST(PlannerSearch, BudgetWhereKeepingEverythingDoesNotFit) {
+  mlir::MLIRContext ctx;
+  ModelProfile m = gpt2Small(ctx);
+  ClusterSpec c = cluster("a100-80g:1x1");
+  c.fusedAttention = 0;
+  auto with = [&](const char *recompute) {
+    return cantFail(predict(
+        m, c, cantFail(parsePlan(std::string("dp=1,mbs=16,micro=1,recompute=") + recompute))));
+  };
+  c.deviceMemory = (with("none").memory.total() + with("full").memory.total()) / 2 / 0.92;
+  SearchOptions o;
+  o.globalBatch = 16;
+  o.topK = 1 << 20;
+  o.allowOffload = false;
+  SearchResult r = cantFail(searchPlans(m, c, o));
+  auto find = [&](const char *text) -> const Prediction * {
+    for (const Prediction &p : r.best)
+      if (p.plan.str() == text)
+        return &p;
+    return nullptr;
+  };
+  EXPECT_EQ(find("dp=1,tp=1,pp=1,zero=0,mbs=16,micro=1"), nullptr);
+  const Prediction *budget = find("dp=1,tp=1,pp=1,zero=0,mbs=16,micro=1,recompute=budget");
+  const Prediction *full = find("dp=1,tp=1,pp=1,zero=0,mbs=16,micro=1,recompute=full");
+  ASSERT_NE(budget, nullptr);
+  ASSERT_NE(full, nullptr);
+  EXPECT_LT(budget->stepTime, full->stepTime);
+  EXPECT_EQ(budget->plan.deviceMemory, int64_t(0.92 * c.deviceMemory));
+  Plan back = cantFail(parsePlanJSON(llvm::formatv("{0}", toJSON(budget->plan)).str(), "plan"));
+  EXPECT_EQ(back.deviceMemory, budget->plan.deviceMemory);
+}
+
 TEST(PlannerSearch, InfeasibleRequestIsExplained) {
   mlir::MLIRContext ctx;
   TransformerConfig cfg = cantFail(modelPreset("llama2-70b"));

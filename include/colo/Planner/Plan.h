@@ -40,6 +40,10 @@ struct Plan {
   /// Batch norm statistics per data-parallel rank (DistributedDataParallel
   /// without SyncBatchNorm) instead of over the whole batch.
   bool localBatchNorm = false;
+  /// The device memory (bytes) a recompute=budget plan fits its
+  /// recomputation to when colo compile gets no --device-memory: what the
+  /// planner's search left the step of the cluster's device (0: none).
+  int64_t deviceMemory = 0;
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 
