@@ -12,6 +12,7 @@
 
 #include "CollapseParallelLoops.h"
 #include "KernelObjects.h"
+#include "MapGenericsToGpu.h"
 #include "FuseElementwise.h"
 
 #include "colo/Passes/Passes.h"
@@ -53,6 +54,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
@@ -462,7 +464,8 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(std::make_unique<SplitReductionsPass>());
+  if (!options.gpuLoopNests)
+    pm.addPass(std::make_unique<SplitReductionsPass>());
 
   // Tensors -> buffers. Function boundaries take identity-layout memrefs;
   // results become out-params, and a result allocated in the kernel is
@@ -484,6 +487,10 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(std::make_unique<StridedCopiesToLoopsPass>());
   pm.addPass(createCollapseParallelLoopsPass());
+  if (options.gpuLoopNests) {
+    pm.addPass(createMapGenericsToGpuPass());
+    pm.addPass(createForallToForLoopPass());
+  }
 
   // Buffers -> loops -> LLVM, with the bare-pointer calling convention
   // (every shape is static).
@@ -524,6 +531,7 @@ void registerKernelCompilerPasses() {
   PassRegistration<StridedCopiesToLoopsPass>();
   PassRegistration<Pass>([] { return createFuseElementwisePass(); });
   PassRegistration<Pass>([] { return createCollapseParallelLoopsPass(); });
+  PassRegistration<Pass>([] { return createMapGenericsToGpuPass(); });
   PassPipelineRegistration<>("colo-cpu-kernel-pipeline",
                              "colo kernels on tensors to the LLVM dialect",
                              [](OpPassManager &pm) { buildCpuKernelPipeline(pm, {}); });
@@ -538,6 +546,7 @@ LogicalResult lowerKernelsToLLVM(ModuleOp module, const KernelCompileOptions &op
   PassManager pm(ctx, ModuleOp::getOperationName());
   CpuKernelPipelineOptions pipeline;
   pipeline.noAlias = opts.noAlias;
+  pipeline.gpuLoopNests = opts.gpuLoopNests;
   buildCpuKernelPipeline(pm, pipeline);
   if (opts.irDump)
     pm.enableIRPrinting([](Pass *, Operation *) { return false; },

@@ -295,7 +295,9 @@ std::string kernelKey(func::FuncOp kernel, const KernelTarget &target,
     hash.update(part);
     hash.update(StringRef("\0", 1));
   }
-  hash.update(llvm::formatv("O{0} noalias={1};", opts.optLevel, opts.noAlias).str());
+  hash.update(llvm::formatv("O{0} noalias={1} gpu-nests={2};", opts.optLevel, opts.noAlias,
+                            opts.gpuLoopNests)
+                  .str());
   hash.update(bytecode);
   return llvm::toHex(hash.final(), /*LowerCase=*/true);
 }

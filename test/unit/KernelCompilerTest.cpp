@@ -160,7 +160,9 @@ protected:
     ASSERT_TRUE(module);
     auto forward = module->lookupSymbol<func::FuncOp>("forward");
     ASSERT_TRUE(forward);
-    Entry entry = compile(*module, opts);
+    colo::KernelCompileOptions withNests = opts;
+    withNests.gpuLoopNests |= gpuLoopNests;
+    Entry entry = compile(*module, withNests);
     ASSERT_NE(entry, nullptr) << "compiling failed";
 
     std::mt19937 rng(1234);
@@ -243,7 +245,25 @@ protected:
   MLIRContext ctx;
   SmallString<128> dir;
   std::vector<void *> handles;
+  /// check() compiles the CUDA kernels' loop nests, run sequentially.
+  bool gpuLoopNests = false;
 };
+
+/// The kernels' numerics, each checked twice against the interpreter: as the
+/// CPU loops them (CpuLoops) and as the CUDA kernels' block x thread nests
+/// (colo-map-generics-to-gpu) compute them, run sequentially (GpuLoopNests).
+class KernelNumericsTest : public KernelCompilerTest,
+                           public ::testing::WithParamInterface<bool> {
+protected:
+  void SetUp() override {
+    KernelCompilerTest::SetUp();
+    gpuLoopNests = GetParam();
+  }
+};
+INSTANTIATE_TEST_SUITE_P(, KernelNumericsTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "GpuLoopNests" : "CpuLoops";
+                         });
 
 Generator labelsWithIgnored(int64_t classes, int64_t ignore) {
   return [=](std::mt19937 &rng, int64_t i) {
@@ -252,7 +272,7 @@ Generator labelsWithIgnored(int64_t classes, int64_t ignore) {
   };
 }
 
-TEST_F(KernelCompilerTest, BroadcastBinaryOps) {
+TEST_P(KernelNumericsTest, BroadcastBinaryOps) {
   check(R"mlir(
     func.func @forward(%a: tensor<2x3x8xf32>, %b: tensor<3x1xf32>, %c: tensor<8xf32>,
                        %d: tensor<f32>)
@@ -273,7 +293,7 @@ TEST_F(KernelCompilerTest, BroadcastBinaryOps) {
   )mlir");
 }
 
-TEST_F(KernelCompilerTest, CompareSelectAndIntegers) {
+TEST_P(KernelNumericsTest, CompareSelectAndIntegers) {
   check(R"mlir(
     func.func @forward(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %i: tensor<4x8xi64>,
                        %j: tensor<1x8xi64>)
@@ -290,7 +310,7 @@ TEST_F(KernelCompilerTest, CompareSelectAndIntegers) {
          {3, [](std::mt19937 &rng, int64_t) { return double(int(rng() % 7) - 3); }}});
 }
 
-TEST_F(KernelCompilerTest, UnaryOpsAndGelu) {
+TEST_P(KernelNumericsTest, UnaryOpsAndGelu) {
   check(R"mlir(
     func.func @forward(%x: tensor<4x16xf32>)
         -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>,
@@ -325,7 +345,7 @@ TEST_F(KernelCompilerTest, UnaryOpsAndGelu) {
   )mlir");
 }
 
-TEST_F(KernelCompilerTest, Converts) {
+TEST_P(KernelNumericsTest, Converts) {
   check(R"mlir(
     func.func @forward(%x: tensor<32xf32>, %i: tensor<32xi64>)
         -> (tensor<32xbf16>, tensor<32xf16>, tensor<32xi32>, tensor<32xf64>,
@@ -345,7 +365,7 @@ TEST_F(KernelCompilerTest, Converts) {
   )mlir");
 }
 
-TEST_F(KernelCompilerTest, Reductions) {
+TEST_P(KernelNumericsTest, Reductions) {
   check(R"mlir(
     func.func @forward(%x: tensor<3x5x8xf32>, %i: tensor<4x6xi64>)
         -> (tensor<3x1x8xf32>, tensor<5xf32>, tensor<3x5xf32>, tensor<f32>,
@@ -370,7 +390,7 @@ TEST_F(KernelCompilerTest, Reductions) {
          {1, [](std::mt19937 &rng, int64_t) { return double(int(rng() % 201) - 100); }}});
 }
 
-TEST_F(KernelCompilerTest, SoftmaxAndLogSoftmax) {
+TEST_P(KernelNumericsTest, SoftmaxAndLogSoftmax) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x7x12xf32>)
         -> (tensor<2x7x12xf32>, tensor<2x7x12xf32>, tensor<2x7x12xf32>) {
@@ -387,7 +407,7 @@ TEST_F(KernelCompilerTest, SoftmaxAndLogSoftmax) {
           }}});
 }
 
-TEST_F(KernelCompilerTest, LayerNormAndRmsNorm) {
+TEST_P(KernelNumericsTest, LayerNormAndRmsNorm) {
   check(R"mlir(
     func.func @forward(%x: tensor<4x3x16xf32>, %g: tensor<3x16xf32>, %b: tensor<3x16xf32>,
                        %h: tensor<16xf32>)
@@ -406,7 +426,7 @@ TEST_F(KernelCompilerTest, LayerNormAndRmsNorm) {
           }}});
 }
 
-TEST_F(KernelCompilerTest, BatchNormTrainingAndInference) {
+TEST_P(KernelNumericsTest, BatchNormTrainingAndInference) {
   Generator positive = [](std::mt19937 &rng, int64_t) {
     return std::uniform_real_distribution<double>(0.5, 2.0)(rng);
   };
@@ -429,7 +449,7 @@ TEST_F(KernelCompilerTest, BatchNormTrainingAndInference) {
         {{4, positive}});
 }
 
-TEST_F(KernelCompilerTest, TransposeSliceConcatReshape) {
+TEST_P(KernelNumericsTest, TransposeSliceConcatReshape) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x6x4xf32>, %y: tensor<2x3x4xf32>)
         -> (tensor<4x2x6xf32>, tensor<2x2x2xf32>, tensor<2x9x4xf32>, tensor<3x16xf32>,
@@ -449,7 +469,7 @@ TEST_F(KernelCompilerTest, TransposeSliceConcatReshape) {
   )mlir");
 }
 
-TEST_F(KernelCompilerTest, BroadcastToAndConstant) {
+TEST_P(KernelNumericsTest, BroadcastToAndConstant) {
   check(R"mlir(
     func.func @forward(%x: tensor<1x8xf32>) -> (tensor<3x4x8xf32>, tensor<2x2xf32>) {
       %b = colo.broadcast_to %x : tensor<1x8xf32> -> tensor<3x4x8xf32>
@@ -464,7 +484,7 @@ TEST_F(KernelCompilerTest, BroadcastToAndConstant) {
 // Results that are not computed into a fresh buffer: an input, a strided
 // view of one, a constant, and one value returned twice. Each is copied into
 // its own output.
-TEST_F(KernelCompilerTest, ResultsThatAreInputsViewsConstantsOrRepeated) {
+TEST_P(KernelNumericsTest, ResultsThatAreInputsViewsConstantsOrRepeated) {
   check(R"mlir(
     func.func @forward(%x: tensor<4x6xf32>)
         -> (tensor<4x6xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<4x6xf32>,
@@ -481,7 +501,7 @@ TEST_F(KernelCompilerTest, ResultsThatAreInputsViewsConstantsOrRepeated) {
 }
 
 // f64 kernels compute and accumulate in f64.
-TEST_F(KernelCompilerTest, DoublePrecision) {
+TEST_P(KernelNumericsTest, DoublePrecision) {
   check(R"mlir(
     func.func @forward(%x: tensor<4x32xf64>, %g: tensor<32xf64>)
         -> (tensor<4x32xf64>, tensor<4x32xf64>, tensor<4xf64>) {
@@ -497,7 +517,7 @@ TEST_F(KernelCompilerTest, DoublePrecision) {
           }}});
 }
 
-TEST_F(KernelCompilerTest, GatherAndEmbedding) {
+TEST_P(KernelNumericsTest, GatherAndEmbedding) {
   check(R"mlir(
     func.func @forward(%x: tensor<4x10x3xf32>, %i: tensor<2x3xi64>, %table: tensor<50x8xf32>,
                        %ids: tensor<2x5xi64>)
@@ -516,7 +536,7 @@ TEST_F(KernelCompilerTest, GatherAndEmbedding) {
 // The last scatter reads a computed tensor and feeds another op. The bf16
 // updates are small integers, so that their sums are exact in bf16 (the
 // interpreter does not round its sums to bf16).
-TEST_F(KernelCompilerTest, ScatterAddAndSliceBackward) {
+TEST_P(KernelNumericsTest, ScatterAddAndSliceBackward) {
   check(R"mlir(
     func.func @forward(%u: tensor<3x2x4x5xf32>, %i: tensor<2x4xi64>, %d: tensor<2x5x8xf32>,
                        %ids: tensor<2x5xi32>, %g: tensor<2x2x2xf32>, %h: tensor<2x5x8xbf16>)
@@ -544,7 +564,7 @@ TEST_F(KernelCompilerTest, ScatterAddAndSliceBackward) {
          {5, [](std::mt19937 &rng, int64_t) { return double(int(rng() % 9) - 4); }}});
 }
 
-TEST_F(KernelCompilerTest, CrossEntropyWithIgnoreIndexAndSmoothing) {
+TEST_P(KernelNumericsTest, CrossEntropyWithIgnoreIndexAndSmoothing) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x6x10xf32>, %l: tensor<2x6xi64>, %y: tensor<8x10xf32>,
                        %t: tensor<8xi64>)
@@ -559,7 +579,7 @@ TEST_F(KernelCompilerTest, CrossEntropyWithIgnoreIndexAndSmoothing) {
         {{1, labelsWithIgnored(10, -100)}, {3, labelsWithIgnored(10, 3)}});
 }
 
-TEST_F(KernelCompilerTest, CrossEntropyAllIgnoredIsNaN) {
+TEST_P(KernelNumericsTest, CrossEntropyAllIgnoredIsNaN) {
   check(R"mlir(
     func.func @forward(%x: tensor<4x5xf32>, %l: tensor<4xi64>) -> tensor<f32> {
       %a = colo.cross_entropy %x, %l : tensor<4x5xf32>, tensor<4xi64>
@@ -569,7 +589,7 @@ TEST_F(KernelCompilerTest, CrossEntropyAllIgnoredIsNaN) {
         {{1, [](std::mt19937 &, int64_t) { return -100.0; }}});
 }
 
-TEST_F(KernelCompilerTest, CrossEntropyBackwardWithIgnoreIndexAndSmoothing) {
+TEST_P(KernelNumericsTest, CrossEntropyBackwardWithIgnoreIndexAndSmoothing) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x6x10xf32>, %l: tensor<2x6xi64>, %g: tensor<f32>,
                        %y: tensor<8x10xf32>, %t: tensor<8xi32>)
@@ -591,7 +611,7 @@ TEST_F(KernelCompilerTest, CrossEntropyBackwardWithIgnoreIndexAndSmoothing) {
 
 // colo-decompose-loss's per-position forms, with ignored labels and label
 // smoothing, against the interpreter.
-TEST_F(KernelCompilerTest, CrossEntropyRowsAndTheirGradient) {
+TEST_P(KernelNumericsTest, CrossEntropyRowsAndTheirGradient) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x6x10xf32>, %l: tensor<2x6xi64>, %s: tensor<f32>,
                        %y: tensor<8x10xf32>, %t: tensor<8xi32>)
@@ -616,7 +636,7 @@ TEST_F(KernelCompilerTest, CrossEntropyRowsAndTheirGradient) {
          {4, labelsWithIgnored(10, 3)}});
 }
 
-TEST_F(KernelCompilerTest, BatchNormBackward) {
+TEST_P(KernelNumericsTest, BatchNormBackward) {
   check(R"mlir(
     func.func @forward(%x: tensor<2x4x3x5xf32>, %g: tensor<4xf32>, %dy: tensor<2x4x3x5xf32>,
                        %x2: tensor<6x3xf32>, %g2: tensor<3xf32>, %dy2: tensor<6x3xf32>)
@@ -659,7 +679,7 @@ void checkAtSteps(std::function<void(std::map<unsigned, Generator>)> run, unsign
   }
 }
 
-TEST_F(KernelCompilerTest, SgdUpdate) {
+TEST_P(KernelNumericsTest, SgdUpdate) {
   checkAtSteps(
       [&](std::map<unsigned, Generator> gens) {
         check(R"mlir(
@@ -686,7 +706,7 @@ TEST_F(KernelCompilerTest, SgdUpdate) {
       3, 4);
 }
 
-TEST_F(KernelCompilerTest, AdamAndAdamWUpdate) {
+TEST_P(KernelNumericsTest, AdamAndAdamWUpdate) {
   checkAtSteps(
       [&](std::map<unsigned, Generator> gens) {
         check(R"mlir(
@@ -710,7 +730,7 @@ TEST_F(KernelCompilerTest, AdamAndAdamWUpdate) {
       4, 5, 3);
 }
 
-TEST_F(KernelCompilerTest, LambUpdate) {
+TEST_P(KernelNumericsTest, LambUpdate) {
   checkAtSteps(
       [&](std::map<unsigned, Generator> gens) {
         check(R"mlir(
@@ -728,7 +748,7 @@ TEST_F(KernelCompilerTest, LambUpdate) {
       4, 5, 3);
 }
 
-TEST_F(KernelCompilerTest, LarsUpdate) {
+TEST_P(KernelNumericsTest, LarsUpdate) {
   checkAtSteps(
       [&](std::map<unsigned, Generator> gens) {
         check(R"mlir(
@@ -746,7 +766,7 @@ TEST_F(KernelCompilerTest, LarsUpdate) {
       3, 4);
 }
 
-TEST_F(KernelCompilerTest, MseLoss) {
+TEST_P(KernelNumericsTest, MseLoss) {
   check(R"mlir(
     func.func @forward(%p: tensor<8x4xf32>, %t: tensor<8x4xf32>) -> tensor<f32> {
       %l = colo.mse_loss %p, %t : tensor<8x4xf32>, tensor<8x4xf32>
@@ -757,7 +777,7 @@ TEST_F(KernelCompilerTest, MseLoss) {
 
 // A chain of elementwise ops becomes one loop nest: after fusion a single
 // linalg.generic remains.
-TEST_F(KernelCompilerTest, FusedElementwiseChain) {
+TEST_P(KernelNumericsTest, FusedElementwiseChain) {
   StringRef source = R"mlir(
     func.func @forward(%x: tensor<16x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>,
                        %res: tensor<16x64xf32>) -> tensor<16x64xf32> {
@@ -947,7 +967,7 @@ TEST_F(KernelCompilerTest, LibraryOpIsAnError) {
 
 // The mask is the interpreter's, element for element (a dropped element is 0,
 // a kept one x / (1 - ratio)); without a key dropout is the identity.
-TEST_F(KernelCompilerTest, KeyedDropoutMatchesTheInterpreter) {
+TEST_P(KernelNumericsTest, KeyedDropoutMatchesTheInterpreter) {
   check(R"mlir(
     func.func @forward(%x: tensor<8x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
       %k = colo.constant dense<123457> : tensor<i64>

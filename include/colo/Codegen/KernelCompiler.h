@@ -66,6 +66,8 @@ struct KernelCompileOptions {
   /// Marks the buffers `noalias` for LLVM (they may not overlap: see the
   /// ABI above), which saves the vectorizer its runtime overlap checks.
   bool noAlias = true;
+  /// CpuKernelPipelineOptions::gpuLoopNests.
+  bool gpuLoopNests = false;
   /// Times the MLIR passes and the LLVM phases under this scope; null (or
   /// an empty scope) times nothing.
   mlir::TimingScope *timing = nullptr;
@@ -75,6 +77,10 @@ struct KernelCompileOptions {
 /// changes the MLIR lowering).
 struct CpuKernelPipelineOptions {
   bool noAlias = true;
+  /// Runs the CUDA kernels' loop nests (colo-map-generics-to-gpu, reductions
+  /// unsplit) sequentially instead of the CPU's loops: how tests check on
+  /// the CPU what a GPU would compute.
+  bool gpuLoopNests = false;
 };
 
 /// Registers the dialects and the interface implementations (bufferization,

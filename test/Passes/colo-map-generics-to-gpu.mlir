@@ -1,0 +1,97 @@
+// RUN: colo-opt %s --colo-map-generics-to-gpu=block-size=256 --cse --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: not colo-opt %s --colo-map-generics-to-gpu=block-size=0 --split-input-file 2>&1 | FileCheck %s --check-prefix=SIZE
+// SIZE: block-size must be positive
+
+// An elementwise kernel of 1000 points: 4 blocks of 256 threads, the last
+// block's threads past 999 doing nothing, each point loaded, computed and
+// stored where the generic's maps say.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: scf.forall (%[[B:.*]]) in (4) {
+// CHECK:   scf.forall (%[[T:.*]]) in (256) {
+// CHECK:     %[[I:.*]] = affine.apply #{{.*}}(%[[B]], %[[T]])
+// CHECK:     %[[IN:.*]] = arith.cmpi ult, %[[I]], %c1000
+// CHECK:     scf.if %[[IN]] {
+// CHECK:       %[[X:.*]] = memref.load %arg0[%[[I]]]
+// CHECK:       %[[E:.*]] = math.exp %[[X]]
+// CHECK:       memref.store %[[E]], %arg1[%[[I]]]
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK-NOT: linalg.generic
+#id = affine_map<(d0) -> (d0)>
+func.func @elementwise(%x: memref<1000xf32>, %y: memref<1000xf32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : memref<1000xf32>) outs(%y : memref<1000xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// A sum over the rows of a 6x5x7 buffer's middle dimension: 42 points (one
+// block of 42 threads, no guard), each (i, k) delinearized and summing j in
+// order into its own output element, read and written through memory.
+// CHECK-LABEL: func.func @middle_sum
+// CHECK: scf.forall (%[[B:.*]]) in (1) {
+// CHECK:   scf.forall (%[[T:.*]]) in (42) {
+// CHECK-NOT: scf.if
+// CHECK:     %[[P:.*]]:2 = affine.delinearize_index %{{.*}} into (6, 7)
+// CHECK:     scf.for %[[J:.*]] = %c0 to %c5 step %c1 {
+// CHECK:       %[[X:.*]] = memref.load %arg0[%[[P]]#0, %[[J]], %[[P]]#1]
+// CHECK:       %[[ACC:.*]] = memref.load %arg1[%[[P]]#0, %[[P]]#1]
+// CHECK:       %[[S:.*]] = arith.addf %[[X]], %[[ACC]]
+// CHECK:       memref.store %[[S]], %arg1[%[[P]]#0, %[[P]]#1]
+#in3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#out2 = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @middle_sum(%x: memref<6x5x7xf32>, %s: memref<6x7xf32>) {
+  linalg.generic {indexing_maps = [#in3, #out2], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x : memref<6x5x7xf32>) outs(%s : memref<6x7xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %a, %acc : f32
+    linalg.yield %t : f32
+  }
+  return
+}
+
+// -----
+
+// linalg.index becomes the point's own index; a scalar operand is used as
+// it is; an output whose value the body does not read is not loaded.
+// CHECK-LABEL: func.func @iota_scaled
+// CHECK: scf.forall
+// CHECK:   scf.forall
+// CHECK-NOT: memref.load %arg1
+// CHECK:     arith.index_cast %{{.*}} : index to i64
+// CHECK:     arith.mulf %{{.*}}, %arg0
+#s = affine_map<(d0) -> ()>
+#i = affine_map<(d0) -> (d0)>
+func.func @iota_scaled(%scale: f32, %y: memref<8xf32>) {
+  linalg.generic {indexing_maps = [#s, #i], iterator_types = ["parallel"]}
+      ins(%scale : f32) outs(%y : memref<8xf32>) {
+  ^bb0(%c: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %n = arith.index_cast %i : index to i64
+    %f = arith.sitofp %n : i64 to f32
+    %v = arith.mulf %f, %c : f32
+    linalg.yield %v : f32
+  }
+  return
+}
+
+// -----
+
+// An output that drops a parallel dimension would be written by several
+// threads: refused.
+#in2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @racy(%x: memref<4x8xf32>, %y: memref<4xf32>) {
+  // expected-error@+1 {{does not depend on parallel loop 1}}
+  linalg.generic {indexing_maps = [#in2, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x8xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
