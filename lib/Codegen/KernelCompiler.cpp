@@ -11,6 +11,7 @@
 #include "colo/Dialect/Colo/ColoDialect.h"
 
 #include "CollapseParallelLoops.h"
+#include "ForallToGpuLaunch.h"
 #include "KernelObjects.h"
 #include "MapGenericsToGpu.h"
 #include "FuseElementwise.h"
@@ -30,7 +31,9 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -436,6 +439,7 @@ struct EntryPointsPass : PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
 } // namespace
 
 void registerKernelCompilerDialects(DialectRegistry &registry) {
+  registry.insert<affine::AffineDialect, gpu::GPUDialect>();
   registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
                   cf::ControlFlowDialect, func::FuncDialect, linalg::LinalgDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
@@ -454,7 +458,11 @@ void registerKernelCompilerDialects(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
 }
 
-void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &options) {
+std::unique_ptr<Pass> createApproximateMathPass() {
+  return std::make_unique<ApproximateMathPass>();
+}
+
+void buildKernelBufferPipeline(OpPassManager &pm, bool splitReductions) {
   // colo -> linalg on tensors, fused.
   pm.addPass(createColoJoinSliceGradients());
   pm.addPass(createColoLowerToLinalg());
@@ -464,7 +472,7 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (!options.gpuLoopNests)
+  if (splitReductions)
     pm.addPass(std::make_unique<SplitReductionsPass>());
 
   // Tensors -> buffers. Function boundaries take identity-layout memrefs;
@@ -485,8 +493,12 @@ void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &o
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addPass(std::make_unique<StridedCopiesToLoopsPass>());
   pm.addPass(createCollapseParallelLoopsPass());
+}
+
+void buildCpuKernelPipeline(OpPassManager &pm, const CpuKernelPipelineOptions &options) {
+  buildKernelBufferPipeline(pm, /*splitReductions=*/!options.gpuLoopNests);
+  pm.addPass(std::make_unique<StridedCopiesToLoopsPass>());
   if (options.gpuLoopNests) {
     pm.addPass(createMapGenericsToGpuPass());
     pm.addPass(createForallToForLoopPass());
@@ -532,6 +544,7 @@ void registerKernelCompilerPasses() {
   PassRegistration<Pass>([] { return createFuseElementwisePass(); });
   PassRegistration<Pass>([] { return createCollapseParallelLoopsPass(); });
   PassRegistration<Pass>([] { return createMapGenericsToGpuPass(); });
+  PassRegistration<Pass>([] { return createForallToGpuLaunchPass(); });
   PassPipelineRegistration<>("colo-cpu-kernel-pipeline",
                              "colo kernels on tensors to the LLVM dialect",
                              [](OpPassManager &pm) { buildCpuKernelPipeline(pm, {}); });

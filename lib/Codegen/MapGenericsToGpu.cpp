@@ -1,6 +1,7 @@
 //===- MapGenericsToGpu.cpp - colo-map-generics-to-gpu --------------------===//
 //
-// The CUDA kernels' loop nests: every linalg.generic on buffers becomes
+// The CUDA kernels' loop nests: every linalg.generic on buffers (and every
+// copy and named linalg op, generalized first) becomes
 //
 //   scf.forall (%block) in (ceil(N / T)) {
 //     scf.forall (%thread) in (T) {
@@ -31,6 +32,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -169,11 +171,11 @@ struct MapGenericsToGpuPass : PassWrapper<MapGenericsToGpuPass, OperationPass<Mo
   explicit MapGenericsToGpuPass(int64_t size) { blockSize = size; }
   StringRef getArgument() const final { return "colo-map-generics-to-gpu"; }
   StringRef getDescription() const final {
-    return "Maps every linalg.generic on buffers to a block x thread scf.forall nest";
+    return "Maps every linalg op and copy on buffers to a block x thread scf.forall nest";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<affine::AffineDialect, arith::ArithDialect, gpu::GPUDialect,
-                    memref::MemRefDialect, scf::SCFDialect>();
+                    linalg::LinalgDialect, memref::MemRefDialect, scf::SCFDialect>();
   }
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("Threads per block (at most the points)"),
@@ -184,9 +186,30 @@ struct MapGenericsToGpuPass : PassWrapper<MapGenericsToGpuPass, OperationPass<Mo
       getOperation().emitError("colo-map-generics-to-gpu: block-size must be positive");
       return signalPassFailure();
     }
+    IRRewriter rewriter(&getContext());
+    // Copies and named ops (linalg.copy, linalg.fill) as generics first:
+    // on a GPU every element is a thread's work.
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp c) { copies.push_back(c); });
+    for (memref::CopyOp c : copies) {
+      rewriter.setInsertionPoint(c);
+      linalg::CopyOp::create(rewriter, c.getLoc(), c.getSource(), c.getTarget());
+      rewriter.eraseOp(c);
+    }
+    SmallVector<linalg::LinalgOp> named;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::GenericOp>(op))
+        named.push_back(op);
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::generalizeNamedOp(rewriter, op))) {
+        op.emitError("colo-map-generics-to-gpu cannot generalize this op");
+        return signalPassFailure();
+      }
+    }
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp g) { generics.push_back(g); });
-    IRRewriter rewriter(&getContext());
     for (linalg::GenericOp g : generics) {
       if (failed(checkMappable(g)))
         return signalPassFailure();

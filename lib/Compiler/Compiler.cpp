@@ -206,6 +206,7 @@ FailureOr<CompiledStep> colo::compileStepFootprint(ModuleOp module,
       most = &stage;
     }
   step.program = *most;
+  step.kernels = cast<ModuleOp>(kernels.module()->clone());
   module.walk([&](Operation *op) {
     step.recomputedOps += ColoDialect::RecomputedAttrHelper(op->getContext()).isAttrPresent(op);
   });

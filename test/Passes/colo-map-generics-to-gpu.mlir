@@ -82,6 +82,21 @@ func.func @iota_scaled(%scale: f32, %y: memref<8xf32>) {
 
 // -----
 
+// A copy is a generic like any other: one thread per element.
+// CHECK-LABEL: func.func @copy
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK:   scf.forall (%[[T:.*]]) in (12) {
+// CHECK:     %[[P:.*]]:2 = affine.delinearize_index %{{.*}} into (3, 4)
+// CHECK:     %[[V:.*]] = memref.load %arg0[%[[P]]#0, %[[P]]#1] : memref<3x4xf32, strided<[8, 1]>>
+// CHECK:     memref.store %[[V]], %arg1[%[[P]]#0, %[[P]]#1]
+// CHECK-NOT: memref.copy
+func.func @copy(%x: memref<3x4xf32, strided<[8, 1]>>, %y: memref<3x4xf32>) {
+  memref.copy %x, %y : memref<3x4xf32, strided<[8, 1]>> to memref<3x4xf32>
+  return
+}
+
+// -----
+
 // An output that drops a parallel dimension would be written by several
 // threads: refused.
 #in2 = affine_map<(d0, d1) -> (d0, d1)>

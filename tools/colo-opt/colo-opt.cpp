@@ -1,5 +1,6 @@
 // mlir-opt for colo: the colo dialect and passes plus the upstream pieces
 // colo's pipelines use.
+#include "colo/Codegen/CudaKernelCompiler.h"
 #include "colo/Codegen/KernelCompiler.h"
 #include "colo/Compiler/Compiler.h"
 #include "colo/InitAll.h"
@@ -12,11 +13,12 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   colo::registerAllDialects(registry);
-  colo::registerKernelCompilerDialects(registry);
+  colo::registerCudaKernelCompilerDialects(registry);
   registry.insert<mlir::func::FuncDialect>();
   colo::registerAllPasses();
   colo::registerCompilePipeline();
   colo::registerKernelCompilerPasses();
+  colo::registerCudaKernelCompilerPasses();
   mlir::registerLinalgPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -91,6 +91,14 @@ void registerKernelCompilerDialects(mlir::DialectRegistry &registry);
 /// passes, so that colo-opt runs them (and lit tests check them) one by one.
 void registerKernelCompilerPasses();
 
+/// Adds the passes the CPU and CUDA pipelines share: colo kernels on tensors
+/// to fused linalg on buffers (function results as out-parameters, the
+/// elementwise loops collapsed), with the CPU's split reductions or not.
+void buildKernelBufferPipeline(mlir::OpPassManager &pm, bool splitReductions);
+
+/// f32 tanh, erf, exp and log as vectorizable polynomials (colo-approximate-math).
+std::unique_ptr<mlir::Pass> createApproximateMathPass();
+
 /// Adds the passes from colo kernels on tensors to the LLVM dialect, with the
 /// `void name(void **)` entry points, to `pm` (on a ModuleOp).
 void buildCpuKernelPipeline(mlir::OpPassManager &pm,

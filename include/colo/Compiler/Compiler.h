@@ -94,6 +94,9 @@ struct CompiledStep {
   /// The step program of the rank (the pipeline stage) that plans most.
   runtime::Program program;
   int64_t recomputedOps = 0;
+  /// The generated kernels of every rank, before their lowering (what
+  /// compileKernels and compileCudaKernels take).
+  mlir::OwningOpRef<mlir::ModuleOp> kernels;
 };
 mlir::FailureOr<CompiledStep> compileStepFootprint(mlir::ModuleOp module,
                                                    const CompileOptions &options);

@@ -1,0 +1,130 @@
+//===- CudaKernelCompiler.cpp - colo kernels to PTX -----------------------===//
+#include "colo/Codegen/CudaKernelCompiler.h"
+#include "colo/Codegen/KernelCompiler.h"
+
+#include "ForallToGpuLaunch.h"
+#include "MapGenericsToGpu.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace colo {
+
+void registerCudaKernelCompilerDialects(DialectRegistry &registry) {
+  registerKernelCompilerDialects(registry);
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
+
+void buildCudaKernelPipeline(OpPassManager &pm, const CudaKernelOptions &options) {
+  // The CPU's passes up to fused linalg on buffers; reductions stay whole
+  // (one thread per output element runs them in the CPU's loop order).
+  buildKernelBufferPipeline(pm, /*splitReductions=*/false);
+  pm.addPass(createMapGenericsToGpuPass(options.blockSize));
+  pm.addPass(createForallToGpuLaunchPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Polynomials, not libdevice calls: the same f32 approximations as on the
+  // CPU, and no device library to link.
+  pm.addPass(createApproximateMathPass());
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  for (const std::string &chip : options.chips) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = chip;
+    target.optLevel = options.optLevel;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions toNVVM;
+  toNVVM.useBarePtrCallConv = true; // every shape is static
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(toNVVM));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa"; // PTX, from LLVM's NVPTX back end
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void registerCudaKernelCompilerPasses() {
+  PassPipelineRegistration<>("colo-cuda-kernel-pipeline",
+                             "colo kernels on tensors to GPU launches and PTX (sm_80, sm_90)",
+                             [](OpPassManager &pm) { buildCudaKernelPipeline(pm); });
+}
+
+FailureOr<CudaKernels> compileCudaKernels(ModuleOp kernels, const CudaKernelOptions &options) {
+  OwningOpRef<ModuleOp> module(cast<ModuleOp>(kernels->clone()));
+  MLIRContext *ctx = kernels.getContext();
+  DialectRegistry registry;
+  registerCudaKernelCompilerDialects(registry);
+  ctx->appendDialectRegistry(registry);
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  buildCudaKernelPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return failure();
+
+  CudaKernels out;
+  for (auto fn : module->getOps<func::FuncOp>()) {
+    if (fn.isPrivate() || fn.isExternal())
+      continue;
+    CudaKernel kernel{fn.getSymName().str(), {}};
+    WalkResult walked = fn.walk([&](gpu::LaunchFuncOp launch) {
+      std::optional<int64_t> grid = getConstantIntValue(launch.getGridSizeX());
+      std::optional<int64_t> block = getConstantIntValue(launch.getBlockSizeX());
+      if (!grid || !block) {
+        launch.emitError("a kernel's launch geometry must be constant");
+        return WalkResult::interrupt();
+      }
+      kernel.launches.push_back({launch.getKernelModuleName().str(), *grid, *block});
+      return WalkResult::advance();
+    });
+    if (walked.wasInterrupted())
+      return failure();
+    out.kernels.push_back(std::move(kernel));
+  }
+  for (auto binary : module->getOps<gpu::BinaryOp>()) {
+    CudaModule m{binary.getSymName().str(), {}};
+    for (Attribute attr : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      auto target = cast<NVVM::NVVMTargetAttr>(object.getTarget());
+      m.ptx.push_back({target.getChip().str(), object.getObject().getValue().str()});
+    }
+    out.modules.push_back(std::move(m));
+  }
+  return out;
+}
+
+} // namespace colo

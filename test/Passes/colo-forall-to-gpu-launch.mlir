@@ -1,0 +1,36 @@
+// RUN: colo-opt %s --colo-forall-to-gpu-launch --split-input-file --verify-diagnostics | FileCheck %s
+
+// A block x thread nest becomes a launch of 4 blocks of 256 threads whose
+// body uses the block and thread ids; the buffers are captured from above.
+// CHECK-LABEL: func.func @square
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C4]], %{{.*}} = %[[C1]], %{{.*}} = %[[C1]]) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]], %{{.*}} = %[[C1]], %{{.*}} = %[[C1]])
+// CHECK:   %[[I:.*]] = affine.apply #{{.*}}(%[[BX]], %[[TX]])
+// CHECK:   memref.load %arg0[%[[I]]]
+// CHECK:   gpu.terminator
+// CHECK-NOT: scf.forall
+func.func @square(%x: memref<1024xf32>, %y: memref<1024xf32>) {
+  scf.forall (%b) in (4) {
+    scf.forall (%t) in (256) {
+      %i = affine.apply affine_map<(d0, d1) -> (d0 * 256 + d1)>(%b, %t)
+      %v = memref.load %x[%i] : memref<1024xf32>
+      %s = arith.mulf %v, %v : f32
+      memref.store %s, %y[%i] : memref<1024xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A forall that is not the nest is refused.
+func.func @two_dimensional(%y: memref<4x4xf32>) {
+  %c = arith.constant 0.0 : f32
+  // expected-error@+1 {{takes a one-dimensional forall mapped to #gpu.block<x>}}
+  scf.forall (%i, %j) in (4, 4) {
+    memref.store %c, %y[%i, %j] : memref<4x4xf32>
+  } {mapping = [#gpu.block<x>, #gpu.block<y>]}
+  return
+}
