@@ -615,11 +615,11 @@ LogicalResult compileKernels(ModuleOp kernels, StringRef soPath,
   for (func::FuncOp fn : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
     if (fn.isPrivate() || fn.isExternal())
       continue;
-    std::string key = kernelKey(fn, *target, opts);
+    KernelKey key = kernelKey(fn, *target, opts);
     SmallString<128> path(dir);
-    llvm::sys::path::append(path, key + ".o");
-    objects.push_back({fn.getSymName().str(), "colo_k_" + key, path.str().str()});
-    if (keys.insert(key).second && !llvm::sys::fs::exists(path))
+    llvm::sys::path::append(path, key.file + ".o");
+    objects.push_back({fn.getSymName().str(), "colo_k_" + key.content, path.str().str()});
+    if (keys.insert(key.file).second && !llvm::sys::fs::exists(path))
       toCompile.push_back(objects.back());
     else
       fn.erase();

@@ -139,10 +139,17 @@ std::unique_ptr<llvm::Module> kernelAlone(const llvm::Module &module, StringRef 
       unused.push_back(&gv);
   for (llvm::GlobalValue *gv : unused)
     gv->eraseFromParent();
-  for (llvm::GlobalValue &gv : part->global_values())
-    if (!gv.isDeclaration() && gv.getName() != name && !gv.hasLocalLinkage())
-      gv.setLinkage(llvm::GlobalValue::InternalLinkage);
+  // Everything but the kernel is internal and named after the symbol, so
+  // that the object is the same bytes whatever the kernel was called.
   part->getFunction(name)->setName(symbol);
+  int local = 0;
+  for (llvm::GlobalValue &gv : part->global_values())
+    if (!gv.isDeclaration() && gv.getName() != symbol) {
+      gv.setLinkage(llvm::GlobalValue::InternalLinkage);
+      gv.setName(symbol + "." + llvm::Twine(local++));
+    }
+  part->setModuleIdentifier(symbol);
+  part->setSourceFileName(symbol);
   return part;
 }
 
@@ -269,8 +276,8 @@ FailureOr<KernelTarget> resolveKernelTarget(const KernelCompileOptions &opts,
   return target;
 }
 
-std::string kernelKey(func::FuncOp kernel, const KernelTarget &target,
-                      const KernelCompileOptions &opts) {
+KernelKey kernelKey(func::FuncOp kernel, const KernelTarget &target,
+                    const KernelCompileOptions &opts) {
   // The kernel without its name and locations: the same body under another
   // name, or from another layer of the model, is the same object.
   auto body = cast<func::FuncOp>(kernel->clone());
@@ -288,18 +295,25 @@ std::string kernelKey(func::FuncOp kernel, const KernelTarget &target,
   (void)writeBytecodeToFile(body, os);
   body->erase();
 
-  llvm::SHA256 hash;
+  auto hex = [](llvm::SHA256 &hash) { return llvm::toHex(hash.final(), /*LowerCase=*/true); };
+  llvm::SHA256 content;
   for (StringRef part : {StringRef(kCacheFormat), StringRef(LLVM_VERSION_STRING),
-                         StringRef(compilerIdentity()), StringRef(target.triple),
-                         StringRef(target.cpu), StringRef(target.features)}) {
-    hash.update(part);
-    hash.update(StringRef("\0", 1));
+                         StringRef(target.triple), StringRef(target.cpu),
+                         StringRef(target.features)}) {
+    content.update(part);
+    content.update(StringRef("\0", 1));
   }
-  hash.update(llvm::formatv("O{0} noalias={1} gpu-nests={2};", opts.optLevel, opts.noAlias,
-                            opts.gpuLoopNests)
-                  .str());
-  hash.update(bytecode);
-  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+  content.update(llvm::formatv("O{0} noalias={1} gpu-nests={2};", opts.optLevel, opts.noAlias,
+                               opts.gpuLoopNests)
+                     .str());
+  content.update(bytecode);
+  KernelKey key;
+  key.content = hex(content);
+  llvm::SHA256 file;
+  file.update(key.content);
+  file.update(compilerIdentity());
+  key.file = hex(file);
+  return key;
 }
 
 std::string openKernelCache(const KernelCompileOptions &opts) {

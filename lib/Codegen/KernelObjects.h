@@ -8,7 +8,9 @@
 // locations and name dropped), the target, the options, and the identity of
 // the compiler (the file holding this code: path, size, modification time),
 // so that a rebuilt colo never reads what an older one wrote. The object
-// defines the symbol `colo_k_<key>`; the link gives each kernel its own name
+// defines the symbol `colo_k_<content key>` (the key without the compiler's
+// identity, so that the colo CLI and the Python module write the same
+// kernels.so), its other symbols named after it; the link gives each kernel its own name
 // as an alias of it (`--defsym`), so that kernels with the same body under
 // different names (`k3_add` in one plan, `k7_add` in another) share one
 // object. Objects are written under a unique name and renamed into place,
@@ -43,9 +45,15 @@ struct KernelObject {
   std::string name, symbol, path;
 };
 
-/// `kernel`'s cache key (64 hex digits) for `target` and `opts`.
-std::string kernelKey(mlir::func::FuncOp kernel, const KernelTarget &target,
-                      const KernelCompileOptions &opts);
+/// A kernel's keys (64 hex digits each): `content` hashes its MLIR, the
+/// target and the options, and names the symbol its object defines (the
+/// same bytes whichever colo binary compiled it); `file` adds the
+/// compiler's identity and names the cached object.
+struct KernelKey {
+  std::string content, file;
+};
+KernelKey kernelKey(mlir::func::FuncOp kernel, const KernelTarget &target,
+                    const KernelCompileOptions &opts);
 
 /// The directory of cached objects opts.cacheDir names, created if need be;
 /// empty (compile everything) when it names none, cannot be created, the

@@ -255,7 +255,7 @@ int colo::tool::runPlan(mlir::MLIRContext &ctx) {
       mlir::FailureOr<colo::CompiledStep> step = compileForExplain(**module, *plan, *cluster);
       if (failed(step))
         return 1;
-      compiled = *step;
+      compiled = std::move(*step);
       times = predictStepTimes(compiled->program, *cluster);
     }
     if (planJson) {
