@@ -1,12 +1,15 @@
 //===- ForallToGpuLaunch.cpp - colo-forall-to-gpu-launch ------------------===//
 //
 // Turns each block x thread scf.forall nest (colo-map-generics-to-gpu's) into
-// a gpu.launch: a grid of the outer forall's size, blocks of the inner's,
-// the block and thread ids in place of the induction variables. The launch
-// captures what the body reads from above (buffers, constants);
-// gpu-kernel-outlining then makes it a gpu.func and a gpu.launch_func.
-// Other shapes of forall are refused: the nest is the contract between the
-// two passes.
+// a gpu.launch: a grid of the outer forall's size, blocks of its largest
+// inner forall's, the block and thread ids in place of the induction
+// variables. A block forall may hold several thread foralls (phases, such
+// as a reduction's levels): each runs on the threads below its size, with a
+// gpu.barrier between phases, and the static allocations beside them become
+// the launch's workgroup (shared) memory. The launch captures what the body
+// reads from above (buffers, constants); gpu-kernel-outlining then makes it
+// a gpu.func and a gpu.launch_func. Other shapes are refused: the nest is
+// the contract between the two passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +17,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -41,26 +46,79 @@ LogicalResult toLaunch(RewriterBase &rewriter, scf::ForallOp blocks) {
   MLIRContext *ctx = blocks.getContext();
   auto blockX = gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX);
   auto threadX = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
+  auto refuse = [&](Operation *op) {
+    return op->emitError("colo-forall-to-gpu-launch takes a one-dimensional forall mapped to "
+                         "#gpu.block<x> holding one-dimensional foralls mapped to "
+                         "#gpu.thread<x>, static allocations for them to share, and "
+                         "operations without side effects");
+  };
   std::optional<int64_t> grid = mappedSize(blocks, blockX);
-  Block *body = blocks.getBody();
-  auto threads = dyn_cast<scf::ForallOp>(body->front());
-  std::optional<int64_t> block = threads ? mappedSize(threads, threadX) : std::nullopt;
-  // The block forall holds the thread forall and its terminator, no more.
-  if (!grid || !block || body->getOperations().size() != 2)
-    return blocks.emitError("colo-forall-to-gpu-launch takes a one-dimensional forall mapped to "
-                            "#gpu.block<x> holding only one mapped to #gpu.thread<x>");
+  if (!grid)
+    return refuse(blocks);
+  // The phases (thread foralls), what they share, and the block's size:
+  // the largest phase.
+  int64_t block = 0;
+  DenseSet<Value> shared;
+  for (Operation &op : blocks.getBody()->without_terminator()) {
+    if (auto threads = dyn_cast<scf::ForallOp>(op)) {
+      std::optional<int64_t> size = mappedSize(threads, threadX);
+      if (!size)
+        return refuse(threads);
+      block = std::max(block, *size);
+    } else if (auto alloc = dyn_cast<memref::AllocOp>(op);
+               alloc && alloc.getType().hasStaticShape() && alloc->getNumOperands() == 0) {
+      shared.insert(alloc.getResult());
+    } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op);
+               !(dealloc && shared.contains(dealloc.getMemref())) && !isPure(&op)) {
+      return refuse(&op);
+    }
+  }
+  if (block == 0)
+    return refuse(blocks);
+
   Location loc = blocks.getLoc();
   rewriter.setInsertionPoint(blocks);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   auto launch = gpu::LaunchOp::create(
       rewriter, loc, arith::ConstantIndexOp::create(rewriter, loc, *grid), one, one,
-      arith::ConstantIndexOp::create(rewriter, loc, *block), one, one);
+      arith::ConstantIndexOp::create(rewriter, loc, block), one, one);
   rewriter.setInsertionPointToEnd(&launch.getBody().front());
+  Value tid = launch.getThreadIds().x;
   IRMapping map;
   map.map(blocks.getInductionVar(0), launch.getBlockIds().x);
-  map.map(threads.getInductionVar(0), launch.getThreadIds().x);
-  for (Operation &op : threads.getBody()->without_terminator())
-    rewriter.clone(op, map);
+  bool phaseBefore = false;
+  for (Operation &op : blocks.getBody()->without_terminator()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op); alloc && shared.contains(alloc)) {
+      MemRefType type = alloc.getType();
+      auto workgroup = MemRefType::get(
+          type.getShape(), type.getElementType(), MemRefLayoutAttrInterface{},
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+      map.map(alloc.getResult(), launch.addWorkgroupAttribution(workgroup, alloc.getLoc()));
+      continue;
+    }
+    if (isa<memref::DeallocOp>(op))
+      continue;
+    auto threads = dyn_cast<scf::ForallOp>(op);
+    if (!threads) {
+      rewriter.clone(op, map);
+      continue;
+    }
+    // A phase reads what the one before wrote: all threads wait between.
+    if (phaseBefore)
+      gpu::BarrierOp::create(rewriter, loc);
+    phaseBefore = true;
+    int64_t size = *mappedSize(threads, threadX);
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (size < block) {
+      Value active = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, tid,
+                                           arith::ConstantIndexOp::create(rewriter, loc, size));
+      auto inside = scf::IfOp::create(rewriter, loc, active, /*withElseRegion=*/false);
+      rewriter.setInsertionPointToStart(inside.thenBlock());
+    }
+    map.map(threads.getInductionVar(0), tid);
+    for (Operation &inner : threads.getBody()->without_terminator())
+      rewriter.clone(inner, map);
+  }
   gpu::TerminatorOp::create(rewriter, loc);
   rewriter.eraseOp(blocks);
   return success();

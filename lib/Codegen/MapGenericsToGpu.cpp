@@ -27,6 +27,7 @@
 
 #include "MapGenericsToGpu.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -42,6 +43,10 @@
 using namespace mlir;
 
 namespace {
+
+/// Reductions of at least this many elements per output are shared by a
+/// block's threads; shorter ones run in one thread each.
+constexpr int64_t kBlockReductionMin = 64;
 
 /// Static loop ranges, outputs indexed by every parallel dimension (one
 /// thread per output element: no two threads write the same one).
@@ -72,8 +77,10 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map, ArrayRef
   return indices;
 }
 
-/// The generic's body at loop indices `loops`: loads, the payload, stores.
-void emitPoint(OpBuilder &b, Location loc, linalg::GenericOp g, ArrayRef<Value> loops) {
+/// Clones the generic's body at loop indices `loops` (its operands loaded
+/// through their maps) except `skip`; returns the mapping of its values.
+IRMapping computeAt(OpBuilder &b, Location loc, linalg::GenericOp g, ArrayRef<Value> loops,
+                    Operation *skip = nullptr) {
   IRMapping map;
   Block &body = g.getRegion().front();
   for (OpOperand &operand : g->getOpOperands()) {
@@ -82,56 +89,198 @@ void emitPoint(OpBuilder &b, Location loc, linalg::GenericOp g, ArrayRef<Value> 
       map.map(arg, operand.get());
       continue;
     }
-    if (arg.use_empty())
+    if (arg.use_empty() || (skip && arg.hasOneUse() && *arg.user_begin() == skip &&
+                            g.isDpsInit(&operand)))
       continue;
     map.map(arg, memref::LoadOp::create(b, loc, operand.get(),
                                         indicesAt(b, loc, g.getMatchingIndexingMap(&operand),
                                                   loops)));
   }
   for (Operation &op : body.without_terminator()) {
+    if (&op == skip)
+      continue;
     if (auto index = dyn_cast<linalg::IndexOp>(op)) {
       map.map(index.getResult(), loops[index.getDim()]);
       continue;
     }
     b.clone(op, map);
   }
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  return map;
+}
+
+/// The generic's body at loop indices `loops`: loads, the payload, stores.
+void emitPoint(OpBuilder &b, Location loc, linalg::GenericOp g, ArrayRef<Value> loops) {
+  IRMapping map = computeAt(b, loc, g, loops);
+  auto yield = cast<linalg::YieldOp>(g.getRegion().front().getTerminator());
   for (auto [value, out] : llvm::zip(yield.getValues(), g.getDpsInitsMutable()))
     memref::StoreOp::create(
         b, loc, map.lookupOrDefault(value), out.get(),
         indicesAt(b, loc, g.getMatchingIndexingMap(&out), loops));
 }
 
-/// Replaces `g` by its block x thread forall nest.
+/// `index` split over the loop dimensions `dims` (of sizes `ranges`) into
+/// `loops`.
+void delinearizeInto(OpBuilder &b, Location loc, Value index, ArrayRef<int64_t> dims,
+                     ArrayRef<int64_t> ranges, SmallVectorImpl<Value> &loops) {
+  if (dims.size() == 1) {
+    loops[dims.front()] = index;
+    return;
+  }
+  if (dims.empty())
+    return;
+  SmallVector<int64_t> basis;
+  for (int64_t d : dims)
+    basis.push_back(ranges[d]);
+  auto split = affine::AffineDelinearizeIndexOp::create(b, loc, index, basis,
+                                                        /*hasOuterBound=*/true);
+  for (auto [d, value] : llvm::zip(dims, split.getResults()))
+    loops[d] = value;
+}
+
+/// A forall of `size` threads (or blocks) at the builder's point; the
+/// builder moves into its body.
+scf::ForallOp mappedForall(OpBuilder &b, Location loc, int64_t size, Attribute mapping) {
+  auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
+                                      ValueRange{}, b.getArrayAttr({mapping}));
+  b.setInsertionPointToStart(forall.getBody());
+  return forall;
+}
+
+/// The loop dimensions of `g` that are parallel and that reduce.
+void splitDims(linalg::GenericOp g, SmallVectorImpl<int64_t> &parallel,
+               SmallVectorImpl<int64_t> &reduction) {
+  for (auto [d, it] : llvm::enumerate(g.getIteratorTypesArray()))
+    (it == utils::IteratorType::parallel ? parallel : reduction).push_back(int64_t(d));
+}
+
+/// The combiner of a float sum, maximum or minimum of `g` into its one
+/// output, which reads the accumulator nowhere else; null for other
+/// generics.
+Operation *blockReducible(linalg::GenericOp g) {
+  if (g.getNumDpsInits() != 1 || g.getNumReductionLoops() == 0)
+    return nullptr;
+  SmallVector<Operation *> combiners;
+  if (!matchReduction(g.getRegionOutputArgs(), 0, combiners) || combiners.size() != 1)
+    return nullptr;
+  Operation *c = combiners.front();
+  auto yield = cast<linalg::YieldOp>(g.getRegion().front().getTerminator());
+  if (!isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+           arith::MinNumFOp>(c) ||
+      yield.getValues()[0] != c->getResult(0) || !g.getRegionOutputArgs()[0].hasOneUse())
+    return nullptr;
+  return c;
+}
+
+/// Replaces the reduction `g` (blockReducible: `combiner`) by one block per
+/// output element: T threads (a power of two, at most the block size and
+/// the reduced elements K) fold elements t, t + T, t + 2T, ... in order
+/// into partials in shared memory, a tree combines the partials (T/2
+/// threads add partial t + T/2 into t, then T/4, ..., each level a thread
+/// forall, so a barrier apart on the GPU), and one thread combines the
+/// output's initial value with the total. The order is the IR's: the same
+/// on the GPU and run sequentially on the CPU.
+void mapBlockReduction(RewriterBase &b, linalg::GenericOp g, Operation *combiner,
+                       int64_t blockSize) {
+  Location loc = g.getLoc();
+  MLIRContext *ctx = g.getContext();
+  SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  SmallVector<int64_t> parallel, reduction;
+  splitDims(g, parallel, reduction);
+  int64_t rows = 1, elements = 1;
+  for (int64_t d : parallel)
+    rows *= ranges[d];
+  for (int64_t d : reduction)
+    elements *= ranges[d];
+  int64_t threads = int64_t(llvm::bit_floor(uint64_t(std::min(blockSize, elements))));
+  BlockArgument acc = g.getRegionOutputArgs()[0];
+  Value elementValue = combiner->getOperand(0) == acc ? combiner->getOperand(1)
+                                                      : combiner->getOperand(0);
+  auto combine = [&](Value into, Value more) {
+    IRMapping map;
+    map.map(acc, into);
+    map.map(elementValue, more);
+    return b.clone(*combiner, map)->getResult(0);
+  };
+  Type elementType = combiner->getResult(0).getType();
+  auto threadX = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
+
+  b.setInsertionPoint(g);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  scf::ForallOp rowForall =
+      mappedForall(b, loc, rows, gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX));
+  // Each level below goes at the end of the row's body.
+  auto atRowEnd = [&] { b.setInsertionPoint(rowForall.getBody()->getTerminator()); };
+  SmallVector<Value> loops(ranges.size());
+  delinearizeInto(b, loc, rowForall.getInductionVar(0), parallel, ranges, loops);
+  Value partials = memref::AllocOp::create(b, loc, MemRefType::get({threads}, elementType));
+
+  // Each thread's elements, in order.
+  atRowEnd();
+  scf::ForallOp fold = mappedForall(b, loc, threads, threadX);
+  Value t = fold.getInductionVar(0);
+  auto elementAt = [&](Value k) {
+    SmallVector<Value> at = loops;
+    delinearizeInto(b, loc, k, reduction, ranges, at);
+    return computeAt(b, loc, g, at, combiner).lookup(elementValue);
+  };
+  Value first = elementAt(t);
+  auto rest = scf::ForOp::create(
+      b, loc, arith::AddIOp::create(b, loc, t, arith::ConstantIndexOp::create(b, loc, threads)),
+      arith::ConstantIndexOp::create(b, loc, elements),
+      arith::ConstantIndexOp::create(b, loc, threads), ValueRange{first});
+  b.setInsertionPointToStart(rest.getBody());
+  Value folded = combine(rest.getRegionIterArg(0), elementAt(rest.getInductionVar()));
+  scf::YieldOp::create(b, loc, folded);
+  b.setInsertionPointAfter(rest);
+  memref::StoreOp::create(b, loc, rest.getResult(0), partials, ValueRange{t});
+
+  // The tree.
+  for (int64_t half = threads / 2; half >= 1; half /= 2) {
+    atRowEnd();
+    scf::ForallOp level = mappedForall(b, loc, half, threadX);
+    Value i = level.getInductionVar(0);
+    Value other = arith::AddIOp::create(b, loc, i, arith::ConstantIndexOp::create(b, loc, half));
+    Value sum = combine(memref::LoadOp::create(b, loc, partials, ValueRange{i}),
+                        memref::LoadOp::create(b, loc, partials, ValueRange{other}));
+    memref::StoreOp::create(b, loc, sum, partials, ValueRange{i});
+  }
+
+  // The output's initial value and the total.
+  atRowEnd();
+  mappedForall(b, loc, 1, threadX);
+  OpOperand *out = g.getDpsInitOperand(0);
+  SmallVector<Value> outAt = indicesAt(b, loc, g.getMatchingIndexingMap(out), loops);
+  Value init = memref::LoadOp::create(b, loc, out->get(), outAt);
+  Value total = combine(init, memref::LoadOp::create(b, loc, partials, ValueRange{zero}));
+  memref::StoreOp::create(b, loc, total, out->get(), outAt);
+  atRowEnd();
+  memref::DeallocOp::create(b, loc, partials);
+  b.eraseOp(g);
+}
+
+/// Replaces `g` by its block x thread forall nest, a thread per point.
 void mapGeneric(RewriterBase &rewriter, linalg::GenericOp g, int64_t blockSize) {
   Location loc = g.getLoc();
+  MLIRContext *ctx = g.getContext();
   SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-  SmallVector<utils::IteratorType> iterators = g.getIteratorTypesArray();
   SmallVector<int64_t> parallel, reduction;
-  for (auto [d, it] : llvm::enumerate(iterators))
-    (it == utils::IteratorType::parallel ? parallel : reduction).push_back(int64_t(d));
+  splitDims(g, parallel, reduction);
   int64_t points = 1;
   for (int64_t d : parallel)
     points *= ranges[d];
   int64_t threads = std::min(blockSize, points);
-  int64_t blocks = llvm::divideCeil(points, threads);
 
   rewriter.setInsertionPoint(g);
-  MLIRContext *ctx = g.getContext();
-  auto blockForall = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(blocks)}, ValueRange{},
-      rewriter.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
-  rewriter.setInsertionPointToStart(blockForall.getBody());
-  auto threadForall = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)}, ValueRange{},
-      rewriter.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
-  rewriter.setInsertionPointToStart(threadForall.getBody());
-
+  scf::ForallOp blocks =
+      mappedForall(rewriter, loc, llvm::divideCeil(points, threads),
+                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX));
+  scf::ForallOp lanes = mappedForall(rewriter, loc, threads,
+                                     gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX));
   AffineExpr b, t;
   bindDims(ctx, b, t);
   Value point = affine::AffineApplyOp::create(
       rewriter, loc, AffineMap::get(2, 0, b * threads + t),
-      ValueRange{blockForall.getInductionVar(0), threadForall.getInductionVar(0)});
+      ValueRange{blocks.getInductionVar(0), lanes.getInductionVar(0)});
   if (points % threads != 0) {
     Value inside = arith::CmpIOp::create(
         rewriter, loc, arith::CmpIPredicate::ult, point,
@@ -140,17 +289,7 @@ void mapGeneric(RewriterBase &rewriter, linalg::GenericOp g, int64_t blockSize) 
     rewriter.setInsertionPointToStart(guard.thenBlock());
   }
   SmallVector<Value> loops(ranges.size());
-  if (parallel.size() == 1) {
-    loops[parallel.front()] = point;
-  } else if (!parallel.empty()) {
-    SmallVector<int64_t> basis;
-    for (int64_t d : parallel)
-      basis.push_back(ranges[d]);
-    auto split = affine::AffineDelinearizeIndexOp::create(rewriter, loc, point, basis,
-                                                          /*hasOuterBound=*/true);
-    for (auto [d, index] : llvm::zip(parallel, split.getResults()))
-      loops[d] = index;
-  }
+  delinearizeInto(rewriter, loc, point, parallel, ranges, loops);
   // The reduction dimensions, outermost first: the CPU's order.
   for (int64_t d : reduction) {
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -213,7 +352,15 @@ struct MapGenericsToGpuPass : PassWrapper<MapGenericsToGpuPass, OperationPass<Mo
     for (linalg::GenericOp g : generics) {
       if (failed(checkMappable(g)))
         return signalPassFailure();
-      mapGeneric(rewriter, g, blockSize);
+      Operation *combiner = blockReducible(g);
+      int64_t elements = 1;
+      for (auto [range, it] : llvm::zip(g.getStaticLoopRanges(), g.getIteratorTypesArray()))
+        if (it == utils::IteratorType::reduction)
+          elements *= range;
+      if (combiner && elements >= kBlockReductionMin)
+        mapBlockReduction(rewriter, g, combiner, blockSize);
+      else
+        mapGeneric(rewriter, g, blockSize);
     }
   }
 };

@@ -25,6 +25,37 @@ func.func @square(%x: memref<1024xf32>, %y: memref<1024xf32>) {
 
 // -----
 
+// Phases share memory: the allocation becomes the launch's workgroup
+// memory, the block is the largest phase (256), a smaller phase runs on
+// the threads below its size, and the threads wait between phases.
+// CHECK-LABEL: func.func @phases
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in ({{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in ({{.*}}) workgroup(%[[SH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK:   memref.store %{{.*}}, %[[SH]][%[[TX]]]
+// CHECK:   gpu.barrier
+// CHECK:   %[[LOW:.*]] = arith.cmpi ult, %[[TX]], %c1
+// CHECK:   scf.if %[[LOW]] {
+// CHECK:     memref.load %[[SH]][%[[TX]]]
+// CHECK:   gpu.terminator
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.dealloc
+func.func @phases(%x: memref<4x256xf32>, %y: memref<4xf32>) {
+  scf.forall (%b) in (4) {
+    %sh = memref.alloc() : memref<256xf32>
+    scf.forall (%t) in (256) {
+      %v = memref.load %x[%b, %t] : memref<4x256xf32>
+      memref.store %v, %sh[%t] : memref<256xf32>
+    } {mapping = [#gpu.thread<x>]}
+    scf.forall (%t) in (1) {
+      %v = memref.load %sh[%t] : memref<256xf32>
+      memref.store %v, %y[%b] : memref<4xf32>
+    } {mapping = [#gpu.thread<x>]}
+    memref.dealloc %sh : memref<256xf32>
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
 // A forall that is not the nest is refused.
 func.func @two_dimensional(%y: memref<4x4xf32>) {
   %c = arith.constant 0.0 : f32

@@ -57,6 +57,49 @@ func.func @middle_sum(%x: memref<6x5x7xf32>, %s: memref<6x7xf32>) {
 
 // -----
 
+// A sum of 300 elements per row: one block per row; 256 threads fold
+// elements t, t + 256 in order into partials, seven halving levels combine
+// them (128 threads, then 64, ..., 1), and one thread adds the row's
+// initial value to the total.
+// CHECK-LABEL: func.func @long_rows
+// CHECK: scf.forall (%[[ROW:.*]]) in (4) {
+// CHECK:   %[[PART:.*]] = memref.alloc() : memref<256xf32>
+// CHECK:   scf.forall (%[[T:.*]]) in (256) {
+// CHECK:     %[[FIRST:.*]] = memref.load %arg0[%[[ROW]], %[[T]]]
+// CHECK:     %[[NEXT:.*]] = arith.addi %[[T]], %c256
+// CHECK:     %[[F:.*]] = scf.for %[[K:.*]] = %[[NEXT]] to %c300 step %c256 iter_args(%[[ACC:.*]] = %[[FIRST]])
+// CHECK:       %[[X:.*]] = memref.load %arg0[%[[ROW]], %[[K]]]
+// CHECK:       %[[S:.*]] = arith.addf %[[X]], %[[ACC]]
+// CHECK:       scf.yield %[[S]]
+// CHECK:     memref.store %[[F]], %[[PART]][%[[T]]]
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK:   scf.forall (%{{.*}}) in (128) {
+// CHECK:   scf.forall (%{{.*}}) in (64) {
+// CHECK:   scf.forall (%{{.*}}) in (2) {
+// CHECK:   scf.forall (%[[L:.*]]) in (1) {
+// CHECK:     %[[L1:.*]] = arith.addi %[[L]], %c1
+// CHECK:     memref.load %[[PART]][%[[L1]]]
+// CHECK:   scf.forall (%{{.*}}) in (1) {
+// CHECK:     %[[INIT:.*]] = memref.load %arg1[%[[ROW]]]
+// CHECK:     %[[TOTAL:.*]] = memref.load %[[PART]][%c0]
+// CHECK:     %[[OUT:.*]] = arith.addf %[[TOTAL]], %[[INIT]]
+// CHECK:     memref.store %[[OUT]], %arg1[%[[ROW]]]
+// CHECK:   memref.dealloc %[[PART]]
+// CHECK: } {mapping = [#gpu.block<x>]}
+#in2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @long_rows(%x: memref<4x300xf32>, %s: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#in2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x300xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %a, %acc : f32
+    linalg.yield %t : f32
+  }
+  return
+}
+
+// -----
+
 // linalg.index becomes the point's own index; a scalar operand is used as
 // it is; an output whose value the body does not read is not loaded.
 // CHECK-LABEL: func.func @iota_scaled

@@ -76,21 +76,30 @@ TEST(CudaKernels, LaunchGeometryAndPtxPerChip) {
       %s = colo.reduce_sum %x dims = [1] : tensor<6x300xf32>
       return %s : tensor<6xf32>
     }
+    func.func @short_sums(%x: tensor<6x20xf32>) -> tensor<6xf32> {
+      %s = colo.reduce_sum %x dims = [1] : tensor<6x20xf32>
+      return %s : tensor<6xf32>
+    }
   )mlir", &ctx);
   ASSERT_TRUE(module);
   FailureOr<colo::CudaKernels> cuda = colo::compileCudaKernels(*module);
   ASSERT_TRUE(succeeded(cuda));
-  ASSERT_EQ(cuda->kernels.size(), 2u);
+  ASSERT_EQ(cuda->kernels.size(), 3u);
   // 1000 points: 4 blocks of 256 threads.
   EXPECT_EQ(cuda->kernels[0].name, "gelu");
   ASSERT_EQ(cuda->kernels[0].launches.size(), 1u);
   EXPECT_EQ(cuda->kernels[0].launches[0].grid, 4);
   EXPECT_EQ(cuda->kernels[0].launches[0].block, 256);
-  // A row per thread: the accumulators' fill, then the sums, one block of 6.
+  // The accumulators' fill, then the sums: 300 elements a row are shared by
+  // a block of 256 threads per row; 20 are summed by one thread per row.
   EXPECT_EQ(cuda->kernels[1].name, "row_sums");
   ASSERT_FALSE(cuda->kernels[1].launches.empty());
-  EXPECT_EQ(cuda->kernels[1].launches.back().grid, 1);
-  EXPECT_EQ(cuda->kernels[1].launches.back().block, 6);
+  EXPECT_EQ(cuda->kernels[1].launches.back().grid, 6);
+  EXPECT_EQ(cuda->kernels[1].launches.back().block, 256);
+  EXPECT_EQ(cuda->kernels[2].name, "short_sums");
+  ASSERT_FALSE(cuda->kernels[2].launches.empty());
+  EXPECT_EQ(cuda->kernels[2].launches.back().grid, 1);
+  EXPECT_EQ(cuda->kernels[2].launches.back().block, 6);
   for (const colo::CudaModule &m : cuda->modules) {
     ASSERT_EQ(m.ptx.size(), 2u) << m.name;
     EXPECT_EQ(m.ptx[0].first, "sm_80");

@@ -426,6 +426,27 @@ TEST_P(KernelNumericsTest, LayerNormAndRmsNorm) {
           }}});
 }
 
+// Reductions long enough that the CUDA nests share each output among a
+// block's threads (partials in shared memory, then a tree): sums, maxima,
+// softmax and layer norm over rows of 300 and 1000.
+TEST_P(KernelNumericsTest, LongReductions) {
+  check(R"mlir(
+    func.func @forward(%x: tensor<4x1000xf32>, %y: tensor<6x300xf32>, %g: tensor<300xf32>,
+                       %b: tensor<300xf32>)
+        -> (tensor<4xf32>, tensor<1000xf32>, tensor<f32>, tensor<6x300xf32>,
+            tensor<6x300xf32>) {
+      %s = colo.reduce_sum %x dims = [1] : tensor<4x1000xf32>
+      %m = colo.reduce_max %x dims = [0] : tensor<4x1000xf32>
+      %a = colo.reduce_mean %y dims = [0, 1] : tensor<6x300xf32>
+      %p = colo.softmax %y axis = 1 : tensor<6x300xf32>
+      %n = colo.layer_norm %y scale %g : tensor<300xf32> bias %b : tensor<300xf32>
+           {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<6x300xf32>
+      return %s, %m, %a, %p, %n : tensor<4xf32>, tensor<1000xf32>, tensor<f32>,
+                                  tensor<6x300xf32>, tensor<6x300xf32>
+    }
+  )mlir");
+}
+
 TEST_P(KernelNumericsTest, BatchNormTrainingAndInference) {
   Generator positive = [](std::mt19937 &rng, int64_t) {
     return std::uniform_real_distribution<double>(0.5, 2.0)(rng);
