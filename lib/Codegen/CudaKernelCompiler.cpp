@@ -21,6 +21,10 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
@@ -68,6 +72,9 @@ void buildCudaKernelPipeline(OpPassManager &pm, const CudaKernelOptions &options
     target.optLevel = options.optLevel;
     pm.addPass(createGpuNVVMAttachTarget(target));
   }
+  // Views (collapse_shape, subview) as metadata arithmetic the NVVM
+  // lowering takes.
+  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToNVVMOpsOptions toNVVM;
@@ -85,6 +92,68 @@ void registerCudaKernelCompilerPasses() {
                              [](OpPassManager &pm) { buildCudaKernelPipeline(pm); });
 }
 
+namespace {
+
+/// The launches of kernel `fn` after outlining: geometry, and where each
+/// buffer comes from (through views to an argument or a temporary). The
+/// host side holds nothing else: launches, temporaries, views, constants.
+FailureOr<CudaKernel> launchesOf(func::FuncOp fn) {
+  CudaKernel kernel{fn.getSymName().str(), {}, {}};
+  DenseMap<Value, int> temporaries;
+  WalkResult walked = fn.walk([&](Operation *op) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      MemRefType type = alloc.getType();
+      if (!type.hasStaticShape()) {
+        alloc.emitError("a CUDA kernel's temporary must have a static shape");
+        return WalkResult::interrupt();
+      }
+      temporaries[alloc] = int(kernel.temporaryBytes.size());
+      kernel.temporaryBytes.push_back(type.getNumElements() *
+                                      llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+      return WalkResult::advance();
+    }
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+      std::optional<int64_t> grid = getConstantIntValue(launch.getGridSizeX());
+      std::optional<int64_t> block = getConstantIntValue(launch.getBlockSizeX());
+      if (!grid || !block) {
+        launch.emitError("a kernel's launch geometry must be constant");
+        return WalkResult::interrupt();
+      }
+      CudaLaunch l{launch.getKernelModuleName().str(), launch.getKernelName().str(), *grid,
+                   *block, {}};
+      for (Value operand : launch.getKernelOperands()) {
+        Value root = operand;
+        while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+          root = view.getViewSource();
+        if (auto arg = dyn_cast<BlockArgument>(root); arg && arg.getOwner()->isEntryBlock() &&
+                                                     arg.getOwner()->getParentOp() == fn) {
+          l.args.push_back({false, int(arg.getArgNumber())});
+        } else if (auto it = temporaries.find(root); it != temporaries.end()) {
+          l.args.push_back({true, it->second});
+        } else {
+          launch.emitError("a launch operand is neither a kernel argument nor a temporary: ")
+              << root;
+          return WalkResult::interrupt();
+        }
+      }
+      kernel.launches.push_back(std::move(l));
+      return WalkResult::advance();
+    }
+    if (op == fn || isa<memref::DeallocOp, func::ReturnOp, ViewLikeOpInterface>(op) ||
+        isPure(op))
+      return WalkResult::advance();
+    op->emitError("colo's CUDA kernels run nothing on the host but launches; this op is left "
+                  "there: ")
+        << *op;
+    return WalkResult::interrupt();
+  });
+  if (walked.wasInterrupted())
+    return failure();
+  return kernel;
+}
+
+} // namespace
+
 FailureOr<CudaKernels> compileCudaKernels(ModuleOp kernels, const CudaKernelOptions &options) {
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(kernels->clone()));
   MLIRContext *ctx = kernels.getContext();
@@ -100,20 +169,10 @@ FailureOr<CudaKernels> compileCudaKernels(ModuleOp kernels, const CudaKernelOpti
   for (auto fn : module->getOps<func::FuncOp>()) {
     if (fn.isPrivate() || fn.isExternal())
       continue;
-    CudaKernel kernel{fn.getSymName().str(), {}};
-    WalkResult walked = fn.walk([&](gpu::LaunchFuncOp launch) {
-      std::optional<int64_t> grid = getConstantIntValue(launch.getGridSizeX());
-      std::optional<int64_t> block = getConstantIntValue(launch.getBlockSizeX());
-      if (!grid || !block) {
-        launch.emitError("a kernel's launch geometry must be constant");
-        return WalkResult::interrupt();
-      }
-      kernel.launches.push_back({launch.getKernelModuleName().str(), *grid, *block});
-      return WalkResult::advance();
-    });
-    if (walked.wasInterrupted())
+    FailureOr<CudaKernel> kernel = launchesOf(fn);
+    if (failed(kernel))
       return failure();
-    out.kernels.push_back(std::move(kernel));
+    out.kernels.push_back(std::move(*kernel));
   }
   for (auto binary : module->getOps<gpu::BinaryOp>()) {
     CudaModule m{binary.getSymName().str(), {}};

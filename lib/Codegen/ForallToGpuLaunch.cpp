@@ -6,8 +6,9 @@
 // variables. A block forall may hold several thread foralls (phases, such
 // as a reduction's levels): each runs on the threads below its size, with a
 // gpu.barrier between phases, and the static allocations beside them become
-// the launch's workgroup (shared) memory. The launch captures what the body
-// reads from above (buffers, constants); gpu-kernel-outlining then makes it
+// the launch's workgroup (shared) memory. What the body computes from above
+// without side effects moves inside (sinkInto); it captures the rest, the
+// kernel's buffers and temporaries; gpu-kernel-outlining then makes it
 // a gpu.func and a gpu.launch_func. Other shapes are refused: the nest is
 // the contract between the two passes.
 //
@@ -19,6 +20,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -40,6 +42,73 @@ std::optional<int64_t> mappedSize(scf::ForallOp forall, Attribute mapping) {
       ShapedType::isDynamic(ub))
     return std::nullopt;
   return ub;
+}
+
+/// No op between `from` and `to` (in their block) touches `memref`'s
+/// buffer other than to read it.
+bool onlyReadBetween(Value memref, Operation *from, Operation *to) {
+  Value root = memref;
+  while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+    root = view.getViewSource();
+  for (Operation *op = from->getNextNode(); op && op != to; op = op->getNextNode()) {
+    WalkResult touched = op->walk([&](Operation *inner) {
+      if (isa<memref::LoadOp>(inner))
+        return WalkResult::advance();
+      for (Value operand : inner->getOperands()) {
+        Value r = operand;
+        while (auto view = r.getDefiningOp<ViewLikeOpInterface>())
+          r = view.getViewSource();
+        if (r == root)
+          return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (touched.wasInterrupted())
+      return false;
+  }
+  return true;
+}
+
+/// Moves into `launch` what its body computes from
+/// above without side effects: constants, index arithmetic, views, constant
+/// buffers (memref.get_global: outlining then copies their globals into the
+/// GPU module, since the device cannot read the host's), and loads of
+/// scalars (a step counter) that nothing writes between the load and the
+/// launch. What stays above is captured: the kernel's buffers and
+/// temporaries.
+void sinkInto(RewriterBase &rewriter, gpu::LaunchOp launch) {
+  Block &body = launch.getBody().front();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&body);
+  IRMapping sunk;
+  SmallVector<Operation *> moved;
+  std::function<Value(Value)> sink = [&](Value v) -> Value {
+    if (Value done = sunk.lookupOrNull(v))
+      return done;
+    Operation *def = v.getDefiningOp();
+    if (!def || launch->isAncestor(def) || def->getNumRegions() != 0)
+      return v;
+    auto load = dyn_cast<memref::LoadOp>(def);
+    if (!(isPure(def) || isa<memref::GetGlobalOp>(def) ||
+          (load && onlyReadBetween(load.getMemRef(), def, launch))))
+      return v;
+    for (Value operand : def->getOperands())
+      sunk.map(operand, sink(operand));
+    Operation *clone = rewriter.clone(*def, sunk);
+    for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
+      sunk.map(from, to);
+    moved.push_back(def);
+    return sunk.lookup(v);
+  };
+  launch.getBody().walk([&](Operation *inner) {
+    for (OpOperand &use : inner->getOpOperands())
+      if (Operation *def = use.get().getDefiningOp(); def && !launch->isAncestor(def))
+        use.set(sink(use.get()));
+  });
+  // The originals nothing else reads, users first.
+  for (Operation *op : llvm::reverse(moved))
+    if (isOpTriviallyDead(op))
+      rewriter.eraseOp(op);
 }
 
 LogicalResult toLaunch(RewriterBase &rewriter, scf::ForallOp blocks) {
@@ -121,6 +190,7 @@ LogicalResult toLaunch(RewriterBase &rewriter, scf::ForallOp blocks) {
   }
   gpu::TerminatorOp::create(rewriter, loc);
   rewriter.eraseOp(blocks);
+  sinkInto(rewriter, launch);
   return success();
 }
 

@@ -18,8 +18,11 @@
 // colo-collapse-parallel-loops an elementwise kernel's are one) and T the
 // block size. Each thread owns its point's output elements, so the body
 // reads and writes them as the generic's semantics say (load the inputs and
-// the accumulator, compute, store), and a reduction runs in the order the
-// CPU's unsplit loops run it. The nest is the input of the GPU lowering
+// the accumulator, compute, store), and a short reduction runs in the order
+// the CPU's unsplit loops run it; a long float sum, maximum or minimum is
+// shared by a block instead (mapBlockReduction). Loops lowered before this
+// pass (a scatter-add's, whose rows may repeat an index) run in one thread
+// of one block, in their order. The nest is the input of the GPU lowering
 // (mapped foralls -> gpu.launch) and, with scf-forall-to-for, also runs
 // sequentially on the CPU, where tests compare it with the interpreter.
 //
@@ -31,6 +34,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -346,6 +350,23 @@ struct MapGenericsToGpuPass : PassWrapper<MapGenericsToGpuPass, OperationPass<Mo
         op.emitError("colo-map-generics-to-gpu cannot generalize this op");
         return signalPassFailure();
       }
+    }
+    // Loops lowered before (a scatter-add's, whose rows may repeat an index)
+    // run in one thread, as they run on the CPU.
+    SmallVector<Operation *> serial;
+    getOperation().walk([&](func::FuncOp fn) {
+      for (Operation &op : fn.getBody().getOps())
+        if (isa<scf::ForOp, scf::IfOp, memref::StoreOp>(op))
+          serial.push_back(&op);
+    });
+    MLIRContext *ctx = &getContext();
+    for (Operation *op : serial) {
+      rewriter.setInsertionPoint(op);
+      mappedForall(rewriter, op->getLoc(), 1,
+                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX));
+      mappedForall(rewriter, op->getLoc(), 1,
+                   gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX));
+      rewriter.moveOpBefore(op, rewriter.getInsertionBlock()->getTerminator());
     }
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp g) { generics.push_back(g); });

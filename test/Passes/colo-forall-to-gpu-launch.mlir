@@ -56,6 +56,57 @@ func.func @phases(%x: memref<4x256xf32>, %y: memref<4xf32>) {
 
 // -----
 
+// What the body computes from above without side effects moves inside: a
+// constant buffer's get_global (for outlining to copy its global into the
+// GPU module) and a scalar load nothing writes before the launch; the
+// kernel's buffers stay captured.
+// CHECK-LABEL: func.func @sunk
+// CHECK-NOT: memref.load
+// CHECK: gpu.launch
+// CHECK-DAG: memref.get_global @table
+// CHECK-DAG: %[[STEP:.*]] = memref.load %arg0[]
+// CHECK: gpu.terminator
+memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+func.func @sunk(%step: memref<f32>, %y: memref<4xf32>) {
+  %t = memref.get_global @table : memref<4xf32>
+  %s = memref.load %step[] : memref<f32>
+  scf.forall (%b) in (1) {
+    scf.forall (%i) in (4) {
+      %v = memref.load %t[%i] : memref<4xf32>
+      %w = arith.mulf %v, %s : f32
+      memref.store %w, %y[%i] : memref<4xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A load whose buffer an earlier launch writes stays where it was read.
+// CHECK-LABEL: func.func @written_before
+// CHECK: %[[OLD:.*]] = memref.load %arg0[]
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %arg0
+// CHECK: memref.store %[[OLD]], %arg1
+func.func @written_before(%step: memref<f32>, %y: memref<f32>) {
+  %s = memref.load %step[] : memref<f32>
+  %one = arith.constant 1.0 : f32
+  scf.forall (%b) in (1) {
+    scf.forall (%t) in (1) {
+      memref.store %one, %step[] : memref<f32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  scf.forall (%b) in (1) {
+    scf.forall (%t) in (1) {
+      memref.store %s, %y[] : memref<f32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
 // A forall that is not the nest is refused.
 func.func @two_dimensional(%y: memref<4x4xf32>) {
   %c = arith.constant 0.0 : f32

@@ -153,3 +153,32 @@ func.func @racy(%x: memref<4x8xf32>, %y: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop lowered before (a scatter-add, whose rows may repeat an index)
+// runs in one thread of one block, in its order.
+// CHECK-LABEL: func.func @scatter_add
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK:   scf.forall (%{{.*}}) in (1) {
+// CHECK:     scf.for
+// CHECK:       memref.store
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<x>]}
+func.func @scatter_add(%ids: memref<4xi64>, %rows: memref<4x8xf32>, %table: memref<16x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %id = memref.load %ids[%i] : memref<4xi64>
+    %r = arith.index_cast %id : i64 to index
+    scf.for %j = %c0 to %c8 step %c1 {
+      %a = memref.load %rows[%i, %j] : memref<4x8xf32>
+      %b = memref.load %table[%r, %j] : memref<16x8xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %table[%r, %j] : memref<16x8xf32>
+    }
+  }
+  return
+}

@@ -37,16 +37,27 @@ struct CudaKernelOptions {
   unsigned optLevel = 3;
 };
 
-/// One launch of a kernel: its outlined GPU function and geometry.
-struct CudaLaunch {
-  std::string module; ///< the gpu.binary (and its kernel) the launch runs
-  int64_t grid = 1, block = 1;
+/// Where a launch's buffer comes from: the kernel's argument `index` (the
+/// CPU kernel ABI's order: inputs, then outputs) or its temporary `index`.
+struct CudaArg {
+  bool temporary = false;
+  int index = 0;
 };
 
-/// What a kernel runs: its launches, in order.
+/// One launch of a kernel: its outlined GPU function, geometry and buffers.
+struct CudaLaunch {
+  std::string module;   ///< the outlined module (one PTX per chip)
+  std::string function; ///< the entry in it
+  int64_t grid = 1, block = 1;
+  std::vector<CudaArg> args;
+};
+
+/// What a kernel runs: its launches in order, on its arguments and on
+/// temporaries of these sizes (bytes) that the device provides.
 struct CudaKernel {
   std::string name;
   std::vector<CudaLaunch> launches;
+  std::vector<int64_t> temporaryBytes;
 };
 
 /// One outlined GPU module: its PTX for each chip, in the options' order.
