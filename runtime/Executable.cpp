@@ -4,6 +4,7 @@
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
+#include "CudaProbe.h"
 #include "Initializer.h"
 #include "Shard.h"
 
@@ -63,6 +64,15 @@ std::shared_ptr<const Executable> Executable::load(const std::string &dir, int r
 std::shared_ptr<const Executable> Executable::create(Program program,
                                                      const std::string &dir, int rank) {
   std::shared_ptr<Executable> exe(new Executable());
+  if (program.target() == "cuda") {
+    std::string problem = cudaGpuProblem();
+    throw Error("'" + dir + "' was compiled for CUDA (colo compile --target cuda) and " +
+                (problem.empty() ? "this colo cannot run CUDA executables yet (docs/cuda.md)"
+                                 : problem + ": it runs on NVIDIA GPUs only"));
+  }
+  if (!program.target().empty() && program.target() != "cpu")
+    throw Error(joinPath(dir, "program.pb") + ": unknown target '" + program.target() +
+                "' (cpu or cuda)");
   if (program.device_memory() < 0)
     throw Error(joinPath(dir, "program.pb") + ": device_memory is negative (" +
                 std::to_string(program.device_memory()) + ")");

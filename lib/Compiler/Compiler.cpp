@@ -226,6 +226,8 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     return writeText(module, path, op);
   };
 
+  if (given.target != "cpu" && given.target != "cuda")
+    return module.emitError() << "unknown target '" << given.target << "' (cpu or cuda)";
   if (given.kernelPieces < 1)
     return module.emitError() << "kernel pieces (--kernel-pieces) must be at least 1, got "
                               << given.kernelPieces;
@@ -253,6 +255,8 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
     llvm::sys::path::append(path, file);
     return std::string(path);
   };
+  if (options.target == "cuda")
+    program.set_target("cuda");
   // Before program.pb: the state's fills and specs go into the program.
   phase = timing.nest("initial state and program.pb");
   if (failed(writeInitialState(program, module, in("state.safetensors"))))
@@ -275,6 +279,10 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
   if (options.dumpIrDir.size()) {
     std::ofstream os(in("program.txt"));
     os << program.DebugString();
+  }
+  if (options.target == "cuda") {
+    phase = timing.nest("kernels.cuda.pb");
+    return writeCudaKernels(kernels.module(), in("kernels.cuda.pb"), options.dumpIrDir);
   }
   phase = timing.nest("kernels.so");
   KernelCompileOptions kernelOptions;

@@ -46,6 +46,12 @@ mlir::FailureOr<runtime::Program> serializeExecutable(mlir::ModuleOp steps);
 /// The runtime's element type for `t`, if it has one.
 std::optional<runtime::DType> runtimeDType(mlir::Type t);
 
+/// colo compile --target cuda: compiles `kernels` for CUDA (sm_80, sm_90)
+/// and writes their CudaKernels message to `path` (CudaExecutable.cpp); with
+/// a `dumpDir`, each module's PTX also to dumpDir/ptx/<module>.<chip>.ptx.
+mlir::LogicalResult writeCudaKernels(mlir::ModuleOp kernels, llvm::StringRef path,
+                                     llvm::StringRef dumpDir);
+
 } // namespace colo
 
 #endif

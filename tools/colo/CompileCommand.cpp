@@ -67,6 +67,12 @@ cl::opt<int64_t> compileKernelPieces(
              "'colo run' spreads over its threads (halved where it does not divide; "
              "1: keep every kernel whole; results are the same bits either way)"),
     cl::init(8), cl::sub(compileCmd), cl::sub(trainCommand()));
+cl::opt<std::string> compileTarget(
+    "target",
+    cl::desc("The device the kernels are compiled for: cpu (kernels.so; the default) or cuda "
+             "(kernels.cuda.pb: PTX for sm_80 and sm_90 and each kernel's launches; "
+             "'colo run' cannot run it yet, docs/cuda.md)"),
+    cl::init("cpu"), cl::sub(compileCmd));
 cl::opt<double> compileChunkMb(
     "chunk-mb",
     cl::desc("offload=optimizer+params: the most MiB of parameters one chunk holds; chunks "
@@ -95,6 +101,8 @@ cl::SubCommand &colo::tool::trainCommand() {
 
 int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef exeDir,
                              StringRef train, StringRef dumpIr) {
+  if (compileTarget != "cpu" && compileTarget != "cuda")
+    return reportError("--target '" + compileTarget + "' is not a target (cpu or cuda)");
   OneLineDiagnostics diagnostics(ctx);
   mlir::DefaultTimingManager timingManager;
   timingManager.setEnabled(compileTiming);
@@ -126,7 +134,11 @@ int colo::tool::compileModel(mlir::MLIRContext &ctx, StringRef model, StringRef 
     return reportError("invalid --train options: " + trainErrors);
   options.train = *trainOptions;
   options.dumpIrDir = dumpIr.str();
+  options.target = compileTarget;
   options.kernelPieces = compileKernelPieces;
+  // Pieces spread a kernel over the CPU's threads; a GPU runs it whole.
+  if (options.target == "cuda" && !compileKernelPieces.getNumOccurrences())
+    options.kernelPieces = 1;
   if (!(compileChunkMb > 0))
     return reportError(formatv("--chunk-mb must be a positive number of MiB, got {0}",
                                compileChunkMb.getValue()));

@@ -30,6 +30,10 @@ struct CompileOptions {
   std::string dumpIrDir;
   /// How the step is spread over ranks (default: one rank).
   planner::Plan plan;
+  /// The device the kernels are compiled for: "cpu" (kernels.so) or "cuda"
+  /// (kernels.cuda.pb: PTX for sm_80 and sm_90, and each kernel's launches;
+  /// docs/cuda.md).
+  std::string target = "cpu";
   /// Data parallelism: gradient MiB per all-reduce.
   double bucketMb = 25;
   /// Kernels whose rows are independent compute 1/kernelPieces of them per
