@@ -1,7 +1,7 @@
-"""colo compile --target cuda without a GPU: every model of the suite, from
-both ONNX exporters' paths (the TorchScript-based ONNX exporter and
-TorchScript archives), compiles; every PTX it writes (--dump-ir) passes the
-CUDA toolkit's ptxas for its chip where the toolkit is installed; GPT-2
+"""colo compile --target cuda without a GPU: every model of the suite (the
+training models from ONNX and from TorchScript archives; the import suite's
+from both ONNX exporters) compiles; every PTX it writes (--dump-ir) passes
+the CUDA toolkit's ptxas for its chip where the toolkit is installed; GPT-2
 compiles under dp, tp, pp and ZeRO plans; and `colo run` of the result
 fails with one clear line (docs/cuda.md)."""
 import os
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import models
 import train_ref
 from conftest import run_colo
 from test_train import export, input_name, shape_spec
@@ -58,6 +59,16 @@ def test_every_model_compiles_for_cuda(name, source, tmp_path):
     assert ran.returncode != 0
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1 and "compiled for CUDA" in lines[0], ran.stderr
+
+
+@pytest.mark.parametrize("exporter", models.EXPORTERS)
+@pytest.mark.parametrize("name", models.MODELS)
+def test_import_suite_compiles_for_cuda(exported, name, exporter, tmp_path):
+    path, _ = exported(name, exporter)
+    run_colo("compile", path, "-o", tmp_path / "exe", "--train", "loss=mse", "--target",
+             "cuda", "--dump-ir", tmp_path / "ir")
+    assert (tmp_path / "exe" / "kernels.cuda.pb").stat().st_size > 0
+    check_ptx(tmp_path / "ir")
 
 
 @pytest.mark.parametrize("plan", ["dp=2", "tp=2", "pp=2,micro=2,schedule=1f1b",
