@@ -1,0 +1,180 @@
+// planLtMatmuls (runtime/CudaGemm.cpp): each Gemm step's cuBLASLt matmuls,
+// executed here by a naive column-major loop written from cuBLASLt's
+// definition (D = alpha op(A) op(B) + beta C, strided batches), must compute
+// what the CPU's Gemm (OpenBLAS) computes for the same step: transposes,
+// padded leading dimensions, batches that broadcast an operand or sum into
+// one C, outer batches, alpha and beta, and the bias and residual epilogues.
+#include "colo/Runtime/CudaGemm.h"
+#include "colo/Runtime/CpuGemm.h"
+#include "colo/Runtime/Program.pb.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace colo::runtime;
+
+namespace {
+
+std::vector<float> randomValues(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(size_t(std::max<int64_t>(n, 1)));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// Runs `mms` on column-major data: a is cuBLASLt's A (the Gemm's B), b its B
+/// (the Gemm's A), d the Gemm's C.
+void runColumnMajor(const std::vector<LtMatmul> &mms, const float *a, const float *b,
+                    float *d, const float *bias, const float *residual) {
+  for (const LtMatmul &mm : mms)
+    for (int64_t e = 0; e < mm.batch; ++e) {
+      const float *A = a + mm.offsetA + e * mm.strideA;
+      const float *B = b + mm.offsetB + e * mm.strideB;
+      float *D = d + mm.offsetC + e * mm.strideC;
+      const float *C = mm.residualAsC ? residual + mm.offsetC + e * mm.strideC : D;
+      for (int64_t i = 0; i < mm.m; ++i)
+        for (int64_t j = 0; j < mm.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < mm.k; ++p) {
+            double x = mm.transA ? A[p + i * mm.lda] : A[i + p * mm.lda];
+            double y = mm.transB ? B[j + p * mm.ldb] : B[p + j * mm.ldb];
+            sum += x * y;
+          }
+          double v = mm.alpha * sum;
+          if (mm.beta != 0)
+            v += mm.beta * C[i + j * mm.ldc];
+          if (mm.bias)
+            v += bias[i];
+          D[i + j * mm.ldc] = float(v);
+        }
+    }
+}
+
+/// The Gemm through planLtMatmuls and through the CPU; returns the number of
+/// matmuls planned.
+size_t expectSameAsCpu(const Gemm &gemm, bool bias = false, bool residual = false) {
+  GemmGeometry g = geometryOf(gemm);
+  EXPECT_EQ(checkGeometry(g), "");
+  std::vector<float> a = randomValues(g.elementsA(), 1), b = randomValues(g.elementsB(), 2);
+  std::vector<float> c0 = randomValues(g.elementsC(), 3);
+  std::vector<float> biasValues = randomValues(g.n, 4), residualValues = randomValues(g.elementsC(), 5);
+  std::vector<float> cpu = c0, lt = c0;
+  GemmEpilogue epilogue{bias ? biasValues.data() : nullptr,
+                        residual ? residualValues.data() : nullptr};
+  prepareGemm(gemm, F32, a.data(), b.data(), cpu.data(), epilogue, std::make_shared<Scratch>(),
+              GemmLibrary::OpenBlas)
+      .run();
+  std::vector<LtMatmul> mms = planLtMatmuls(g, bias, residual);
+  runColumnMajor(mms, b.data(), a.data(), lt.data(), biasValues.data(), residualValues.data());
+  for (size_t i = 0; i < cpu.size(); ++i)
+    EXPECT_NEAR(lt[i], cpu[i], 1e-5 * (1 + std::fabs(cpu[i]))) << "element " << i;
+  return mms.size();
+}
+
+Gemm gemmOf(int64_t m, int64_t n, int64_t k, bool transA = false, bool transB = false) {
+  Gemm g;
+  g.set_m(m);
+  g.set_n(n);
+  g.set_k(k);
+  g.set_trans_a(transA);
+  g.set_trans_b(transB);
+  return g;
+}
+
+TEST(CudaGemmPlan, OneProductEveryTransposeAndPaddedRows) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Gemm g = gemmOf(5, 7, 3, ta, tb);
+      EXPECT_EQ(expectSameAsCpu(g), 1u);
+      g.set_lda(ta ? 9 : 4);
+      g.set_ldb(tb ? 6 : 11);
+      g.set_ldc(8);
+      EXPECT_EQ(expectSameAsCpu(g), 1u);
+    }
+}
+
+TEST(CudaGemmPlan, AlphaAndBetaScaleTheProductAndC) {
+  Gemm g = gemmOf(4, 6, 5, false, true);
+  g.set_alpha(0.5);
+  g.set_beta(-2);
+  EXPECT_EQ(expectSameAsCpu(g), 1u);
+}
+
+TEST(CudaGemmPlan, StridedAndBroadcastBatchesAreOneMatmul) {
+  Gemm g = gemmOf(3, 4, 5);
+  g.set_batch(3);
+  g.set_stride_a(15);
+  g.set_stride_b(20);
+  g.set_stride_c(12);
+  EXPECT_EQ(expectSameAsCpu(g), 1u);
+  g.set_stride_b(0); // every product reads the same B (a shared weight)
+  EXPECT_EQ(expectSameAsCpu(g), 1u);
+}
+
+TEST(CudaGemmPlan, SummedBatchAlongKIsOneLongProduct) {
+  // dW = sum_i X_i^T dY_i with X [3, 5, 4] and dY [3, 5, 6]: k runs on.
+  Gemm g = gemmOf(4, 6, 5, true, false);
+  g.set_batch(3);
+  g.set_stride_a(20);
+  g.set_stride_b(30);
+  g.set_stride_c(0);
+  g.set_beta(1);
+  EXPECT_EQ(expectSameAsCpu(g), 1u);
+  EXPECT_EQ(planLtMatmuls(geometryOf(g), false, false)[0].k, 15);
+}
+
+TEST(CudaGemmPlan, SummedBatchElsewhereIsOneMatmulPerEntry) {
+  Gemm g = gemmOf(4, 6, 5, false, false);
+  g.set_batch(3);
+  g.set_stride_a(20);
+  g.set_stride_b(30);
+  g.set_stride_c(0);
+  EXPECT_EQ(expectSameAsCpu(g), 3u);
+  // A gap between entries breaks the run along k.
+  g = gemmOf(4, 6, 5, true, false);
+  g.set_lda(5);
+  g.set_batch(2);
+  g.set_stride_a(30);
+  g.set_stride_b(30);
+  g.set_stride_c(0);
+  EXPECT_EQ(expectSameAsCpu(g), 2u);
+}
+
+TEST(CudaGemmPlan, OuterBatchesReadHeadsInPlace) {
+  // Attention's scores from [batch 2, seq 3, heads 2, dim 4]: Q K^T per
+  // (batch, head), rows heads * dim apart.
+  Gemm g = gemmOf(3, 3, 4, false, true);
+  g.set_lda(8);
+  g.set_ldb(8);
+  g.set_batch(2);
+  g.set_stride_a(4);
+  g.set_stride_b(4);
+  g.set_stride_c(9);
+  g.set_batch_outer(2);
+  g.set_outer_stride_a(24);
+  g.set_outer_stride_b(24);
+  g.set_outer_stride_c(18);
+  EXPECT_EQ(expectSameAsCpu(g), 2u);
+  // Both levels summed into one C: 4 matmuls, the first with beta.
+  g.set_stride_c(0);
+  g.set_outer_stride_c(0);
+  g.set_beta(0.5);
+  EXPECT_EQ(expectSameAsCpu(g), 4u);
+}
+
+TEST(CudaGemmPlan, BiasAndResidualEpilogues) {
+  Gemm g = gemmOf(5, 6, 7, false, true);
+  EXPECT_EQ(expectSameAsCpu(g, /*bias=*/true), 1u);
+  EXPECT_EQ(expectSameAsCpu(g, false, /*residual=*/true), 1u);
+  EXPECT_EQ(expectSameAsCpu(g, true, true), 1u);
+}
+
+TEST(CudaGemmPlan, EmptyProductsPlanNothing) {
+  EXPECT_TRUE(planLtMatmuls(geometryOf(gemmOf(0, 4, 3)), false, false).empty());
+}
+
+} // namespace
