@@ -4,7 +4,6 @@
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
-#include "CudaProbe.h"
 #include "Initializer.h"
 #include "Shard.h"
 
@@ -64,13 +63,7 @@ std::shared_ptr<const Executable> Executable::load(const std::string &dir, int r
 std::shared_ptr<const Executable> Executable::create(Program program,
                                                      const std::string &dir, int rank) {
   std::shared_ptr<Executable> exe(new Executable());
-  if (program.target() == "cuda") {
-    std::string problem = cudaGpuProblem();
-    throw Error("'" + dir + "' was compiled for CUDA (colo compile --target cuda) and " +
-                (problem.empty() ? "this colo cannot run CUDA executables yet (docs/cuda.md)"
-                                 : problem + ": it runs on NVIDIA GPUs only"));
-  }
-  if (!program.target().empty() && program.target() != "cpu")
+  if (!program.target().empty() && program.target() != "cpu" && program.target() != "cuda")
     throw Error(joinPath(dir, "program.pb") + ": unknown target '" + program.target() +
                 "' (cpu or cuda)");
   if (program.device_memory() < 0)
@@ -650,6 +643,10 @@ void Executable::loadKernels() {
     any |= step.has_kernel();
   if (!any)
     return;
+  if (program_.target() == "cuda") {
+    loadCudaKernels();
+    return;
+  }
   std::string name =
       program_.kernels_library().empty() ? "kernels.so" : program_.kernels_library();
   // dlopen runs the library's constructors: a program may name only a file
@@ -691,6 +688,68 @@ void Executable::loadKernels() {
                   describeStep(index) + " is not exported");
     kernels_[index] = reinterpret_cast<KernelFn>(fn);
   }
+}
+
+void Executable::loadCudaKernels() {
+  std::string path = joinPath(dir_, "kernels.cuda.pb");
+  if (!isRegularFile(path))
+    throw Error("'" + dir_ + "' is not a complete executable: the program calls CUDA kernels "
+                "but '" + path + "' does not exist");
+  cudaKernels_ = std::make_unique<CudaKernels>();
+  if (!cudaKernels_->ParseFromString(readFile(path)))
+    throw Error(path + ": not a valid colo.runtime.CudaKernels (protobuf parse failed)");
+  auto bad = [&](const std::string &message) { throw Error(path + ": " + message); };
+  std::map<std::string, const CudaModule *> modules;
+  for (const CudaModule &m : cudaKernels_->modules()) {
+    if (m.ptx().empty())
+      bad("module '" + m.name() + "' has no PTX");
+    modules[m.name()] = &m;
+  }
+  std::map<std::string, int> byName;
+  for (int i = 0; i < cudaKernels_->kernels_size(); ++i)
+    byName[cudaKernels_->kernels(i).name()] = i;
+  cudaKernelOf_.assign(program_.steps_size(), -1);
+  for (int index = 0; index < program_.steps_size(); ++index) {
+    const Step &step = program_.steps(index);
+    if (!step.has_kernel())
+      continue;
+    auto it = byName.find(step.kernel().symbol());
+    if (it == byName.end())
+      bad("no kernel '" + step.kernel().symbol() + "', which " + describeStep(index) + " calls");
+    if (step.kernel().pieces() > 1)
+      bad(describeStep(index) + " splits its kernel into pieces, which a GPU runs whole");
+    const CudaKernel &kernel = cudaKernels_->kernels(it->second);
+    std::string what = "kernel '" + kernel.name() + "'";
+    for (int64_t bytes : kernel.temporary_bytes())
+      if (bytes < 0)
+        bad(what + " has a temporary of negative size");
+    for (const CudaLaunch &l : kernel.launches()) {
+      if (!modules.count(l.module()))
+        bad(what + " launches from module '" + l.module() + "', which is not in the file");
+      if (l.function().empty())
+        bad(what + " launches a function without a name");
+      // CUDA's limits: 1024 threads per block, 2^31 - 1 blocks in x.
+      if (l.grid() < 1 || l.grid() > (int64_t(1) << 31) - 1 || l.block() < 1 || l.block() > 1024)
+        bad(what + " launches " + std::to_string(l.grid()) + " blocks of " +
+            std::to_string(l.block()) + " threads (1 to 2^31 - 1 blocks of 1 to 1024)");
+      for (const CudaArg &a : l.args()) {
+        bool ok = a.has_temporary()
+                      ? a.temporary() >= 0 && a.temporary() < kernel.temporary_bytes_size()
+                      : a.has_argument() && a.argument() >= 0 &&
+                            a.argument() < step.kernel().args_size();
+        if (!ok)
+          bad(what + " launches '" + l.function() + "' on a buffer that " +
+              describeStep(index) + " does not pass");
+      }
+    }
+    cudaKernelOf_[index] = it->second;
+  }
+}
+
+const CudaKernel *Executable::cudaKernel(int index) const {
+  return cudaKernels_ && cudaKernelOf_[index] >= 0
+             ? &cudaKernels_->kernels(cudaKernelOf_[index])
+             : nullptr;
 }
 
 void Executable::loadState() {

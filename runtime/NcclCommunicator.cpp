@@ -12,7 +12,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "colo/Runtime/Communicator.h"
+#include "colo/Runtime/CudaDevice.h"
 #include "colo/Runtime/Error.h"
+#include "LazyLibrary.h"
 
 #ifdef COLO_HAVE_NCCL
 #include <cuda_runtime.h>
@@ -28,6 +30,16 @@
 #endif
 
 namespace colo::runtime {
+
+#ifdef COLO_HAVE_NCCL
+#define COLO_NCCL_FUNCTIONS(X)                                                               \
+  X(ncclAllGather) X(ncclAllReduce) X(ncclBroadcast) X(ncclCommAbort) X(ncclCommDestroy)     \
+  X(ncclCommFinalize) X(ncclCommGetAsyncError) X(ncclCommInitRankConfig)                     \
+  X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclGroupEnd)              \
+  X(ncclGroupStart) X(ncclRecv) X(ncclReduceScatter) X(ncclSend)
+/// NCCL, loaded when first used (LazyLibrary.h).
+COLO_LAZY_LIBRARY(Nccl, ncclApi, "libnccl.so." + std::to_string(NCCL_MAJOR), COLO_NCCL_FUNCTIONS)
+#endif
 
 #ifndef COLO_HAVE_NCCL
 
@@ -54,15 +66,6 @@ void checkCuda(cudaError_t code, const char *call, const std::string &what) {
     throw Error(what + ": " + call + " failed: " + cudaGetErrorString(code));
 }
 
-/// The GPU of this rank among those of its node.
-int localRank(int worldRank) {
-  for (const char *var :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char *value = std::getenv(var))
-      return std::atoi(value);
-  return worldRank;
-}
-
 class NcclCommunicator final : public Communicator {
 public:
   explicit NcclCommunicator(Communicator &mpi) : mpi_(mpi) {
@@ -85,17 +88,17 @@ public:
   ~NcclCommunicator() override {
     for (auto &entry : comms_) {
       ncclComm_t comm = entry.second;
-      if (!broken_ && ncclCommFinalize(comm) == ncclSuccess) {
+      if (!broken_ && ncclApi().ncclCommFinalize(comm) == ncclSuccess) {
         ncclResult_t state = ncclInProgress;
         auto deadline = Clock::now() + std::chrono::seconds(10);
         while (state == ncclInProgress && Clock::now() < deadline)
-          ncclCommGetAsyncError(comm, &state);
+          ncclApi().ncclCommGetAsyncError(comm, &state);
         if (state == ncclSuccess) {
-          ncclCommDestroy(comm);
+          ncclApi().ncclCommDestroy(comm);
           continue;
         }
       }
-      ncclCommAbort(comm);
+      ncclApi().ncclCommAbort(comm);
     }
     cudaStreamDestroy(stream_);
   }
@@ -126,7 +129,7 @@ public:
     if (group.size() == 1 || count == 0)
       return;
     ncclComm_t comm = commFor(group, me, call.what);
-    finish(ncclAllReduce(data, data, size_t(count), type, ncclOpOf(op), comm, stream_),
+    finish(ncclApi().ncclAllReduce(data, data, size_t(count), type, ncclOpOf(op), comm, stream_),
            comm, "ncclAllReduce", call.what);
   }
 
@@ -138,7 +141,7 @@ public:
                              member(group, call.what), block);
     if (!comm)
       return;
-    finish(ncclAllGather(send, recv, size_t(block), ncclInt8, comm, stream_),
+    finish(ncclApi().ncclAllGather(send, recv, size_t(block), ncclInt8, comm, stream_),
            comm, "ncclAllGather", call.what);
   }
 
@@ -151,7 +154,7 @@ public:
     ncclComm_t comm = blocks(call.what, send, recv, count, dtype, group, me, block);
     if (!comm)
       return;
-    finish(ncclReduceScatter(send, recv, size_t(count), type, ncclOpOf(op), comm, stream_),
+    finish(ncclApi().ncclReduceScatter(send, recv, size_t(count), type, ncclOpOf(op), comm, stream_),
            comm, "ncclReduceScatter", call.what);
   }
 
@@ -166,16 +169,16 @@ public:
     int64_t p = group.size();
     const char *in = static_cast<const char *>(send);
     char *out = static_cast<char *>(recv);
-    nccl(ncclGroupStart(), comm, "ncclGroupStart", call.what);
+    nccl(ncclApi().ncclGroupStart(), comm, "ncclGroupStart", call.what);
     for (int64_t j = 0; j < p; ++j) {
-      nccl(ncclSend(in + j * block, size_t(block), ncclInt8, int(j), comm,
+      nccl(ncclApi().ncclSend(in + j * block, size_t(block), ncclInt8, int(j), comm,
                     stream_),
            comm, "ncclSend", call.what);
-      nccl(ncclRecv(out + j * block, size_t(block), ncclInt8, int(j), comm,
+      nccl(ncclApi().ncclRecv(out + j * block, size_t(block), ncclInt8, int(j), comm,
                     stream_),
            comm, "ncclRecv", call.what);
     }
-    finish(ncclGroupEnd(), comm, "ncclGroupEnd", call.what);
+    finish(ncclApi().ncclGroupEnd(), comm, "ncclGroupEnd", call.what);
   }
 
   void broadcast(void *data, int64_t count, DType dtype, int root,
@@ -195,7 +198,7 @@ public:
     if (p == 1 || bytes == 0)
       return;
     ncclComm_t comm = commFor(group, me, call.what);
-    finish(ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm, stream_),
+    finish(ncclApi().ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm, stream_),
            comm, "ncclBroadcast", call.what);
   }
 
@@ -204,7 +207,7 @@ public:
     Call call(*this, "send");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesSent += bytes;
-    finish(ncclSend(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
+    finish(ncclApi().ncclSend(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
            "ncclSend", call.what);
   }
 
@@ -220,7 +223,7 @@ public:
     Call call(*this, "recv");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesReceived += bytes;
-    finish(ncclRecv(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
+    finish(ncclApi().ncclRecv(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
            "ncclRecv", call.what);
   }
 
@@ -241,7 +244,7 @@ public:
 
   [[noreturn]] void abort(int code) override {
     for (auto &entry : comms_)
-      ncclCommAbort(entry.second);
+      ncclApi().ncclCommAbort(entry.second);
     comms_.clear();
     mpi_.abort(code);
     std::_Exit(code); // not reached; the compiler cannot see through virtual
@@ -286,13 +289,13 @@ private:
       return it->second;
     ncclUniqueId id{};
     if (me == 0)
-      nccl(ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId", what);
+      nccl(ncclApi().ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId", what);
     mpi_.broadcast(&id, sizeof id, I8, 0, group);
     checkCuda(cudaSetDevice(device_), "cudaSetDevice", what);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm = nullptr;
-    nccl(ncclCommInitRankConfig(&comm, int(group.size()), id, me, &config),
+    nccl(ncclApi().ncclCommInitRankConfig(&comm, int(group.size()), id, me, &config),
          comm, "ncclCommInitRankConfig", what);
     comms_[group] = comm;
     complete(comm, what + " (creating the communicator of group " +
@@ -320,10 +323,10 @@ private:
     for (int polls = 0;; ++polls) {
       ncclResult_t state = ncclSuccess;
       if (comm)
-        ncclCommGetAsyncError(comm, &state);
+        ncclApi().ncclCommGetAsyncError(comm, &state);
       if (state != ncclSuccess && state != ncclInProgress)
-        fail(comm, what + ": NCCL failed: " + ncclGetErrorString(state) +
-                       " (" + ncclGetLastError(comm) + ")");
+        fail(comm, what + ": NCCL failed: " + ncclApi().ncclGetErrorString(state) +
+                       " (" + ncclApi().ncclGetLastError(comm) + ")");
       if (state == ncclSuccess) {
         cudaError_t code = cudaStreamQuery(stream_);
         if (code == cudaSuccess)
@@ -353,7 +356,7 @@ private:
   [[noreturn]] void fail(ncclComm_t comm, const std::string &message) {
     broken_ = true;
     if (comm) {
-      ncclCommAbort(comm);
+      ncclApi().ncclCommAbort(comm);
       for (auto it = comms_.begin(); it != comms_.end(); ++it)
         if (it->second == comm) {
           comms_.erase(it);
@@ -367,8 +370,8 @@ private:
             const std::string &what) {
     if (result == ncclSuccess || result == ncclInProgress)
       return;
-    fail(comm, what + ": " + call + " failed: " + ncclGetErrorString(result) +
-                   (comm ? std::string(" (") + ncclGetLastError(comm) + ")"
+    fail(comm, what + ": " + call + " failed: " + ncclApi().ncclGetErrorString(result) +
+                   (comm ? std::string(" (") + ncclApi().ncclGetLastError(comm) + ")"
                          : std::string()));
   }
 

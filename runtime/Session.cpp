@@ -1,6 +1,7 @@
 //===- Session.cpp - Runs a compiled step: memory, steps, collectives -----===//
 
 #include "colo/Runtime/Session.h"
+#include "colo/Runtime/CudaDevice.h"
 #include "colo/Runtime/Error.h"
 #include "Initializer.h"
 #include "colo/Runtime/Safetensors.h"
@@ -38,7 +39,7 @@ struct Session::Prepared {
 Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm,
                  Device *device)
     : exe_(std::move(executable)), comm_(comm),
-      ownedDevice_(device ? nullptr : createCpuDevice()),
+      ownedDevice_(device ? nullptr : createDeviceFor(*exe_, comm ? comm->rank() : 0)),
       device_(device ? device : ownedDevice_.get()),
       start_(std::chrono::steady_clock::now()) {
   int64_t world = exe_->worldSize();
@@ -196,9 +197,13 @@ void Session::prepare() {
         std::vector<void *> args;
         for (int32_t id : step.kernel().args())
           args.push_back(pointers_[id]);
-        prepared_[i].run = device_->prepareKernel(
-            exe_->kernel(i), std::move(args), step.kernel().pieces(),
-            {step.kernel().piece_bytes().begin(), step.kernel().piece_bytes().end()});
+        if (const CudaKernel *cuda = exe_->cudaKernel(i))
+          prepared_[i].run =
+              device_->prepareCudaKernel(*exe_->cudaKernels(), *cuda, std::move(args));
+        else
+          prepared_[i].run = device_->prepareKernel(
+              exe_->kernel(i), std::move(args), step.kernel().pieces(),
+              {step.kernel().piece_bytes().begin(), step.kernel().piece_bytes().end()});
         break;
       }
       case Step::kGemm: {

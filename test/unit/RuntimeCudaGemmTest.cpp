@@ -178,3 +178,88 @@ TEST(CudaGemmPlan, EmptyProductsPlanNothing) {
 }
 
 } // namespace
+
+#ifdef COLO_HAVE_CUDA
+// The cuBLASLt descriptors colo builds from a plan (runtime/CudaBlas.cpp),
+// read back through cuBLASLt's own getters: they need the library, not a GPU.
+#include "CudaBlas.h"
+#include "colo/Runtime/Error.h"
+
+namespace {
+
+template <typename T> T layoutAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a) {
+  T value{};
+  size_t written = 0;
+  EXPECT_EQ(cublasLt().cublasLtMatrixLayoutGetAttribute(l, a, &value, sizeof value, &written),
+            CUBLAS_STATUS_SUCCESS);
+  return value;
+}
+template <typename T> T opAttribute(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t a) {
+  T value{};
+  size_t written = 0;
+  EXPECT_EQ(cublasLt().cublasLtMatmulDescGetAttribute(op, a, &value, sizeof value, &written),
+            CUBLAS_STATUS_SUCCESS);
+  return value;
+}
+
+bool haveCublasLt() {
+  try {
+    cublasLt();
+    return true;
+  } catch (const Error &) {
+    return false;
+  }
+}
+
+TEST(CudaGemmDescriptors, BatchedBf16ProductOfAttention) {
+  if (!haveCublasLt())
+    GTEST_SKIP() << "libcublasLt cannot be loaded";
+  // Scores Q K^T over 2 x 3 heads, [seq 16, dim 8] each, rows 24 apart.
+  Gemm gemm = gemmOf(16, 16, 8, false, true);
+  gemm.set_lda(24);
+  gemm.set_ldb(24);
+  gemm.set_batch(3);
+  gemm.set_stride_a(8);
+  gemm.set_stride_b(8);
+  gemm.set_stride_c(256);
+  std::vector<LtMatmul> mms = planLtMatmuls(geometryOf(gemm), false, false);
+  ASSERT_EQ(mms.size(), 1u);
+  LtDescriptors d(mms[0], BF16, nullptr);
+  // cuBLASLt's A is K: stored [16, 8] row-major, read transposed.
+  EXPECT_EQ(opAttribute<int32_t>(d.op, CUBLASLT_MATMUL_DESC_TRANSA), CUBLAS_OP_T);
+  EXPECT_EQ(opAttribute<int32_t>(d.op, CUBLASLT_MATMUL_DESC_TRANSB), CUBLAS_OP_N);
+  EXPECT_EQ(opAttribute<int32_t>(d.op, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE), CUBLAS_COMPUTE_32F);
+  EXPECT_EQ(opAttribute<int32_t>(d.op, CUBLASLT_MATMUL_DESC_SCALE_TYPE), CUDA_R_32F);
+  EXPECT_EQ(layoutAttribute<uint32_t>(d.a, CUBLASLT_MATRIX_LAYOUT_TYPE), uint32_t(CUDA_R_16BF));
+  EXPECT_EQ(layoutAttribute<uint64_t>(d.a, CUBLASLT_MATRIX_LAYOUT_ROWS), 8u);
+  EXPECT_EQ(layoutAttribute<uint64_t>(d.a, CUBLASLT_MATRIX_LAYOUT_COLS), 16u);
+  EXPECT_EQ(layoutAttribute<int64_t>(d.a, CUBLASLT_MATRIX_LAYOUT_LD), 24);
+  EXPECT_EQ(layoutAttribute<int32_t>(d.a, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT), 3);
+  EXPECT_EQ(layoutAttribute<int64_t>(d.a, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET), 8);
+  EXPECT_EQ(layoutAttribute<int64_t>(d.d, CUBLASLT_MATRIX_LAYOUT_LD), 16);
+  EXPECT_EQ(layoutAttribute<int64_t>(d.d, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET), 256);
+}
+
+TEST(CudaGemmDescriptors, BiasEpilogueAndDoublePrecision) {
+  if (!haveCublasLt())
+    GTEST_SKIP() << "libcublasLt cannot be loaded";
+  std::vector<float> bias(6);
+  LtDescriptors withBias(planLtMatmuls(geometryOf(gemmOf(4, 6, 5)), true, false)[0], F32,
+                         bias.data());
+  EXPECT_EQ(opAttribute<uint32_t>(withBias.op, CUBLASLT_MATMUL_DESC_EPILOGUE),
+            uint32_t(CUBLASLT_EPILOGUE_BIAS));
+  EXPECT_EQ(opAttribute<const void *>(withBias.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER),
+            bias.data());
+  // Not TF32: float products keep the CPU's float numerics.
+  EXPECT_EQ(opAttribute<int32_t>(withBias.op, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE),
+            CUBLAS_COMPUTE_32F);
+  LtDescriptors wide(planLtMatmuls(geometryOf(gemmOf(4, 6, 5)), false, false)[0], F64, nullptr);
+  EXPECT_EQ(opAttribute<int32_t>(wide.op, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE), CUBLAS_COMPUTE_64F);
+  EXPECT_EQ(wide.scaleType, CUDA_R_64F);
+  EXPECT_THROW(LtDescriptors(planLtMatmuls(geometryOf(gemmOf(4, 6, 5)), false, false)[0], I64,
+                             nullptr),
+               Error);
+}
+
+} // namespace
+#endif

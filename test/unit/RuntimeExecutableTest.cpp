@@ -3,6 +3,7 @@
 // loop (SGD on a scalar STATE parameter) whose weights are saved with PyTorch
 // names and loaded back, snapshots and profiling.
 #include "RuntimeTestUtil.h"
+#include "colo/Runtime/CudaDevice.h"
 #include "colo/Runtime/Device.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
@@ -742,6 +743,124 @@ TEST(RuntimeValidation, Files) {
   expectError([&] { Executable::load(dir.path); },
               {"program.pb: not a valid colo.runtime.Program"});
   expectError([&] { Executable::load(dir / "program.pb"); }, {"a file was given"});
+}
+
+} // namespace
+
+namespace {
+
+/// A program for CUDA: one kernel step on x and y, whose launches are in
+/// kernels.cuda.pb (`kernels`, valid until a test breaks it).
+struct CudaExeDir : ExeDir {
+  CudaKernels kernels;
+  int step = 0;
+
+  CudaExeDir() {
+    b.program().set_target("cuda");
+    int32_t x = b.input("x", F32, {4});
+    int32_t y = b.state("y", F32, {4});
+    state.emplace_back("y", F32, Shape{4}, std::string(16, '\0'));
+    b.kernel("colo_k_scale", {x, y}, "scale");
+    kernels.add_chips("sm_80");
+    CudaModule *m = kernels.add_modules();
+    m->set_name("colo_k_scale_0");
+    (*m->mutable_ptx())["sm_80"] = ".version 8.0\n.target sm_80\n";
+    CudaKernel *k = kernels.add_kernels();
+    k->set_name("colo_k_scale");
+    k->add_temporary_bytes(64);
+    CudaLaunch *l = k->add_launches();
+    l->set_module("colo_k_scale_0");
+    l->set_function("scale_kernel");
+    l->set_grid(1);
+    l->set_block(4);
+    l->add_args()->set_argument(0);
+    l->add_args()->set_argument(1);
+    l->add_args()->set_temporary(0);
+  }
+  CudaLaunch &launch() { return *kernels.mutable_kernels(0)->mutable_launches(0); }
+  std::shared_ptr<const Executable> loadCuda() {
+    write();
+    std::ofstream(dir / "kernels.cuda.pb", std::ios::binary) << kernels.SerializeAsString();
+    return Executable::load(dir.path);
+  }
+};
+
+TEST(RuntimeCudaExecutable, LoadsItsKernelsWithoutAGpu) {
+  CudaExeDir e;
+  auto exe = e.loadCuda();
+  ASSERT_NE(exe->cudaKernels(), nullptr);
+  ASSERT_NE(exe->cudaKernel(0), nullptr);
+  EXPECT_EQ(exe->cudaKernel(0)->name(), "colo_k_scale");
+  EXPECT_EQ(exe->kernel(0), nullptr);
+}
+
+TEST(RuntimeCudaExecutable, RejectsKernelsThatCannotLaunch) {
+  {
+    CudaExeDir e;
+    e.write();
+    expectError([&] { Executable::load(e.dir.path); }, {"kernels.cuda.pb", "does not exist"});
+  }
+  {
+    CudaExeDir e;
+    e.kernels.mutable_kernels(0)->set_name("colo_k_other");
+    expectError([&] { e.loadCuda(); }, {"no kernel 'colo_k_scale'", "step 0 'scale'"});
+  }
+  {
+    CudaExeDir e;
+    e.launch().set_module("missing");
+    expectError([&] { e.loadCuda(); }, {"module 'missing'", "not in the file"});
+  }
+  {
+    CudaExeDir e;
+    e.launch().set_block(2048);
+    expectError([&] { e.loadCuda(); }, {"1 blocks of 2048 threads", "1 to 1024"});
+  }
+  {
+    CudaExeDir e;
+    e.launch().mutable_args(1)->set_argument(2);
+    expectError([&] { e.loadCuda(); }, {"'scale_kernel'", "does not pass"});
+  }
+  {
+    CudaExeDir e;
+    e.launch().mutable_args(2)->set_temporary(1);
+    expectError([&] { e.loadCuda(); }, {"does not pass"});
+  }
+  {
+    CudaExeDir e;
+    e.kernels.mutable_modules(0)->clear_ptx();
+    expectError([&] { e.loadCuda(); }, {"module 'colo_k_scale_0' has no PTX"});
+  }
+  {
+    CudaExeDir e;
+    KernelCall *call = e.b.program().mutable_steps(0)->mutable_kernel();
+    call->set_pieces(2);
+    call->add_piece_bytes(8);
+    call->add_piece_bytes(8);
+    expectError([&] { e.loadCuda(); }, {"pieces", "whole"});
+  }
+}
+
+TEST(RuntimeCudaExecutable, ASessionWithoutAGpuSaysSoInOneLine) {
+  if (cudaGpuProblem().empty())
+    GTEST_SKIP() << "this machine has a CUDA GPU";
+  CudaExeDir e;
+  auto exe = e.loadCuda();
+  try {
+    Session session(exe);
+    ADD_FAILURE() << "a session started without a GPU";
+  } catch (const Error &error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("was compiled for CUDA (colo compile --target cuda) and this "
+                           "machine has no CUDA"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("it runs on NVIDIA GPUs only"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // The CPU device refuses a CUDA kernel by name.
+  auto cpu = createCpuDevice();
+  expectError([&] { cpu->prepareCudaKernel(*exe->cudaKernels(), *exe->cudaKernel(0), {}); },
+              {"'colo_k_scale' is a CUDA kernel", "cpu device"});
 }
 
 } // namespace

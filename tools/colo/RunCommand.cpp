@@ -9,6 +9,7 @@
 #include "colo/Planner/StepTimes.h"
 #include "colo/Runtime/Checkpoint.h"
 #include "colo/Runtime/Communicator.h"
+#include "colo/Runtime/CudaDevice.h"
 #include "colo/Runtime/DataSource.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
@@ -430,11 +431,18 @@ int run(const std::string &dir) {
     threads = std::max<int>(1, int(std::thread::hardware_concurrency()) /
                                    std::max(1, comm->size()));
   rt::setThreads(threads);
-  std::unique_ptr<rt::Device> device = rt::createCpuDevice(rt::parseGemmLibrary(runGemm));
+  std::unique_ptr<rt::Device> device =
+      rt::createDeviceFor(*exe, rank, rt::parseGemmLibrary(runGemm));
   if (deviceMemory)
     device->setCapacity(rt::MemorySpace::Device, *deviceMemory);
   device->setLinkBandwidth(runLinkBandwidth * 1e9);
-  rt::Session session(exe, comm.get(), device.get());
+  // GPUs exchange through NCCL, bootstrapped over MPI.
+  std::unique_ptr<rt::Communicator> nccl;
+  if (comm && exe->program().target() == "cuda") {
+    nccl = rt::createNcclCommunicator(*comm);
+    nccl->setTimeout(runCommTimeout);
+  }
+  rt::Session session(exe, nccl ? nccl.get() : comm.get(), device.get());
   // Rank 0 speaks for the run; the others only report errors.
   raw_ostream &out = rank == 0 ? outs() : nulls();
   if (std::vector<std::string> paths = session.gemmPaths(); !paths.empty()) {

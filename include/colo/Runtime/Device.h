@@ -64,6 +64,12 @@ public:
   /// by p * pieceBytes[i] bytes.
   virtual PreparedOp prepareKernel(KernelFn fn, std::vector<void *> args, int64_t pieces,
                                    std::vector<int64_t> pieceBytes) = 0;
+  /// A kernel of an executable compiled for CUDA (kernels.cuda.pb, `all`):
+  /// its launches in order on `args` (the KernelCall's buffers) and on
+  /// temporaries of the device's own. This base throws Error: only a CUDA
+  /// device runs them.
+  virtual PreparedOp prepareCudaKernel(const CudaKernels &all, const CudaKernel &kernel,
+                                       std::vector<void *> args);
   virtual PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a,
                                    const void *b, void *c, GemmEpilogue epilogue,
                                    std::shared_ptr<Scratch> scratch) = 0;

@@ -1,12 +1,14 @@
 //===- Executable.h - A compiled training step, loaded and checked -*- C++ -*-===//
 //
 // An executable directory holds program.pb (a colo.runtime.Program),
-// kernels.so (generated kernels) and state.safetensors (initial STATE and
-// CONSTANT values). Executable::load reads and validates all three before
-// anything runs: buffer ids in range, step operands large enough for their
-// geometry and of the right dtype, arena offsets inside the arena, aliases
-// acyclic and no larger than their targets, every kernel exported by the
-// library, and every STATE/CONSTANT buffer present in state.safetensors with
+// kernels.so (generated kernels; kernels.cuda.pb for target cuda) and
+// state.safetensors (initial STATE and CONSTANT values). Executable::load
+// reads and validates all three before anything runs: buffer ids in range,
+// step operands large enough for their geometry and of the right dtype, arena
+// offsets inside the arena, aliases acyclic and no larger than their targets,
+// every kernel exported by the library (or, for CUDA, present with launches
+// of valid geometry on the step's buffers and modules that are in the file),
+// and every STATE/CONSTANT buffer present in state.safetensors with
 // its dtype and shape. Problems are thrown as Error naming the file and the
 // step or buffer. A Session (Session.h) runs it.
 //
@@ -71,8 +73,13 @@ public:
   std::pair<int64_t, int64_t> shardBlock(int32_t id, int rank) const;
   /// INPUT buffers (not aliases), in buffer order.
   const std::vector<int32_t> &inputs() const { return inputs_; }
-  /// The kernel of step `index` (a KernelCall), resolved at load.
+  /// The kernel of step `index` (a KernelCall), resolved at load; null in
+  /// a program for CUDA.
   KernelFn kernel(int index) const { return kernels_[index]; }
+  /// A program for CUDA: its kernels.cuda.pb, and the kernel step `index`
+  /// calls; null otherwise.
+  const CudaKernels *cudaKernels() const { return cudaKernels_.get(); }
+  const CudaKernel *cudaKernel(int index) const;
   /// The initial state, or null if the program has no STATE/CONSTANT buffers.
   const SafetensorsFile *initialState() const { return state_.get(); }
   /// Parameter buffer id -> PyTorch name, in buffer order.
@@ -109,6 +116,7 @@ private:
   /// untouched in between.
   void validateWaits();
   void loadKernels();
+  void loadCudaKernels();
   void loadState();
   [[noreturn]] void fail(const std::string &message) const;
 
@@ -119,6 +127,8 @@ private:
   std::vector<int64_t> elements_;
   std::vector<int32_t> inputs_;
   std::vector<KernelFn> kernels_;
+  std::unique_ptr<CudaKernels> cudaKernels_;
+  std::vector<int> cudaKernelOf_;
   std::vector<std::pair<int32_t, std::string>> params_;
   std::unique_ptr<SafetensorsFile> state_;
   int32_t stepCounter_ = -1;
