@@ -10,6 +10,7 @@
 
 #ifdef COLO_HAVE_CUDA
 #include "CudaBlas.h"
+#include "CudaDnn.h"
 
 #include <cuda_runtime.h>
 
@@ -130,6 +131,8 @@ public:
     }
     if (lt_)
       cublasLt().cublasLtDestroy(lt_);
+    if (dnn_)
+      cudnn().cudnnDestroy(dnn_);
     if (copy_)
       cudaStreamDestroy(copy_);
   }
@@ -218,12 +221,102 @@ public:
                                 props_.name};
   }
 
-  PreparedOp prepareConv(const Conv2d &, float *, float *, float *, float *,
+  PreparedOp prepareConv(const Conv2d &conv, float *x, float *weight, float *bias, float *y,
                          std::shared_ptr<Scratch>) override {
-    throw Error("convolutions on CUDA GPUs (cuDNN) are not built yet (docs/cuda.md)");
+    auto d = std::make_shared<ConvDescriptors>(geometryOf(conv));
+    cudnnHandle_t h = dnn();
+    const char *what = "a convolution";
+    auto check = [&](cudnnStatus_t status, const char *call) { checkCudnn(status, call, what); };
+    int found = 0;
+    // cuDNN's heuristics rank the algorithms; colo takes the first that
+    // works and, for the gradients, is deterministic (runs repeat exactly).
+    switch (conv.mode()) {
+    case Conv2d::FORWARD: {
+      cudnnConvolutionFwdAlgoPerf_t perf[8];
+      check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->weight, d->conv, d->y, 8,
+                                                          &found, perf),
+            "cudnnGetConvolutionForwardAlgorithm_v7");
+      const auto &best = pick(perf, found, what);
+      reserveDnnWorkspace(int64_t(best.memory));
+      return [this, d, x, weight, bias, y, algo = best.algo, what] {
+        float one = 1, zero = 0;
+        checkCudnn(cudnn().cudnnConvolutionForward(dnn(), &one, d->x, x, d->weight, weight, d->conv,
+                                                   algo, dnnWorkspace_, size_t(dnnWorkspaceBytes_),
+                                                   &zero, d->y, y),
+                   "cudnnConvolutionForward", what);
+        if (bias)
+          checkCudnn(cudnn().cudnnAddTensor(dnn(), &one, d->bias, bias, &one, d->y, y),
+                     "cudnnAddTensor", what);
+      };
+    }
+    case Conv2d::BACKWARD_DATA: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+      check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->weight, d->y, d->conv, d->x,
+                                                               8, &found, perf),
+            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      const auto &best = pick(perf, found, what);
+      reserveDnnWorkspace(int64_t(best.memory));
+      return [this, d, x, weight, y, algo = best.algo, what] {
+        float one = 1, zero = 0;
+        checkCudnn(cudnn().cudnnConvolutionBackwardData(
+                       dnn(), &one, d->weight, weight, d->y, y, d->conv, algo, dnnWorkspace_,
+                       size_t(dnnWorkspaceBytes_), &zero, d->x, x),
+                   "cudnnConvolutionBackwardData", what);
+      };
+    }
+    default: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
+      check(cudnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv,
+                                                                 d->weight, 8, &found, perf),
+            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      const auto &best = pick(perf, found, what);
+      reserveDnnWorkspace(int64_t(best.memory));
+      return [this, d, x, weight, bias, y, algo = best.algo, what] {
+        float one = 1, zero = 0;
+        checkCudnn(cudnn().cudnnConvolutionBackwardFilter(
+                       dnn(), &one, d->x, x, d->y, y, d->conv, algo, dnnWorkspace_,
+                       size_t(dnnWorkspaceBytes_), &zero, d->weight, weight),
+                   "cudnnConvolutionBackwardFilter", what);
+        if (bias)
+          checkCudnn(cudnn().cudnnConvolutionBackwardBias(dnn(), &one, d->y, y, &zero, d->bias,
+                                                          bias),
+                     "cudnnConvolutionBackwardBias", what);
+      };
+    }
+    }
   }
-  PreparedOp preparePool(const Pool2d &, float *, float *, float *, float *) override {
-    throw Error("pooling on CUDA GPUs (cuDNN) is not built yet (docs/cuda.md)");
+
+  PreparedOp preparePool(const Pool2d &pool, float *x, float *y, float *dx,
+                         float *dy) override {
+    bool max = pool.mode() == Pool2d::MAX_FORWARD || pool.mode() == Pool2d::MAX_BACKWARD;
+    WindowGeometry g = geometryOf(pool);
+    auto d = std::make_shared<PoolDescriptors>(g, max, pool.count_include_pad());
+    dnn();
+    const char *what = "a pooling";
+    if (pool.mode() == Pool2d::MAX_FORWARD || pool.mode() == Pool2d::AVG_FORWARD)
+      return [this, d, x, y, what] {
+        float one = 1, zero = 0;
+        checkCudnn(cudnn().cudnnPoolingForward(dnn(), d->pool, &one, d->x, x, &zero, d->y, y),
+                   "cudnnPoolingForward", what);
+      };
+    // cuDNN's backward reads the forward's output: max pooling recomputes
+    // it into a buffer of its own (the step has x, not y); average pooling
+    // reads neither x nor y, which get dx and dy to point at.
+    float *forward = max ? static_cast<float *>(own(allocate(
+                               MemorySpace::Device, g.n * g.c * g.oh * g.ow * 4,
+                               "max pooling's recomputed output")))
+                         : nullptr;
+    return [this, d, x, dx, dy, forward, what] {
+      float one = 1, zero = 0;
+      if (forward)
+        checkCudnn(cudnn().cudnnPoolingForward(dnn(), d->pool, &one, d->x, x, &zero, d->y,
+                                               forward),
+                   "cudnnPoolingForward", what);
+      checkCudnn(cudnn().cudnnPoolingBackward(dnn(), d->pool, &one, d->y,
+                                              forward ? forward : dy, d->y, dy, d->x,
+                                              forward ? x : dx, &zero, d->x, dx),
+                 "cudnnPoolingBackward", what);
+    };
   }
 
   PreparedOp prepareCopy(void *dst, const void *src, int64_t bytes) override {
@@ -397,6 +490,36 @@ private:
     return *ptx;
   }
 
+  /// cuDNN's handle on the compute queue, created when first needed.
+  cudnnHandle_t dnn() {
+    if (!dnn_) {
+      checkCudnn(cudnn().cudnnCreate(&dnn_), "cudnnCreate", "the CUDA device");
+      checkCudnn(cudnn().cudnnSetStream(dnn_, cudaStreamLegacy), "cudnnSetStream",
+                 "the CUDA device");
+    }
+    return dnn_;
+  }
+  /// The first of cuDNN's ranked algorithms that works (and is deterministic
+  /// where cuDNN says which are).
+  template <typename Perf> const Perf &pick(const Perf *perf, int found, const char *what) {
+    for (int i = 0; i < found; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC)
+        return perf[i];
+    throw Error(std::string("cuDNN has no deterministic algorithm for ") + what + " on " +
+                props_.name);
+  }
+  /// The convolutions share one workspace, as large as the largest needs.
+  void reserveDnnWorkspace(int64_t bytes) {
+    if (bytes <= dnnWorkspaceBytes_)
+      return;
+    if (dnnWorkspace_) {
+      owned_.erase(std::find(owned_.begin(), owned_.end(), dnnWorkspace_));
+      free(dnnWorkspace_);
+    }
+    dnnWorkspace_ = own(allocate(MemorySpace::Device, bytes, "cuDNN's workspace"));
+    dnnWorkspaceBytes_ = bytes;
+  }
+
   cublasLtMatmulAlgo_t chooseAlgorithm(const LtDescriptors &desc, const void *a, const void *b,
                                        const void *c, const void *d) {
     const char *what = "a Gemm's cuBLASLt algorithm";
@@ -435,6 +558,9 @@ private:
   cudaStream_t current_ = cudaStreamLegacy;
   cublasLtHandle_t lt_ = nullptr;
   void *workspace_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
+  void *dnnWorkspace_ = nullptr;
+  int64_t dnnWorkspaceBytes_ = 0;
   std::vector<void *> owned_;
   std::vector<std::pair<void *, int64_t>> newMemory_;
   std::map<std::string, cudaLibrary_t> libraries_;
