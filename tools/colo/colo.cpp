@@ -7,11 +7,6 @@
 
 using namespace llvm;
 
-int colo::tool::reportError(const Twine &msg) {
-  WithColor::error(errs(), "colo") << msg << "\n";
-  return 1;
-}
-
 colo::tool::OneLineDiagnostics::OneLineDiagnostics(mlir::MLIRContext &ctx)
     : handler(&ctx, [this](mlir::Diagnostic &d) {
         if (d.getSeverity() == mlir::DiagnosticSeverity::Error && !any) {
