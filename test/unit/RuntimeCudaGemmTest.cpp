@@ -6,11 +6,13 @@
 // one C, outer batches, alpha and beta, and the bias and residual epilogues.
 #include "colo/Runtime/CudaGemm.h"
 #include "colo/Runtime/CpuGemm.h"
+#include "colo/Runtime/CudaDevice.h"
 #include "colo/Runtime/Program.pb.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace colo::runtime;
@@ -259,6 +261,158 @@ TEST(CudaGemmDescriptors, BiasEpilogueAndDoublePrecision) {
   EXPECT_THROW(LtDescriptors(planLtMatmuls(geometryOf(gemmOf(4, 6, 5)), false, false)[0], I64,
                              nullptr),
                Error);
+}
+
+// On a machine with a GPU (bench/gpu_check.sh): the CUDA device computes what
+// the CPU device computes. Skipped without one.
+
+/// Device copies of host vectors, read back after the device ran.
+struct OnDevice {
+  Device &device;
+  std::vector<std::pair<void *, std::vector<float> *>> blocks;
+  float *put(std::vector<float> &host) {
+    auto *p = static_cast<float *>(
+        device.allocate(MemorySpace::Device, int64_t(host.size() * 4), "a test operand"));
+    std::memcpy(p, host.data(), host.size() * 4);
+    blocks.push_back({p, &host});
+    return p;
+  }
+  void run(const PreparedOp &op) {
+    device.launch(Device::Queue::Compute, op);
+    device.synchronize(Device::Queue::Compute);
+    for (auto &[p, host] : blocks) {
+      std::memcpy(host->data(), p, host->size() * 4);
+      device.free(p);
+    }
+    blocks.clear();
+  }
+};
+
+std::unique_ptr<Device> gpuOrSkip() {
+  if (std::string problem = cudaGpuProblem(); !problem.empty())
+    return nullptr;
+  return createCudaDevice(0);
+}
+
+TEST(CudaDeviceOps, GemmsMatchTheCpu) {
+  std::unique_ptr<Device> gpu = gpuOrSkip();
+  if (!gpu)
+    GTEST_SKIP() << cudaGpuProblem();
+  std::vector<Gemm> gemms = {gemmOf(65, 33, 17), gemmOf(40, 24, 96, true, true)};
+  Gemm batched = gemmOf(16, 16, 8, false, true);
+  batched.set_lda(24);
+  batched.set_ldb(24);
+  batched.set_batch(3);
+  batched.set_stride_a(8);
+  batched.set_stride_b(8);
+  batched.set_stride_c(256);
+  gemms.push_back(batched);
+  Gemm summed = gemmOf(4, 6, 5, true, false);
+  summed.set_batch(3);
+  summed.set_stride_a(20);
+  summed.set_stride_b(30);
+  summed.set_stride_c(0);
+  gemms.push_back(summed);
+  for (size_t i = 0; i < gemms.size() + 1; ++i) {
+    bool epilogue = i == gemms.size();
+    Gemm gemm = epilogue ? gemmOf(32, 48, 64, false, true) : gemms[i];
+    GemmGeometry g = geometryOf(gemm);
+    std::vector<float> a = randomValues(g.elementsA(), 1), b = randomValues(g.elementsB(), 2);
+    std::vector<float> c = randomValues(g.elementsC(), 3), bias = randomValues(g.n, 4);
+    std::vector<float> residual = randomValues(g.elementsC(), 5), cpu = c;
+    GemmEpilogue host{epilogue ? bias.data() : nullptr, epilogue ? residual.data() : nullptr};
+    prepareGemm(gemm, F32, a.data(), b.data(), cpu.data(), host, std::make_shared<Scratch>(),
+                GemmLibrary::OpenBlas)
+        .run();
+    OnDevice d{*gpu, {}};
+    float *da = d.put(a), *db = d.put(b), *dc = d.put(c);
+    GemmEpilogue dev{epilogue ? d.put(bias) : nullptr, epilogue ? d.put(residual) : nullptr};
+    d.run(gpu->prepareGemm(gemm, F32, da, db, dc, dev, std::make_shared<Scratch>()).run);
+    for (size_t j = 0; j < cpu.size(); ++j)
+      ASSERT_NEAR(c[j], cpu[j], 1e-4 * (1 + std::fabs(cpu[j]))) << "gemm " << i << " at " << j;
+  }
+}
+
+TEST(CudaDeviceOps, ConvolutionsAndPoolingMatchTheCpu) {
+  std::unique_ptr<Device> gpu = gpuOrSkip();
+  if (!gpu)
+    GTEST_SKIP() << cudaGpuProblem();
+  Conv2d conv;
+  conv.set_n(2);
+  conv.set_c(4);
+  conv.set_h(9);
+  conv.set_w(9);
+  conv.set_k(6);
+  conv.set_r(3);
+  conv.set_s(3);
+  conv.set_stride_h(2);
+  conv.set_stride_w(2);
+  for (auto set : {&Conv2d::set_pad_t, &Conv2d::set_pad_b, &Conv2d::set_pad_l, &Conv2d::set_pad_r})
+    (conv.*set)(1);
+  conv.set_oh(5);
+  conv.set_ow(5);
+  for (Conv2d::Mode mode : {Conv2d::FORWARD, Conv2d::BACKWARD_DATA, Conv2d::BACKWARD_WEIGHTS}) {
+    conv.set_mode(mode);
+    std::vector<float> x = randomValues(2 * 4 * 81, 1), w = randomValues(6 * 4 * 9, 2),
+                       bias = randomValues(6, 3), y = randomValues(2 * 6 * 25, 4);
+    std::vector<float> cx = x, cw = w, cb = bias, cy = y;
+    prepareConv(conv, cx.data(), cw.data(), cb.data(), cy.data(), std::make_shared<Scratch>())();
+    OnDevice d{*gpu, {}};
+    float *dx = d.put(x), *dw = d.put(w), *dbias = d.put(bias), *dy = d.put(y);
+    d.run(gpu->prepareConv(conv, dx, dw, dbias, dy, std::make_shared<Scratch>()));
+    for (auto [gpuOut, cpuOut] : {std::pair{&x, &cx}, {&w, &cw}, {&bias, &cb}, {&y, &cy}})
+      for (size_t j = 0; j < cpuOut->size(); ++j)
+        ASSERT_NEAR((*gpuOut)[j], (*cpuOut)[j], 1e-4 * (1 + std::fabs((*cpuOut)[j])))
+            << "mode " << mode << " at " << j;
+  }
+  Pool2d pool;
+  pool.set_n(2);
+  pool.set_c(3);
+  pool.set_h(8);
+  pool.set_w(8);
+  pool.set_r(2);
+  pool.set_s(2);
+  pool.set_stride_h(2);
+  pool.set_stride_w(2);
+  pool.set_oh(4);
+  pool.set_ow(4);
+  for (Pool2d::Mode mode : {Pool2d::MAX_FORWARD, Pool2d::AVG_FORWARD, Pool2d::MAX_BACKWARD,
+                            Pool2d::AVG_BACKWARD}) {
+    pool.set_mode(mode);
+    std::vector<float> x = randomValues(2 * 3 * 64, 5), y = randomValues(2 * 3 * 16, 6),
+                       dx = randomValues(2 * 3 * 64, 7), dy = randomValues(2 * 3 * 16, 8);
+    std::vector<float> cx = x, cy = y, cdx = dx, cdy = dy;
+    preparePool(pool, cx.data(), cy.data(), cdx.data(), cdy.data())();
+    OnDevice d{*gpu, {}};
+    float *gx = d.put(x), *gy = d.put(y), *gdx = d.put(dx), *gdy = d.put(dy);
+    d.run(gpu->preparePool(pool, gx, gy, gdx, gdy));
+    for (auto [gpuOut, cpuOut] : {std::pair{&y, &cy}, {&dx, &cdx}})
+      for (size_t j = 0; j < cpuOut->size(); ++j)
+        ASSERT_NEAR((*gpuOut)[j], (*cpuOut)[j], 1e-5 * (1 + std::fabs((*cpuOut)[j])))
+            << "pool mode " << mode << " at " << j;
+  }
+}
+
+TEST(CudaDeviceOps, TheCopyQueueOverlapsAndOrders) {
+  std::unique_ptr<Device> gpu = gpuOrSkip();
+  if (!gpu)
+    GTEST_SKIP() << cudaGpuProblem();
+  int64_t n = 1 << 20;
+  auto *src = static_cast<float *>(gpu->allocate(MemorySpace::PinnedHost, n * 4, "source"));
+  auto *dst = static_cast<float *>(gpu->allocate(MemorySpace::Device, n * 4, "target"));
+  for (int64_t i = 0; i < n; ++i)
+    src[i] = float(i);
+  gpu->copyAsync(Device::Queue::Copy, dst, src, n * 4);
+  std::shared_ptr<Device::Event> copied = gpu->record(Device::Queue::Copy);
+  gpu->wait(Device::Queue::Compute, *copied);
+  auto *back = static_cast<float *>(gpu->allocate(MemorySpace::Host, n * 4, "copy back"));
+  gpu->launch(Device::Queue::Compute, gpu->prepareCopy(back, dst, n * 4));
+  gpu->synchronize(Device::Queue::Compute);
+  EXPECT_TRUE(copied->complete());
+  EXPECT_EQ(back[n - 1], float(n - 1));
+  EXPECT_GT(gpu->copyQueueBusySeconds(), 0);
+  for (void *p : {static_cast<void *>(src), static_cast<void *>(dst), static_cast<void *>(back)})
+    gpu->free(p);
 }
 
 } // namespace

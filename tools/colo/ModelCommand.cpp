@@ -32,6 +32,10 @@ cl::opt<int64_t> modelVocab("vocab", cl::desc("Vocabulary size"), cl::sub(modelC
 cl::opt<int64_t> modelSeq("seq", cl::desc("Sequence length"), cl::sub(modelCmd));
 cl::opt<int64_t> modelBatch("batch", cl::desc("Batch size of the IR (default 1)"),
                             cl::sub(modelCmd));
+cl::opt<double> modelDropout("dropout",
+                             cl::desc("Dropout probability (the presets: Hugging Face's "
+                                      "defaults; 0 builds no dropout)"),
+                             cl::sub(modelCmd));
 cl::opt<std::string> modelDtype("dtype", cl::desc("bf16 (default), f16 or f32"),
                                 cl::sub(modelCmd));
 cl::opt<std::string> modelOutput("o", cl::desc("Write the IR to this file"),
@@ -75,6 +79,12 @@ int colo::tool::runModel(mlir::MLIRContext &ctx) {
   set(modelBatch, cfg.batch);
   if (!modelDtype.empty())
     cfg.dtype = modelDtype;
+  if (modelDropout.getNumOccurrences()) {
+    if (!(modelDropout >= 0 && modelDropout < 1))
+      return reportError(formatv("--dropout must be at least 0 and below 1, got {0}",
+                                 modelDropout.getValue()).str());
+    cfg.dropout = modelDropout;
+  }
   if (Error e = colo::validate(cfg))
     return reportError(toString(std::move(e)));
   mlir::OwningOpRef<mlir::ModuleOp> module = colo::buildSyntheticModel(cfg, ctx);
