@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -123,8 +124,8 @@ FailureOr<CudaKernel> launchesOf(func::FuncOp fn) {
                    *block, {}};
       for (Value operand : launch.getKernelOperands()) {
         Value root = operand;
-        while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
-          root = view.getViewSource();
+        if (auto buffer = dyn_cast<MemrefValue>(operand))
+          root = memref::skipViewLikeOps(buffer);
         if (auto arg = dyn_cast<BlockArgument>(root); arg && arg.getOwner()->isEntryBlock() &&
                                                      arg.getOwner()->getParentOp() == fn) {
           l.args.push_back({false, int(arg.getArgNumber())});

@@ -19,8 +19,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -47,18 +47,14 @@ std::optional<int64_t> mappedSize(scf::ForallOp forall, Attribute mapping) {
 /// No op between `from` and `to` (in their block) touches `memref`'s
 /// buffer other than to read it.
 bool onlyReadBetween(Value memref, Operation *from, Operation *to) {
-  Value root = memref;
-  while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
-    root = view.getViewSource();
+  Value root = memref::skipViewLikeOps(cast<MemrefValue>(memref));
   for (Operation *op = from->getNextNode(); op && op != to; op = op->getNextNode()) {
     WalkResult touched = op->walk([&](Operation *inner) {
       if (isa<memref::LoadOp>(inner))
         return WalkResult::advance();
       for (Value operand : inner->getOperands()) {
-        Value r = operand;
-        while (auto view = r.getDefiningOp<ViewLikeOpInterface>())
-          r = view.getViewSource();
-        if (r == root)
+        auto buffer = dyn_cast<MemrefValue>(operand);
+        if (buffer && memref::skipViewLikeOps(buffer) == root)
           return WalkResult::interrupt();
       }
       return WalkResult::advance();

@@ -225,7 +225,7 @@ void mapBlockReduction(RewriterBase &b, linalg::GenericOp g, Operation *combiner
   auto elementAt = [&](Value k) {
     SmallVector<Value> at = loops;
     delinearizeInto(b, loc, k, reduction, ranges, at);
-    return computeAt(b, loc, g, at, combiner).lookup(elementValue);
+    return computeAt(b, loc, g, at, combiner).lookupOrDefault(elementValue);
   };
   Value first = elementAt(t);
   auto rest = scf::ForOp::create(

@@ -441,15 +441,13 @@ llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan
   if (pp * v > m.layers)
     return bad("pp x virtual stages = " + llvm::Twine(pp * v) + " exceeds the " +
                llvm::Twine(m.layers) + " layers");
-  // colo-sequence-parallel splits each value's tokens along its first
-  // dimension larger than 1: the microbatch, or the sequence when it is 1.
-  if (plan.sequenceParallel && plan.microBatch > 1 && plan.microBatch % tp != 0)
-    return bad("tp = " + llvm::Twine(tp) + " does not divide the microbatch size " +
-               llvm::Twine(plan.microBatch) +
-               " (sequence parallelism splits the tokens along the microbatch)");
-  if (plan.sequenceParallel && plan.microBatch == 1 && m.seq % tp != 0)
-    return bad("tp = " + llvm::Twine(tp) + " does not divide the sequence length " +
-               llvm::Twine(m.seq));
+  if (plan.sequenceParallel && sequenceParallelSplit(m, plan.microBatch) % tp != 0)
+    return bad(plan.microBatch > 1
+                   ? "tp = " + llvm::Twine(tp) + " does not divide the microbatch size " +
+                         llvm::Twine(plan.microBatch) +
+                         " (sequence parallelism splits the tokens along the microbatch)"
+                   : "tp = " + llvm::Twine(tp) + " does not divide the sequence length " +
+                         llvm::Twine(m.seq));
   int64_t sp = plan.ulysses;
   if (sp > 1 && (m.seq % sp != 0 || (m.heads / tp) % sp != 0))
     return bad("ulysses = " + llvm::Twine(sp) + " does not divide the sequence length " +

@@ -44,9 +44,7 @@ void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const Cluster
     for (auto [sched, v] : schedules)
       for (int zero = 0; zero <= (pp > 1 ? 2 : 3); ++zero)
         for (bool sp : {false, true}) {
-          // colo-sequence-parallel splits the tokens along the microbatch,
-          // or the sequence when the microbatch is one sample.
-          if (sp && (tp == 1 || ulysses > 1 || (mbs > 1 ? mbs % tp : m.seq % tp)))
+          if (sp && (tp == 1 || ulysses > 1 || sequenceParallelSplit(m, mbs) % tp))
             continue;
           for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
             if (!o.allowRecompute && rc != Recompute::None)

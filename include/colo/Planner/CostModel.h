@@ -154,6 +154,13 @@ struct Prediction {
   std::vector<double> stageLayers;
 };
 
+/// What colo-sequence-parallel splits each value's tokens along, which tp
+/// must divide: the microbatch, or the sequence when the microbatch is one
+/// sample (its first dimension larger than 1).
+inline int64_t sequenceParallelSplit(const ModelProfile &m, int64_t microBatch) {
+  return microBatch > 1 ? microBatch : m.seq;
+}
+
 /// Predicts time and memory of `plan` for `global batch = plan.globalBatch()`
 /// on `cluster`. Fails with a message if the plan cannot apply to the model
 /// (tp not dividing the heads, more stages than layers, ...).
