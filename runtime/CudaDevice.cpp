@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #endif
 
@@ -160,8 +161,9 @@ public:
       Launch x{function(all, l.module(), l.function()), dim3(unsigned(l.grid())),
                dim3(unsigned(l.block())), {}, {}};
       for (const CudaArg &a : l.args())
-        x.values.push_back(a.has_temporary() ? temporaries.at(size_t(a.temporary()))
-                                             : args.at(size_t(a.argument())));
+        x.values.push_back(a.has_temporary()  ? temporaries.at(size_t(a.temporary()))
+                           : a.has_constant() ? constant(all, a.constant())
+                                              : args.at(size_t(a.argument())));
       launches->push_back(std::move(x));
     }
     // cudaLaunchKernel takes the address of each parameter's value.
@@ -446,6 +448,18 @@ private:
     newMemory_.clear();
   }
 
+  /// Constant `index` of `all` in device memory, uploaded at its first use.
+  void *constant(const CudaKernels &all, int index) {
+    const CudaConstant &c = all.constants(index);
+    auto [it, added] = constants_.try_emplace(c.name(), nullptr);
+    if (added) {
+      it->second = own(allocate(MemorySpace::Device, int64_t(c.bytes().size()),
+                                "constant '" + c.name() + "'"));
+      std::memcpy(it->second, c.bytes().data(), c.bytes().size());
+    }
+    return it->second;
+  }
+
   /// The entry `name` of module `module`, its PTX loaded for this GPU.
   cudaKernel_t function(const CudaKernels &all, const std::string &module,
                         const std::string &name) {
@@ -564,6 +578,7 @@ private:
   std::vector<void *> owned_;
   std::vector<std::pair<void *, int64_t>> newMemory_;
   std::map<std::string, cudaLibrary_t> libraries_;
+  std::map<std::string, void *> constants_;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> copyTimes_;
   double copyBusy_ = 0;
 };

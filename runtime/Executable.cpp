@@ -699,6 +699,9 @@ void Executable::loadCudaKernels() {
   if (!cudaKernels_->ParseFromString(readFile(path)))
     throw Error(path + ": not a valid colo.runtime.CudaKernels (protobuf parse failed)");
   auto bad = [&](const std::string &message) { throw Error(path + ": " + message); };
+  for (const CudaConstant &c : cudaKernels_->constants())
+    if (c.bytes().empty())
+      bad("constant '" + c.name() + "' has no bytes");
   std::map<std::string, const CudaModule *> modules;
   for (const CudaModule &m : cudaKernels_->modules()) {
     if (m.ptx().empty())
@@ -735,6 +738,8 @@ void Executable::loadCudaKernels() {
       for (const CudaArg &a : l.args()) {
         bool ok = a.has_temporary()
                       ? a.temporary() >= 0 && a.temporary() < kernel.temporary_bytes_size()
+                  : a.has_constant()
+                      ? a.constant() >= 0 && a.constant() < cudaKernels_->constants_size()
                       : a.has_argument() && a.argument() >= 0 &&
                             a.argument() < step.kernel().args_size();
         if (!ok)

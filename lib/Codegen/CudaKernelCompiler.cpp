@@ -24,6 +24,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringMap.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/PassManager.h"
@@ -95,10 +97,33 @@ void registerCudaKernelCompilerPasses() {
 
 namespace {
 
+/// The bytes of a constant buffer's global, as laid out in memory.
+FailureOr<std::string> constantBytes(memref::GetGlobalOp get) {
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(get, get.getNameAttr());
+  Attribute value = global ? global.getInitialValueAttr() : Attribute();
+  MemRefType type = get.getType();
+  int64_t elementBits = type.getElementTypeBitWidth();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(value); dense && elementBits % 8 == 0) {
+    ArrayRef<char> raw = dense.getRawData();
+    if (!dense.isSplat())
+      return std::string(raw.begin(), raw.end());
+    std::string bytes;
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      bytes.append(raw.begin(), raw.end());
+    return bytes;
+  }
+  if (auto resource = dyn_cast_or_null<DenseResourceElementsAttr>(value))
+    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+      return std::string(blob->getData().begin(), blob->getData().end());
+  return get.emitError("a constant buffer's global has no initial value colo can upload");
+}
+
 /// The launches of kernel `fn` after outlining: geometry, and where each
-/// buffer comes from (through views to an argument or a temporary). The
-/// host side holds nothing else: launches, temporaries, views, constants.
-FailureOr<CudaKernel> launchesOf(func::FuncOp fn) {
+/// buffer comes from (through views to an argument, a temporary or a large
+/// constant, which joins `constants`). The host side holds nothing else:
+/// launches, temporaries, views, constants.
+FailureOr<CudaKernel> launchesOf(func::FuncOp fn, std::vector<CudaConstant> &constants,
+                                 llvm::StringMap<int> &constantIndex) {
   CudaKernel kernel{fn.getSymName().str(), {}, {}};
   DenseMap<Value, int> temporaries;
   WalkResult walked = fn.walk([&](Operation *op) {
@@ -128,11 +153,21 @@ FailureOr<CudaKernel> launchesOf(func::FuncOp fn) {
           root = memref::skipViewLikeOps(buffer);
         if (auto arg = dyn_cast<BlockArgument>(root); arg && arg.getOwner()->isEntryBlock() &&
                                                      arg.getOwner()->getParentOp() == fn) {
-          l.args.push_back({false, int(arg.getArgNumber())});
+          l.args.push_back({CudaArg::Argument, int(arg.getArgNumber())});
         } else if (auto it = temporaries.find(root); it != temporaries.end()) {
-          l.args.push_back({true, it->second});
+          l.args.push_back({CudaArg::Temporary, it->second});
+        } else if (auto get = root.getDefiningOp<memref::GetGlobalOp>()) {
+          auto [at, added] = constantIndex.try_emplace(get.getName(), int(constants.size()));
+          if (added) {
+            FailureOr<std::string> bytes = constantBytes(get);
+            if (failed(bytes))
+              return WalkResult::interrupt();
+            constants.push_back({get.getName().str(), std::move(*bytes)});
+          }
+          l.args.push_back({CudaArg::Constant, at->second});
         } else {
-          launch.emitError("a launch operand is neither a kernel argument nor a temporary: ")
+          launch.emitError("a launch operand is neither a kernel argument, a temporary nor a "
+                           "constant: ")
               << root;
           return WalkResult::interrupt();
         }
@@ -167,10 +202,11 @@ FailureOr<CudaKernels> compileCudaKernels(ModuleOp kernels, const CudaKernelOpti
     return failure();
 
   CudaKernels out;
+  llvm::StringMap<int> constantIndex;
   for (auto fn : module->getOps<func::FuncOp>()) {
     if (fn.isPrivate() || fn.isExternal())
       continue;
-    FailureOr<CudaKernel> kernel = launchesOf(fn);
+    FailureOr<CudaKernel> kernel = launchesOf(fn, out.constants, constantIndex);
     if (failed(kernel))
       return failure();
     out.kernels.push_back(std::move(*kernel));

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ForallToGpuLaunch.h"
+#include "colo/Codegen/CudaKernelCompiler.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -65,13 +66,21 @@ bool onlyReadBetween(Value memref, Operation *from, Operation *to) {
   return true;
 }
 
+/// Whether a constant buffer is small enough to travel inside the PTX.
+bool smallConstant(memref::GetGlobalOp get) {
+  MemRefType type = get.getType();
+  return type.hasStaticShape() &&
+         type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8) <=
+             colo::kMaxPtxConstantBytes;
+}
+
 /// Moves into `launch` what its body computes from
-/// above without side effects: constants, index arithmetic, views, constant
-/// buffers (memref.get_global: outlining then copies their globals into the
-/// GPU module, since the device cannot read the host's), and loads of
-/// scalars (a step counter) that nothing writes between the load and the
+/// above without side effects: constants, index arithmetic, views, small
+/// constant buffers (memref.get_global: outlining then copies their globals
+/// into the GPU module, since the device cannot read the host's), and loads
+/// of scalars (a step counter) that nothing writes between the load and the
 /// launch. What stays above is captured: the kernel's buffers and
-/// temporaries.
+/// temporaries, and the large constant buffers, which the runtime uploads.
 void sinkInto(RewriterBase &rewriter, gpu::LaunchOp launch) {
   Block &body = launch.getBody().front();
   OpBuilder::InsertionGuard guard(rewriter);
@@ -85,7 +94,8 @@ void sinkInto(RewriterBase &rewriter, gpu::LaunchOp launch) {
     if (!def || launch->isAncestor(def) || def->getNumRegions() != 0)
       return v;
     auto load = dyn_cast<memref::LoadOp>(def);
-    if (!(isPure(def) || isa<memref::GetGlobalOp>(def) ||
+    auto global = dyn_cast<memref::GetGlobalOp>(def);
+    if (!((isPure(def) && !global) || (global && smallConstant(global)) ||
           (load && onlyReadBetween(load.getMemRef(), def, launch))))
       return v;
     for (Value operand : def->getOperands())

@@ -38,12 +38,24 @@ LogicalResult colo::writeCudaKernels(ModuleOp kernels, StringRef path, StringRef
       l->set_block(launch.block);
       for (const CudaArg &arg : launch.args) {
         runtime::CudaArg *a = l->add_args();
-        if (arg.temporary)
-          a->set_temporary(arg.index);
-        else
+        switch (arg.kind) {
+        case CudaArg::Argument:
           a->set_argument(arg.index);
+          break;
+        case CudaArg::Temporary:
+          a->set_temporary(arg.index);
+          break;
+        case CudaArg::Constant:
+          a->set_constant(arg.index);
+          break;
+        }
       }
     }
+  }
+  for (const CudaConstant &constant : compiled->constants) {
+    runtime::CudaConstant *c = out.add_constants();
+    c->set_name(constant.name);
+    c->set_bytes(constant.bytes);
   }
   for (const CudaModule &module : compiled->modules) {
     runtime::CudaModule *m = out.add_modules();

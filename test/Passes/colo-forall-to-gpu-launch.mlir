@@ -82,6 +82,30 @@ func.func @sunk(%step: memref<f32>, %y: memref<4xf32>) {
 
 // -----
 
+// A constant buffer over 16 KiB stays above, captured like the kernel's
+// buffers: the runtime uploads it (PTX would carry four characters a byte).
+// CHECK-LABEL: func.func @large_constant
+// CHECK: %[[MASK:.*]] = memref.get_global @mask
+// CHECK: gpu.launch
+// CHECK-NOT: memref.get_global
+// CHECK: memref.load %[[MASK]]
+memref.global "private" constant @mask : memref<8192xf32> = dense<1.0>
+func.func @large_constant(%y: memref<8192xf32>) {
+  %m = memref.get_global @mask : memref<8192xf32>
+  scf.forall (%b) in (32) {
+    scf.forall (%t) in (256) {
+      %c256 = arith.constant 256 : index
+      %base = arith.muli %b, %c256 : index
+      %i = arith.addi %base, %t : index
+      %v = memref.load %m[%i] : memref<8192xf32>
+      memref.store %v, %y[%i] : memref<8192xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
 // A load whose buffer an earlier launch writes stays where it was read.
 // CHECK-LABEL: func.func @written_before
 // CHECK: %[[OLD:.*]] = memref.load %arg0[]

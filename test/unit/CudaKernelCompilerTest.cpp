@@ -16,7 +16,11 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include <cstdlib>
 
@@ -107,6 +111,53 @@ TEST(CudaKernels, LaunchGeometryAndPtxPerChip) {
     EXPECT_EQ(m.ptx[1].first, "sm_90");
     EXPECT_NE(m.ptx[1].second.find(".target sm_90"), std::string::npos);
   }
+}
+
+TEST(CudaKernels, LargeConstantsAreUploadedNotInlined) {
+  // A mask of 128 x 128 floats (64 KiB, i % 7 each): a launch argument whose
+  // bytes kernels.cuda.pb carries once; a 4-element table stays in the PTX.
+  std::string hex = "0x";
+  for (int i = 0; i < 128 * 128; ++i) {
+    float v = float(i % 7);
+    const auto *b = reinterpret_cast<const unsigned char *>(&v);
+    for (int j = 0; j < 4; ++j)
+      hex += llvm::utohexstr(b[j] >> 4) + llvm::utohexstr(b[j] & 15);
+  }
+  MLIRContext ctx;
+  ctx.loadDialect<colo::ColoDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @masked(%x: tensor<128x128xf32>) -> tensor<128x128xf32> {
+      %m = colo.constant dense<")mlir" + hex + R"mlir("> : tensor<128x128xf32>
+      %y = colo.add %x, %m : tensor<128x128xf32>, tensor<128x128xf32>
+      return %y : tensor<128x128xf32>
+    }
+    func.func @scaled(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %t = colo.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+      %y = colo.mul %x, %t : tensor<4xf32>, tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+  )mlir", &ctx);
+  ASSERT_TRUE(module);
+  FailureOr<colo::CudaKernels> cuda = colo::compileCudaKernels(*module);
+  ASSERT_TRUE(succeeded(cuda));
+  ASSERT_EQ(cuda->constants.size(), 1u);
+  const std::string &bytes = cuda->constants[0].bytes;
+  ASSERT_EQ(bytes.size(), 128u * 128u * 4u);
+  float last;
+  std::memcpy(&last, bytes.data() + bytes.size() - 4, 4);
+  EXPECT_EQ(last, float((128 * 128 - 1) % 7));
+  ASSERT_EQ(cuda->kernels.size(), 2u);
+  int constantArgs = 0;
+  for (const colo::CudaLaunch &l : cuda->kernels[0].launches)
+    for (const colo::CudaArg &a : l.args)
+      constantArgs += a.kind == colo::CudaArg::Constant;
+  EXPECT_EQ(constantArgs, 1);
+  for (const colo::CudaLaunch &l : cuda->kernels[1].launches)
+    for (const colo::CudaArg &a : l.args)
+      EXPECT_NE(a.kind, colo::CudaArg::Constant);
+  for (const colo::CudaModule &m : cuda->modules)
+    for (const auto &[chip, ptx] : m.ptx)
+      EXPECT_LT(ptx.size(), 64u * 1024u) << m.name << " " << chip;
 }
 
 /// Every kernel of a tiny `family` training step under `plan`, through

@@ -827,6 +827,16 @@ TEST(RuntimeCudaExecutable, RejectsKernelsThatCannotLaunch) {
   }
   {
     CudaExeDir e;
+    e.launch().add_args()->set_constant(0); // the file has no constants
+    expectError([&] { e.loadCuda(); }, {"does not pass"});
+  }
+  {
+    CudaExeDir e;
+    e.kernels.add_constants()->set_name("mask");
+    expectError([&] { e.loadCuda(); }, {"constant 'mask' has no bytes"});
+  }
+  {
+    CudaExeDir e;
     e.kernels.mutable_modules(0)->clear_ptx();
     expectError([&] { e.loadCuda(); }, {"module 'colo_k_scale_0' has no PTX"});
   }

@@ -40,7 +40,9 @@ struct CudaKernelOptions {
 /// Where a launch's buffer comes from: the kernel's argument `index` (the
 /// CPU kernel ABI's order: inputs, then outputs) or its temporary `index`.
 struct CudaArg {
-  bool temporary = false;
+  /// The kernel's argument `index`, its temporary `index`, or the constant
+  /// `index` of CudaKernels::constants.
+  enum Kind { Argument, Temporary, Constant } kind = Argument;
   int index = 0;
 };
 
@@ -66,9 +68,20 @@ struct CudaModule {
   std::vector<std::pair<std::string, std::string>> ptx; ///< (chip, PTX text)
 };
 
+/// A constant buffer larger than kMaxPtxConstantBytes: launches take it as
+/// an argument and the device uploads its bytes once, rather than PTX
+/// carrying it as an initialized global (a byte is four characters of PTX,
+/// and the driver compiles them at every load).
+struct CudaConstant {
+  std::string name; ///< the memref.global's
+  std::string bytes;
+};
+inline constexpr int64_t kMaxPtxConstantBytes = 16 * 1024;
+
 struct CudaKernels {
   std::vector<CudaKernel> kernels;
   std::vector<CudaModule> modules;
+  std::vector<CudaConstant> constants;
 };
 
 /// Registers the dialects, interfaces and translations the CUDA pipeline needs.
