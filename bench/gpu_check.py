@@ -13,7 +13,8 @@ machine, with PyTorch and transformers) builds the same models in
 transformers, writes their initial weights (and Llama's rotary tables) as
 safetensors for `colo-run --weights`, trains colo and PyTorch (eager, then
 torch.compile) on the same batches, and prints the loss differences, the step
-times and their ratios, and the MFU of each: model FLOPs per second over the
+times and their ratios, colo's cost model's step time for the GPU's preset
+beside colo's measured one, and the MFU of each: model FLOPs per second over the
 rate of an 8192^3 bf16 matrix product measured on the same GPU, and over the
 datasheet's dense bf16 peak. --tiny shrinks the models and steps so that the
 whole path runs on a CPU in seconds (fp32, no autocast, no torch.compile): a
@@ -158,7 +159,9 @@ def colo_train(colo_run, exe, weights, data, steps):
     if out.returncode:
         raise RuntimeError(f"colo-run {exe.name} failed:\n{out.stderr.strip()}")
     found = re.findall(r"^step \d+/\d+\s+loss (\S+)\s+\((\d+(?:\.\d+)?) ms\)", out.stdout, re.M)
-    return [float(l) for l, _ in found], [float(ms) / 1e3 for _, ms in found], out.stdout
+    predicted = re.search(r"^predicted on (\S+): (\S+) ms per step", out.stdout, re.M)
+    return ([float(l) for l, _ in found], [float(ms) / 1e3 for _, ms in found],
+            (predicted.group(1), float(predicted.group(2)) / 1e3) if predicted else None)
 
 
 def model_flops(c, params):
@@ -213,7 +216,8 @@ def check(args):
         model = hf_model(c)
         params = sum(p.numel() for p in model.parameters())
         initial_weights(model, c, weights)
-        colo_losses, colo_times, _ = colo_train(args.colo_run, exe, weights, data, steps)
+        colo_losses, colo_times, predicted = colo_train(args.colo_run, exe, weights, data,
+                                                        steps)
         eager_losses, eager_times = torch_train(hf_model(c), batches, args.device, False)
         compiled_times = None
         try:
@@ -237,6 +241,10 @@ def check(args):
             line += (f", torch.compile {compiled_s * 1e3:.1f} ms "
                      f"(colo/compile {colo_s / compiled_s:.2f})")
         print(line)
+        if predicted:
+            preset, seconds = predicted
+            print(f"  colo's cost model on {preset}: {seconds * 1e3:.1f} ms per step "
+                  f"({(seconds - colo_s) / colo_s:+.1%} against the measured step)")
         flops = model_flops(c, params)
         if rate:
             for who, s in [("colo", colo_s), ("eager", eager_s)] + (

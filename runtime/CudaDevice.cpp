@@ -138,7 +138,8 @@ public:
       cudaStreamDestroy(copy_);
   }
 
-  std::string name() const override { return "cuda"; }
+  /// CUDA's name of the GPU: "NVIDIA H200".
+  std::string name() const override { return props_.name; }
 
   PreparedOp prepareKernel(KernelFn, std::vector<void *>, int64_t,
                            std::vector<int64_t>) override {

@@ -208,6 +208,26 @@ std::optional<ClusterSpec> gpuShape(StringRef name) {
   return std::nullopt;
 }
 
+} // namespace
+
+std::optional<std::string> colo::planner::clusterPresetForGpu(StringRef gpu) {
+  if (gpu.contains("H200"))
+    return "h200";
+  if (gpu.contains("H100"))
+    return "h100-sxm";
+  if (gpu.contains("A100"))
+    return gpu.contains("80GB") ? "a100-80g" : "a100-40g";
+  if (gpu.contains("V100"))
+    return "v100-32g";
+  if (gpu.contains("3090"))
+    return "rtx3090";
+  if (gpu.contains("2060"))
+    return "rtx2060";
+  return std::nullopt;
+}
+
+namespace {
+
 /// A GPU preset: its shape, and attention and the loss fused as GPU stacks
 /// run them.
 std::optional<ClusterSpec> gpuPreset(StringRef name) {

@@ -98,6 +98,19 @@ TEST(ClusterPresets, OlderAndConsumerCards) {
   EXPECT_LT(rtx2060.intraBandwidth, v100.intraBandwidth);
 }
 
+TEST(ClusterPresets, TheGpuACudaDeviceNames) {
+  // cudaDeviceProp::name of the GPUs, as nvidia-smi and PyTorch print them.
+  EXPECT_EQ(clusterPresetForGpu("NVIDIA H200"), "h200");
+  EXPECT_EQ(clusterPresetForGpu("NVIDIA H100 80GB HBM3"), "h100-sxm");
+  EXPECT_EQ(clusterPresetForGpu("NVIDIA A100-SXM4-80GB"), "a100-80g");
+  EXPECT_EQ(clusterPresetForGpu("NVIDIA A100-SXM4-40GB"), "a100-40g");
+  EXPECT_EQ(clusterPresetForGpu("Tesla V100-SXM2-32GB"), "v100-32g");
+  EXPECT_EQ(clusterPresetForGpu("NVIDIA GeForce RTX 3090"), "rtx3090");
+  EXPECT_EQ(clusterPresetForGpu("NVIDIA L4"), std::nullopt);
+  for (const char *gpu : {"NVIDIA H200", "NVIDIA A100-SXM4-40GB"})
+    EXPECT_TRUE(bool(clusterPreset(*clusterPresetForGpu(gpu))));
+}
+
 TEST(ClusterPresets, EveryPresetIsComplete) {
   for (const std::string &name : clusterPresetNames()) {
     SCOPED_TRACE(name);

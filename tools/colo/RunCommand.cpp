@@ -617,17 +617,23 @@ int run(const std::string &dir) {
     out << "wrote the state to " << runSaveState << "\n";
   }
   std::optional<rt::PredictedSteps> predicted;
-  if (!runProfile.empty() || !runTimeline.empty()) {
-    // The cost model on this machine, with the run's link, beside the
+  // A GPU's run is always compared with the cost model of its preset.
+  std::optional<std::string> gpuPreset;
+  if (exe->program().target() == "cuda")
+    gpuPreset = colo::planner::clusterPresetForGpu(session.device().name());
+  std::string presetName = gpuPreset ? *gpuPreset : "local-cpu";
+  if (!runProfile.empty() || !runTimeline.empty() || gpuPreset) {
+    // The cost model of this machine, with the run's link, beside the
     // measured step: the median after the first (which warms up).
     Expected<colo::planner::ClusterSpec> local =
-        colo::planner::clusterPreset("local-cpu", 1, exe->worldSize());
+        colo::planner::clusterPreset(presetName, 1, exe->worldSize());
     if (!local)
       return reportError(toString(local.takeError()));
     if (runLinkBandwidth > 0)
       local->pcieBandwidth = runLinkBandwidth * 1e9;
     predicted = colo::planner::predictStepTimes(program, *local);
-    out << formatv("predicted on local-cpu: {0:F1} ms per step", predicted->total * 1e3);
+    out << formatv("predicted on {0}: {1:F1} ms per step", presetName,
+                   predicted->total * 1e3);
     if (!stepMs.empty()) {
       std::vector<double> warm(stepMs.begin() + (stepMs.size() > 1), stepMs.end());
       std::nth_element(warm.begin(), warm.begin() + warm.size() / 2, warm.end());
@@ -644,7 +650,7 @@ int run(const std::string &dir) {
   }
   if (!runProfile.empty()) {
     printProfile(session);
-    session.writeTrace(runProfile, &*predicted, "local-cpu");
+    session.writeTrace(runProfile, &*predicted, presetName);
     out << "wrote the trace to " << runProfile << "\n";
   }
   if (!runTimeline.empty()) {

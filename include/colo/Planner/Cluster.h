@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,10 @@ std::vector<std::string> clusterPresetNames();
 /// machine as measured by measureLocalCpu (once per process), one node with one
 /// device per logical CPU. Unknown names fail with the list of presets.
 llvm::Expected<ClusterSpec> clusterPreset(llvm::StringRef name);
+
+/// The GPU preset of a device that CUDA names `gpu` ("NVIDIA H200",
+/// "NVIDIA A100-SXM4-80GB"); none for GPUs without one.
+std::optional<std::string> clusterPresetForGpu(llvm::StringRef gpu);
 
 /// The preset `name` with another shape. For a GPU preset only the counts
 /// change. For `local-cpu` a device is one rank of `colo run` and the machine's

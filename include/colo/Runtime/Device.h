@@ -55,7 +55,7 @@ public:
   using KernelFn = void (*)(void **args);
 
   virtual ~Device();
-  /// "cpu".
+  /// "cpu", or the GPU's name ("NVIDIA H200").
   virtual std::string name() const = 0;
 
   /// The steps, prepared for this device; the returned work runs the step
