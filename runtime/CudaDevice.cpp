@@ -149,22 +149,33 @@ public:
   PreparedOp prepareCudaKernel(const CudaKernels &all, const CudaKernel &kernel,
                                std::vector<void *> args) override {
     std::string what = "kernel '" + kernel.name() + "'";
-    std::vector<void *> temporaries;
-    for (int64_t bytes : kernel.temporary_bytes())
-      temporaries.push_back(own(allocate(MemorySpace::Device, bytes, "a temporary of " + what)));
+    // The kernels run one after another on the compute queue, so their
+    // temporaries share one block, as large as the largest kernel needs;
+    // a kernel's are at these offsets in it.
+    std::vector<int64_t> offsets;
+    int64_t bytes = 0;
+    for (int64_t size : kernel.temporary_bytes()) {
+      offsets.push_back(bytes);
+      bytes += (size + 255) / 256 * 256;
+    }
+    grow(temporaries_, temporaryBytes_, bytes, "the kernels' temporaries");
     struct Launch {
       cudaKernel_t fn;
       dim3 grid, block;
       std::vector<void *> values, params;
+      std::vector<std::pair<size_t, int64_t>> temporaries; ///< (value, offset)
     };
     auto launches = std::make_shared<std::vector<Launch>>();
     for (const CudaLaunch &l : kernel.launches()) {
       Launch x{function(all, l.module(), l.function()), dim3(unsigned(l.grid())),
-               dim3(unsigned(l.block())), {}, {}};
-      for (const CudaArg &a : l.args())
-        x.values.push_back(a.has_temporary()  ? temporaries.at(size_t(a.temporary()))
+               dim3(unsigned(l.block())), {}, {}, {}};
+      for (const CudaArg &a : l.args()) {
+        if (a.has_temporary())
+          x.temporaries.push_back({x.values.size(), offsets.at(size_t(a.temporary()))});
+        x.values.push_back(a.has_temporary()  ? nullptr
                            : a.has_constant() ? constant(all, a.constant())
                                               : args.at(size_t(a.argument())));
+      }
       launches->push_back(std::move(x));
     }
     // cudaLaunchKernel takes the address of each parameter's value.
@@ -172,10 +183,13 @@ public:
       for (void *&value : x.values)
         x.params.push_back(&value);
     return [this, launches, what] {
-      for (Launch &x : *launches)
+      for (Launch &x : *launches) {
+        for (auto [value, offset] : x.temporaries)
+          x.values[value] = temporaries_ + offset;
         check(cudaLaunchKernel(reinterpret_cast<const void *>(x.fn), x.grid, x.block,
                                x.params.data(), 0, current_),
               "cudaLaunchKernel", what);
+      }
     };
   }
 
@@ -240,7 +254,7 @@ public:
                                                           &found, perf),
             "cudnnGetConvolutionForwardAlgorithm_v7");
       const auto &best = pick(perf, found, what);
-      reserveDnnWorkspace(int64_t(best.memory));
+      grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
       return [this, d, x, weight, bias, y, algo = best.algo, what] {
         float one = 1, zero = 0;
         checkCudnn(cudnn().cudnnConvolutionForward(dnn(), &one, d->x, x, d->weight, weight, d->conv,
@@ -258,7 +272,7 @@ public:
                                                                8, &found, perf),
             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
       const auto &best = pick(perf, found, what);
-      reserveDnnWorkspace(int64_t(best.memory));
+      grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
       return [this, d, x, weight, y, algo = best.algo, what] {
         float one = 1, zero = 0;
         checkCudnn(cudnn().cudnnConvolutionBackwardData(
@@ -273,7 +287,7 @@ public:
                                                                  d->weight, 8, &found, perf),
             "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
       const auto &best = pick(perf, found, what);
-      reserveDnnWorkspace(int64_t(best.memory));
+      grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
       return [this, d, x, weight, bias, y, algo = best.algo, what] {
         float one = 1, zero = 0;
         checkCudnn(cudnn().cudnnConvolutionBackwardFilter(
@@ -523,16 +537,18 @@ private:
     throw Error(std::string("cuDNN has no deterministic algorithm for ") + what + " on " +
                 props_.name);
   }
-  /// The convolutions share one workspace, as large as the largest needs.
-  void reserveDnnWorkspace(int64_t bytes) {
-    if (bytes <= dnnWorkspaceBytes_)
+  /// Grows `block` (of `held` bytes) to `need`: memory that steps share
+  /// because they run one at a time, and read at run time. Freeing the old
+  /// block waits for the work that may still use it.
+  void grow(char *&block, int64_t &held, int64_t need, const std::string &what) {
+    if (need <= held)
       return;
-    if (dnnWorkspace_) {
-      owned_.erase(std::find(owned_.begin(), owned_.end(), dnnWorkspace_));
-      free(dnnWorkspace_);
+    if (block) {
+      owned_.erase(std::find(owned_.begin(), owned_.end(), block));
+      free(block);
     }
-    dnnWorkspace_ = own(allocate(MemorySpace::Device, bytes, "cuDNN's workspace"));
-    dnnWorkspaceBytes_ = bytes;
+    block = static_cast<char *>(own(allocate(MemorySpace::Device, need, what)));
+    held = need;
   }
 
   cublasLtMatmulAlgo_t chooseAlgorithm(const LtDescriptors &desc, const void *a, const void *b,
@@ -574,12 +590,14 @@ private:
   cublasLtHandle_t lt_ = nullptr;
   void *workspace_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;
-  void *dnnWorkspace_ = nullptr;
+  char *dnnWorkspace_ = nullptr;
   int64_t dnnWorkspaceBytes_ = 0;
   std::vector<void *> owned_;
   std::vector<std::pair<void *, int64_t>> newMemory_;
   std::map<std::string, cudaLibrary_t> libraries_;
   std::map<std::string, void *> constants_;
+  char *temporaries_ = nullptr;
+  int64_t temporaryBytes_ = 0;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> copyTimes_;
   double copyBusy_ = 0;
 };
