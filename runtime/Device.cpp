@@ -227,13 +227,13 @@ const char *spaceName(MemorySpace space) {
 }
 
 Device::~Device() = default;
+Device::Event::~Event() = default;
 
 PreparedOp Device::prepareCudaKernel(const CudaKernels &, const CudaKernel &kernel,
                                      std::vector<void *>) {
   throw Error("kernel '" + kernel.name() + "' is a CUDA kernel and the " + name() +
               " device runs none");
 }
-Device::Event::~Event() = default;
 
 void Device::copy(void *dst, const void *src, int64_t bytes) {
   copyAsync(Queue::Copy, dst, src, bytes);
