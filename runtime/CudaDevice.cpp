@@ -100,6 +100,9 @@ uint32_t alignmentOf(const void *p) {
 
 /// cuBLASLt's workspace: what its heuristics may use per matmul.
 constexpr int64_t kLtWorkspaceBytes = 32 << 20;
+/// What device allocations leave free on the card, for the libraries' own
+/// (cuBLASLt's and cuDNN's handles, the driver's JIT of the PTX).
+constexpr size_t kFreeMargin = size_t(512) << 20;
 
 class CudaDevice final : public Device {
 public:
@@ -407,6 +410,11 @@ protected:
     void *p = nullptr;
     switch (space) {
     case MemorySpace::Device: {
+      // Managed memory beyond what the card has free can hang the GPU, not
+      // only this process: refuse it here (Device::allocate then names it).
+      size_t free = 0, total = 0;
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess || size_t(bytes) + kFreeMargin > free)
+        return nullptr;
       if (cudaMallocManaged(&p, size_t(bytes), cudaMemAttachGlobal) != cudaSuccess)
         return nullptr;
       cudaMemLocation gpu{cudaMemLocationTypeDevice, ordinal_};

@@ -3,7 +3,8 @@
 // The CUDA device (runtime/CudaDevice.cpp, built where the CUDA toolkit is):
 // the device space is CUDA managed memory that prefers the GPU, so the
 // session's host-side reads and writes (inputs, losses, checkpoints) reach
-// it through the same pointers once the queues have run; pinned host memory
+// it through the same pointers once the queues have run (never more than
+// the card has free: managed memory beyond it can hang the GPU); pinned host memory
 // is cudaMallocHost's. The compute queue is the legacy default stream (NCCL's
 // communicator orders its work after it), the copy queue a stream of its
 // own; events are CUDA events. Kernels are kernels.cuda.pb's PTX, loaded
