@@ -201,6 +201,7 @@ void writeCheckpoint(const Session &session, Communicator *comm, const std::stri
   for (const auto &[id, torchName] : exe.parameters())
     parameters.insert(torchName);
   std::vector<TensorView> views;
+  std::vector<std::vector<char>> staging; // buffers the host cannot reach
   json pieces = json::array();
   for (int32_t id = 0; id < exe.numBuffers(); ++id) {
     if (!checkpointed(exe, id))
@@ -208,7 +209,8 @@ void writeCheckpoint(const Session &session, Communicator *comm, const std::stri
     const Buffer &b = exe.buffer(id);
     const std::string &name = names.name[size_t(id)];
     Checkpoint::Piece::Layout layout = layoutOf(exe, id);
-    views.push_back({name, b.dtype(), exe.shape(id), session.data(id)});
+    staging.emplace_back();
+    views.push_back({name, b.dtype(), exe.shape(id), session.hostBytes(id, staging.back())});
     json piece = {{"name", name},
                   {"dtype", safetensorsName(b.dtype())},
                   {"shape", shapeJson(exe.fullShape(id))},
@@ -562,18 +564,19 @@ ResumeReport resumeFrom(Session &session, Communicator *comm, const Checkpoint &
               p.index == block.first && p.parts == block.second);
     });
     if (own != t->pieces.end()) {
-      std::memcpy(session.data(id), checkpoint.pieceData(*t, *own), size_t(bytes));
+      session.writeBuffer(id, checkpoint.pieceData(*t, *own));
       ++report.copied;
       continue;
     }
-    if (!b.has_shard()) {
-      checkpoint.readWhole(*t, session.data(id));
-    } else {
-      std::vector<char> whole(size_t(numElements(t->shape) * dtypeSize(t->dtype)));
-      checkpoint.readWhole(*t, whole.data());
+    std::vector<char> whole(size_t(numElements(t->shape) * dtypeSize(t->dtype)));
+    checkpoint.readWhole(*t, whole.data());
+    if (b.has_shard()) {
+      std::vector<char> mine(static_cast<size_t>(bytes));
       copyBlockOut(b.shard(), block.first, block.second, dtypeSize(b.dtype()), whole.data(),
-                   session.data(id));
+                   mine.data());
+      whole = std::move(mine);
     }
+    session.writeBuffer(id, whole.data());
     ++report.resharded;
   }
   // Every tensor of the checkpoint must go somewhere on some rank.

@@ -100,9 +100,6 @@ uint32_t alignmentOf(const void *p) {
 
 /// cuBLASLt's workspace: what its heuristics may use per matmul.
 constexpr int64_t kLtWorkspaceBytes = 32 << 20;
-/// What device allocations leave free on the card, for the libraries' own
-/// (cuBLASLt's and cuDNN's handles, the driver's JIT of the PTX).
-constexpr size_t kFreeMargin = size_t(512) << 20;
 
 class CudaDevice final : public Device {
 public:
@@ -115,9 +112,6 @@ public:
     check(cudaSetDevice(ordinal_), "cudaSetDevice", "the CUDA device");
     check(cudaGetDeviceProperties(&props_, ordinal_), "cudaGetDeviceProperties",
           "the CUDA device");
-    if (!props_.managedMemory)
-      throw Error(std::string(props_.name) + " has no managed memory, which colo's CUDA "
-                                             "sessions keep their buffers in");
     check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate",
           "the copy queue");
     checkCublas(cublasLt().cublasLtCreate(&lt_), "cublasLtCreate", "the CUDA device");
@@ -143,6 +137,8 @@ public:
 
   /// CUDA's name of the GPU: "NVIDIA H200".
   std::string name() const override { return props_.name; }
+  /// The GPU's own memory is not the host's: the session copies.
+  bool hostReaches(MemorySpace space) const override { return space != MemorySpace::Device; }
 
   PreparedOp prepareKernel(KernelFn, std::vector<void *>, int64_t,
                            std::vector<int64_t>) override {
@@ -355,7 +351,6 @@ public:
   }
 
   void launch(Queue queue, const PreparedOp &work) override {
-    prefetchNewMemory();
     current_ = streamOf(queue);
     work();
     current_ = cudaStreamLegacy;
@@ -409,19 +404,8 @@ protected:
   void *allocateIn(MemorySpace space, int64_t bytes) override {
     void *p = nullptr;
     switch (space) {
-    case MemorySpace::Device: {
-      // Managed memory beyond what the card has free can hang the GPU, not
-      // only this process: refuse it here (Device::allocate then names it).
-      size_t free = 0, total = 0;
-      if (cudaMemGetInfo(&free, &total) != cudaSuccess || size_t(bytes) + kFreeMargin > free)
-        return nullptr;
-      if (cudaMallocManaged(&p, size_t(bytes), cudaMemAttachGlobal) != cudaSuccess)
-        return nullptr;
-      cudaMemLocation gpu{cudaMemLocationTypeDevice, ordinal_};
-      cudaMemAdvise(p, size_t(bytes), cudaMemAdviseSetPreferredLocation, gpu);
-      newMemory_.push_back({p, bytes});
-      return p;
-    }
+    case MemorySpace::Device:
+      return cudaMalloc(&p, size_t(bytes)) == cudaSuccess ? p : nullptr;
     case MemorySpace::PinnedHost:
       return cudaMallocHost(&p, size_t(bytes)) == cudaSuccess ? p : nullptr;
     case MemorySpace::Host:
@@ -429,14 +413,18 @@ protected:
     }
     return nullptr;
   }
+  void zeroIn(MemorySpace space, void *p, int64_t bytes) override {
+    if (space != MemorySpace::Device) {
+      Device::zeroIn(space, p, bytes);
+      return;
+    }
+    check(cudaMemset(p, 0, size_t(bytes)), "cudaMemset", "device memory");
+  }
   void freeIn(MemorySpace space, void *p) override {
     if (space == MemorySpace::Host) {
       std::free(p);
       return;
     }
-    newMemory_.erase(std::remove_if(newMemory_.begin(), newMemory_.end(),
-                                    [p](const auto &block) { return block.first == p; }),
-                     newMemory_.end());
     // Work in flight may still use it.
     cudaDeviceSynchronize();
     if (space == MemorySpace::PinnedHost)
@@ -458,19 +446,6 @@ private:
           "cudaMemcpyAsync", "a copy");
   }
 
-  /// Managed memory filled by the host (initial values, loaded weights)
-  /// moves to the GPU before the first work that reads it, in bulk rather
-  /// than a page fault at a time.
-  void prefetchNewMemory() {
-    if (newMemory_.empty() || !props_.concurrentManagedAccess)
-      return;
-    cudaMemLocation gpu{cudaMemLocationTypeDevice, ordinal_};
-    for (auto &[p, bytes] : newMemory_)
-      check(cudaMemPrefetchAsync(p, size_t(bytes), gpu, 0, cudaStreamLegacy),
-            "cudaMemPrefetchAsync", "device memory");
-    newMemory_.clear();
-  }
-
   /// Constant `index` of `all` in device memory, uploaded at its first use.
   void *constant(const CudaKernels &all, int index) {
     const CudaConstant &c = all.constants(index);
@@ -478,7 +453,8 @@ private:
     if (added) {
       it->second = own(allocate(MemorySpace::Device, int64_t(c.bytes().size()),
                                 "constant '" + c.name() + "'"));
-      std::memcpy(it->second, c.bytes().data(), c.bytes().size());
+      check(cudaMemcpy(it->second, c.bytes().data(), c.bytes().size(), cudaMemcpyHostToDevice),
+            "cudaMemcpy", "constant '" + c.name() + "'");
     }
     return it->second;
   }
@@ -601,7 +577,6 @@ private:
   char *dnnWorkspace_ = nullptr;
   int64_t dnnWorkspaceBytes_ = 0;
   std::vector<void *> owned_;
-  std::vector<std::pair<void *, int64_t>> newMemory_;
   std::map<std::string, cudaLibrary_t> libraries_;
   std::map<std::string, void *> constants_;
   char *temporaries_ = nullptr;

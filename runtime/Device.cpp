@@ -11,8 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
+
+#include <sys/mman.h>
 
 namespace colo::runtime {
 
@@ -130,8 +133,15 @@ private:
 
 class CpuDevice final : public Device {
 public:
-  explicit CpuDevice(GemmLibrary gemm) : gemm_(gemm) {}
+  CpuDevice(GemmLibrary gemm, bool guard) : gemm_(gemm), guard_(guard) {}
+  ~CpuDevice() override {
+    for (auto &[p, bytes] : guarded_)
+      ::munmap(p, bytes);
+  }
   std::string name() const override { return "cpu"; }
+  bool hostReaches(MemorySpace space) const override {
+    return !guard_ || space != MemorySpace::Device;
+  }
 
   PreparedOp prepareKernel(KernelFn fn, std::vector<void *> args, int64_t pieces,
                            std::vector<int64_t> pieceBytes) override {
@@ -171,13 +181,16 @@ public:
       // Ordered after the copies before it.
       synchronize(Queue::Copy);
     }
+    Opened open(*this);
     work();
   }
   void copyAsync(Queue queue, void *dst, const void *src, int64_t bytes) override {
-    if (queue == Queue::Copy)
+    if (queue == Queue::Copy && !guard_) {
       copies_.submit(dst, src, bytes);
-    else
-      std::memmove(dst, src, size_t(bytes));
+      return;
+    }
+    Opened open(*this);
+    std::memmove(dst, src, size_t(bytes));
   }
   std::shared_ptr<Event> record(Queue queue) override {
     if (queue == Queue::Copy)
@@ -205,11 +218,48 @@ public:
   double copyQueueBusySeconds() override { return copies_.busySeconds(); }
 
 protected:
-  void *allocateIn(MemorySpace, int64_t bytes) override { return allocateBuffer(bytes); }
-  void freeIn(MemorySpace, void *p) override { std::free(p); }
+  void *allocateIn(MemorySpace space, int64_t bytes) override {
+    if (!guard_ || space != MemorySpace::Device)
+      return allocateBuffer(bytes);
+    // Closed to the host but while the device works (Opened); zero.
+    void *p = ::mmap(nullptr, size_t(bytes), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return nullptr;
+    guarded_[p] = size_t(bytes);
+    return p;
+  }
+  void zeroIn(MemorySpace space, void *p, int64_t bytes) override {
+    if (!guarded_.count(p))
+      Device::zeroIn(space, p, bytes);
+  }
+  void freeIn(MemorySpace, void *p) override {
+    auto it = guarded_.find(p);
+    if (it == guarded_.end()) {
+      std::free(p);
+      return;
+    }
+    ::munmap(p, it->second);
+    guarded_.erase(it);
+  }
 
 private:
+  /// With `guard`, opens the device memory to the host while the device
+  /// works, as a GPU's memory is open to its own work only.
+  struct Opened {
+    explicit Opened(CpuDevice &d) : device(d) { device.protect(PROT_READ | PROT_WRITE); }
+    ~Opened() { device.protect(PROT_NONE); }
+    CpuDevice &device;
+  };
+  void protect(int access) {
+    if (guard_ && (access == PROT_NONE ? --opened_ == 0 : opened_++ == 0))
+      for (auto &[p, bytes] : guarded_)
+        ::mprotect(p, bytes, access);
+  }
+
   GemmLibrary gemm_;
+  bool guard_;
+  int opened_ = 0;
+  std::map<void *, size_t> guarded_;
   CopyEngine copies_;
 };
 } // namespace
@@ -252,12 +302,14 @@ void *Device::allocate(MemorySpace space, int64_t bytes, const std::string &what
   if (!p)
     throw Error("out of memory: cannot allocate " + std::to_string(bytes) + " bytes of " +
                 spaceName(space) + " memory for " + what);
-  std::memset(p, 0, size_t(bytes));
+  zeroIn(space, p, bytes);
   blocks_[p] = {space, bytes};
   u.used += bytes;
   u.peak = std::max(u.peak, u.used);
   return p;
 }
+
+void Device::zeroIn(MemorySpace, void *p, int64_t bytes) { std::memset(p, 0, size_t(bytes)); }
 
 void Device::free(void *p) {
   auto it = blocks_.find(p);
@@ -275,8 +327,8 @@ SpaceUsage Device::usage(MemorySpace space) const {
   return it == usage_.end() ? SpaceUsage{} : it->second;
 }
 
-std::unique_ptr<Device> createCpuDevice(GemmLibrary gemm) {
-  return std::make_unique<CpuDevice>(gemm);
+std::unique_ptr<Device> createCpuDevice(GemmLibrary gemm, bool guardDeviceMemory) {
+  return std::make_unique<CpuDevice>(gemm, guardDeviceMemory);
 }
 
 } // namespace colo::runtime

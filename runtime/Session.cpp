@@ -148,7 +148,7 @@ void Session::allocate() {
         fill(id, state->data(*state->find(b.name())));
         return;
       }
-      if (!b.has_shard()) {
+      if (!b.has_shard() && hostReaches(id)) {
         makeInitialValue(b.init(), b.dtype(), exe.numElements(id), pointers_[id]);
         return;
       }
@@ -169,12 +169,48 @@ void Session::allocate() {
 
 void Session::fill(int32_t id, const void *whole) {
   if (!exe_->buffer(id).has_shard()) {
-    std::memcpy(pointers_[id], whole, size_t(exe_->byteSize(id)));
+    writeBuffer(id, whole);
     return;
   }
   auto [index, parts] = exe_->shardBlock(id, rank());
+  std::vector<char> staging;
+  void *block = pointers_[id];
+  if (!hostReaches(id)) {
+    staging.resize(size_t(exe_->byteSize(id)));
+    block = staging.data();
+  }
   copyBlockOut(exe_->buffer(id).shard(), index, parts, dtypeSize(exe_->buffer(id).dtype()),
-               whole, pointers_[id]);
+               whole, block);
+  if (!staging.empty())
+    writeBuffer(id, staging.data());
+}
+
+bool Session::hostReaches(int32_t id) const {
+  static constexpr MemorySpace spaces[] = {MemorySpace::Device, MemorySpace::Host,
+                                           MemorySpace::PinnedHost};
+  return device_->hostReaches(spaces[exe_->buffer(exe_->storageOf(id)).space()]);
+}
+
+const void *Session::hostBytes(int32_t id, std::vector<char> &staging) const {
+  if (hostReaches(id))
+    return pointers_[id];
+  staging.resize(size_t(exe_->byteSize(id)));
+  device_->copy(staging.data(), pointers_[id], exe_->byteSize(id));
+  return staging.data();
+}
+
+void Session::readBuffer(int32_t id, void *dst) const {
+  std::vector<char> staging;
+  const void *bytes = hostBytes(id, staging);
+  if (bytes != dst)
+    std::memcpy(dst, bytes, size_t(exe_->byteSize(id)));
+}
+
+void Session::writeBuffer(int32_t id, const void *src) {
+  if (hostReaches(id))
+    std::memcpy(pointers_[id], src, size_t(exe_->byteSize(id)));
+  else
+    device_->copy(pointers_[id], src, exe_->byteSize(id));
 }
 
 void Session::prepare() {
@@ -412,8 +448,15 @@ void Session::setInput(const std::string &name, DType dtype, const Shape &shape,
 }
 
 void *Session::inputStorage(int32_t id) {
-  inputSet_[exe_->storageOf(id)] = 1;
-  return data(id);
+  int32_t storage = exe_->storageOf(id);
+  inputSet_[storage] = 1;
+  if (hostReaches(storage))
+    return data(id);
+  // Written by the host now, copied in when the step starts.
+  std::vector<char> &staging = inputStaging_[storage];
+  staging.resize(size_t(exe_->byteSize(storage)));
+  inputsToCopy_.insert(storage);
+  return staging.data();
 }
 
 void Session::checkInputs() const {
@@ -424,10 +467,13 @@ void Session::checkInputs() const {
 
 void Session::step() {
   checkInputs();
+  for (int32_t id : inputsToCopy_)
+    writeBuffer(id, inputStaging_[id].data());
+  inputsToCopy_.clear();
   if (snapshots_) {
     parallelFor(threadCount(), int64_t(snapshot_.size()), [&](int64_t i) {
       auto &[id, copy] = snapshot_[i];
-      std::memcpy(copy.data(), pointers_[id], copy.size());
+      readBuffer(id, copy.data());
     });
     haveSnapshot_ = true;
   }
@@ -519,7 +565,9 @@ double Session::scalar(int32_t id) const {
   if (exe_->numElements(id) != 1)
     throw Error(exe_->describeBuffer(id) + " is not a scalar (" +
                 typeString(exe_->buffer(id).dtype(), exe_->shape(id)) + ")");
-  return readAsDouble(pointers_[id], exe_->buffer(id).dtype());
+  char bytes[8];
+  readBuffer(id, bytes);
+  return readAsDouble(bytes, exe_->buffer(id).dtype());
 }
 
 double Session::loss() const {
@@ -533,7 +581,7 @@ int64_t Session::stepCounter() const {
   if (id < 0)
     return -1;
   int64_t v;
-  std::memcpy(&v, pointers_[id], 8);
+  readBuffer(id, &v);
   return v;
 }
 
@@ -596,11 +644,13 @@ bool Session::localParametersFinite(std::string *firstBad) const {
     int32_t id = parameters[i].first;
     DType dtype = exe_->buffer(id).dtype();
     int64_t n = exe_->numElements(id);
+    std::vector<char> staging;
+    const void *values = isFloat(dtype) ? hostBytes(id, staging) : nullptr;
     if (dtype == F32)
-      finite[i] = allFinite(static_cast<const float *>(pointers_[id]), n);
+      finite[i] = allFinite(static_cast<const float *>(values), n);
     else if (isFloat(dtype))
       for (int64_t e = 0; e < n && finite[i]; ++e)
-        finite[i] = std::isfinite(readAsDouble(pointers_[id], dtype, e));
+        finite[i] = std::isfinite(readAsDouble(values, dtype, e));
   });
   // The first bad parameter in the program's order, whatever the threads.
   for (size_t i = 0; i < parameters.size(); ++i)

@@ -110,19 +110,21 @@ void Session::saveWeights(const std::string &path) const {
     peakSaving_ = std::max(peakSaving_, whole.size + received.size);
     noteExtra(comm_ ? comm_->stagingBytes() : 0, whole.size + received.size);
   };
+  // Rank 0's own blocks where the host cannot reach them: one at a time.
+  std::vector<char> mine;
   writeSafetensors(path, tensors, {{"format", "pt"}}, [&](size_t t, std::ostream &out) {
     int64_t bytes = numElements(tensors[t].shape) * dtypeSize(tensors[t].dtype);
     const char *source = nullptr;
     for (auto [r, i] : *partsOf[t])
       if (r == 0 && !blocks[0].blocks(i).has_shard())
-        source = static_cast<const char *>(pointers_[held[size_t(i)].second]);
+        source = static_cast<const char *>(hostBytes(held[size_t(i)].second, mine));
     char *full = source ? nullptr : whole.get(bytes);
     for (auto [r, i] : *partsOf[t]) {
       const WeightBlock &block = blocks[r].blocks(i);
       int64_t size = blockBytes(block);
       const void *data;
       if (r == 0) {
-        data = pointers_[held[size_t(i)].second];
+        data = source ? source : hostBytes(held[size_t(i)].second, mine);
       } else if (full && !block.has_shard() && size == bytes) {
         comm_->recv(full, size, int(r), kSaveTag); // a whole one, in place
         staged();
@@ -147,10 +149,13 @@ void Session::saveWeights(const std::string &path) const {
 
 void Session::saveState(const std::string &path) const {
   std::vector<TensorView> tensors;
+  std::vector<std::vector<char>> staging; // where the host cannot reach a buffer
   for (int32_t id = 0; id < exe_->numBuffers(); ++id)
-    if (!exe_->isAlias(id) && exe_->buffer(id).kind() == Buffer::STATE)
+    if (!exe_->isAlias(id) && exe_->buffer(id).kind() == Buffer::STATE) {
+      staging.emplace_back();
       tensors.push_back({exe_->buffer(id).name(), exe_->buffer(id).dtype(),
-                         exe_->shape(id), pointers_[id]});
+                         exe_->shape(id), hostBytes(id, staging.back())});
+    }
   writeSafetensors(path, tensors,
                    {{"format", "colo-state"}, {"steps_run", std::to_string(steps_)}});
 }
@@ -217,7 +222,7 @@ bool Session::restoreSnapshot() {
   if (!haveSnapshot_)
     return false;
   for (auto &[id, copy] : snapshot_)
-    std::memcpy(pointers_[id], copy.data(), copy.size());
+    writeBuffer(id, copy.data());
   return true;
 }
 

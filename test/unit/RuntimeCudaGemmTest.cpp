@@ -273,7 +273,7 @@ struct OnDevice {
   float *put(std::vector<float> &host) {
     auto *p = static_cast<float *>(
         device.allocate(MemorySpace::Device, int64_t(host.size() * 4), "a test operand"));
-    std::memcpy(p, host.data(), host.size() * 4);
+    device.copy(p, host.data(), int64_t(host.size() * 4));
     blocks.push_back({p, &host});
     return p;
   }
@@ -281,7 +281,7 @@ struct OnDevice {
     device.launch(Device::Queue::Compute, op);
     device.synchronize(Device::Queue::Compute);
     for (auto &[p, host] : blocks) {
-      std::memcpy(host->data(), p, host->size() * 4);
+      device.copy(host->data(), p, int64_t(host->size() * 4));
       device.free(p);
     }
     blocks.clear();

@@ -94,17 +94,25 @@ void setToyInputs(Session &s, float x, float y) {
 }
 
 float readF32(const Session &s, int32_t id) {
-  return *static_cast<const float *>(s.data(id));
+  float v;
+  s.readBuffer(id, &v);
+  return v;
 }
 
 //===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 
-TEST(RuntimeSession, TrainsAScalarParameter) {
+/// The toy trained, saved and loaded again, on a CPU device whose device
+/// memory is open to the host or (`guarded`) closed to it but through the
+/// device's own copies and work, as a GPU's is: the session must stage
+/// every read and write of it (inputs, losses, weights, state, snapshots).
+void trainsAScalarParameter(bool guarded) {
   ExeDir e;
   Toy t = buildToy(e);
-  Session s(e.load());
+  std::unique_ptr<Device> device = createCpuDevice(GemmLibrary::OneDnn, guarded);
+  Session s(e.load(), nullptr, device.get());
+  s.setSnapshots(true);
   EXPECT_EQ(s.stepCounter(), 0);
   double losses[3], weights[3];
   for (int k = 0; k < 3; ++k) {
@@ -144,8 +152,13 @@ TEST(RuntimeSession, TrainsAScalarParameter) {
   EXPECT_EQ(step, 3);
   EXPECT_EQ(stateFile->find("lr"), nullptr);
 
+  // The snapshot from before the last step brings its weight back.
+  EXPECT_TRUE(s.restoreSnapshot());
+  EXPECT_EQ(readF32(s, t.w), 2.25f);
+  EXPECT_TRUE(s.parametersFinite());
+
   // A fresh session starts from the executable's state and loads either file.
-  Session fresh(Executable::load(e.dir.path));
+  Session fresh(Executable::load(e.dir.path), nullptr, device.get());
   EXPECT_EQ(readF32(fresh, t.w), 0.0f);
   LoadReport r = fresh.loadWeights(e.dir / "weights.safetensors");
   EXPECT_EQ(r.loaded, std::vector<std::string>{"linear.weight"});
@@ -159,6 +172,18 @@ TEST(RuntimeSession, TrainsAScalarParameter) {
   setToyInputs(fresh, 1, 3);
   fresh.step();
   EXPECT_EQ(readF32(fresh, t.w), 2.8125f);
+}
+
+TEST(RuntimeSession, TrainsAScalarParameter) { trainsAScalarParameter(false); }
+
+TEST(RuntimeSession, TrainsOnDeviceMemoryTheHostCannotReach) {
+  trainsAScalarParameter(true);
+  // The guard is real: the host touching the device memory directly faults.
+  ExeDir e;
+  Toy t = buildToy(e);
+  std::unique_ptr<Device> device = createCpuDevice(GemmLibrary::OneDnn, true);
+  Session s(e.load(), nullptr, device.get());
+  EXPECT_DEATH((void)*static_cast<volatile const float *>(s.data(t.w)), "");
 }
 
 TEST(RuntimeSession, LoadWeightsChecksNamesShapesAndTypes) {

@@ -1,15 +1,14 @@
 //===- CudaDevice.h - An NVIDIA GPU behind the device interface ---*- C++ -*-===//
 //
 // The CUDA device (runtime/CudaDevice.cpp, built where the CUDA toolkit is):
-// the device space is CUDA managed memory that prefers the GPU, so the
-// session's host-side reads and writes (inputs, losses, checkpoints) reach
-// it through the same pointers once the queues have run (never more than
-// the card has free: managed memory beyond it can hang the GPU); pinned host memory
+// the device space is the GPU's own memory (cudaMalloc), which the host does
+// not reach (hostReaches): the session copies what it reads and writes
+// there (inputs, losses, weights, checkpoints); pinned host memory
 // is cudaMallocHost's. The compute queue is the legacy default stream (NCCL's
 // communicator orders its work after it), the copy queue a stream of its
 // own; events are CUDA events. Kernels are kernels.cuda.pb's PTX, loaded
 // through cudaLibraryLoadData for the GPU's architecture; GEMMs run through
-// cuBLASLt (planLtMatmuls). A machine without a CUDA driver or GPU gets one
+// cuBLASLt (planLtMatmuls), convolutions and pooling through cuDNN. A machine without a CUDA driver or GPU gets one
 // clear Error when a device is asked for.
 //
 //===----------------------------------------------------------------------===//

@@ -109,6 +109,11 @@ public:
   /// Copies `bytes` between any two spaces; complete when it returns.
   void copy(void *dst, const void *src, int64_t bytes);
 
+  /// Whether the host reads and writes `space`'s memory through its pointers
+  /// (the CPU's spaces, pinned host memory); where not (a GPU's own memory),
+  /// the session copies what the host reads or writes there.
+  virtual bool hostReaches(MemorySpace space) const { return true; }
+
   /// The most `space` may hold; 0: no limit. Lowering it below what is held
   /// makes the next allocation fail.
   void setCapacity(MemorySpace space, int64_t bytes);
@@ -116,6 +121,9 @@ public:
 
 protected:
   virtual void *allocateIn(MemorySpace space, int64_t bytes) = 0;
+  /// Zeroes `bytes` at `p`, fresh memory of `space` (memset where the host
+  /// reaches it).
+  virtual void zeroIn(MemorySpace space, void *p, int64_t bytes);
   virtual void freeIn(MemorySpace space, void *p) = 0;
 
 private:
@@ -129,8 +137,13 @@ private:
 
 /// The CPU: every space is host memory (buffers of 2 MiB and more on
 /// transparent huge pages, allocateBuffer); float and 16-bit GEMMs by
-/// `gemm`; kernels in pieces on the run's threads (parallelFor).
-std::unique_ptr<Device> createCpuDevice(GemmLibrary gemm = GemmLibrary::OneDnn);
+/// `gemm`; kernels in pieces on the run's threads (parallelFor). With
+/// `guardDeviceMemory` the device space is closed to the host (mprotect)
+/// but while the device works, as a GPU's memory is: a session that reads or
+/// writes it other than through the device's copies faults (a test of the
+/// session's staging, hostReaches).
+std::unique_ptr<Device> createCpuDevice(GemmLibrary gemm = GemmLibrary::OneDnn,
+                                        bool guardDeviceMemory = false);
 
 } // namespace colo::runtime
 

@@ -94,9 +94,17 @@ public:
   const Executable &executable() const { return *exe_; }
   const Device &device() const { return *device_; }
 
-  /// The storage of buffer `id` (an alias's is its target's).
+  /// The storage of buffer `id` (an alias's is its target's): device
+  /// memory, which the host reaches only where the device says so
+  /// (Device::hostReaches); read and write it with readBuffer/writeBuffer.
   void *data(int32_t id);
   const void *data(int32_t id) const;
+  /// Copies buffer `id`'s bytes to `dst` / from `src` (byteSize(id) bytes).
+  void readBuffer(int32_t id, void *dst) const;
+  void writeBuffer(int32_t id, const void *src);
+  /// Buffer `id`'s bytes for the host to read: its storage where the host
+  /// reaches it, else `staging`, filled with a copy.
+  const void *hostBytes(int32_t id, std::vector<char> &staging) const;
 
   /// Copies `bytes` bytes into INPUT `name`; the size must be the buffer's.
   void setInput(const std::string &name, const void *data, int64_t bytes);
@@ -206,6 +214,8 @@ private:
   /// Sets STATE/CONSTANT buffer `id` from the whole tensor (its block, if
   /// sharded).
   void fill(int32_t id, const void *whole);
+  /// Whether the host reaches buffer `id`'s memory (Device::hostReaches).
+  bool hostReaches(int32_t id) const;
   bool localParametersFinite(std::string *firstBad) const;
   /// Updates the peak of the runtime's extra memory: the snapshot and the
   /// scratch, with `communication` and `saving` bytes of staging held now.
@@ -219,6 +229,10 @@ private:
   std::vector<void *> pointers_; // per buffer id
   std::vector<void *> blocks_;   // owned allocations
   std::vector<char> inputSet_;
+  /// Per INPUT the host cannot reach: what the data was written into, and
+  /// whether step() has yet to copy it in.
+  std::map<int32_t, std::vector<char>> inputStaging_;
+  std::set<int32_t> inputsToCopy_;
   std::vector<Prepared> prepared_;
   std::shared_ptr<Scratch> scratch_;
   std::map<std::pair<DType, std::string>, int> gemmPaths_; // (dtype, path) -> steps
