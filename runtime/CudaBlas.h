@@ -19,6 +19,7 @@
 
 namespace colo::runtime {
 
+// clang-format off
 #define COLO_CUBLASLT_FUNCTIONS(X)                                                           \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusName) X(cublasLtGetStatusString)   \
   X(cublasLtGetVersion) X(cublasLtMatmul) X(cublasLtMatmulAlgoGetHeuristic)                  \
@@ -27,6 +28,7 @@ namespace colo::runtime {
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                 \
   X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                               \
   X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatrixLayoutGetAttribute)
+// clang-format on
 /// cuBLASLt, loaded when first used (LazyLibrary.h).
 COLO_LAZY_LIBRARY(CublasLt, cublasLt, "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
                   COLO_CUBLASLT_FUNCTIONS)

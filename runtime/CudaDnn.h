@@ -20,6 +20,7 @@
 
 namespace colo::runtime {
 
+// clang-format off
 #define COLO_CUDNN_FUNCTIONS(X)                                                              \
   X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnGetVersion) \
   X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor)                             \
@@ -37,6 +38,7 @@ namespace colo::runtime {
   X(cudnnConvolutionBackwardData) X(cudnnConvolutionBackwardFilter)                          \
   X(cudnnConvolutionBackwardBias) X(cudnnAddTensor) X(cudnnPoolingForward)                   \
   X(cudnnPoolingBackward)
+// clang-format on
 /// cuDNN, loaded when first used (LazyLibrary.h).
 COLO_LAZY_LIBRARY(CuDnn, cudnn, "libcudnn.so." + std::to_string(CUDNN_MAJOR),
                   COLO_CUDNN_FUNCTIONS)

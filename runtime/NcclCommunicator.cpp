@@ -32,11 +32,13 @@
 namespace colo::runtime {
 
 #ifdef COLO_HAVE_NCCL
+// clang-format off
 #define COLO_NCCL_FUNCTIONS(X)                                                               \
   X(ncclAllGather) X(ncclAllReduce) X(ncclBroadcast) X(ncclCommAbort) X(ncclCommDestroy)     \
   X(ncclCommFinalize) X(ncclCommGetAsyncError) X(ncclCommInitRankConfig)                     \
   X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclGroupEnd)              \
   X(ncclGroupStart) X(ncclRecv) X(ncclReduceScatter) X(ncclSend)
+// clang-format on
 /// NCCL, loaded when first used (LazyLibrary.h).
 COLO_LAZY_LIBRARY(Nccl, ncclApi, "libnccl.so." + std::to_string(NCCL_MAJOR), COLO_NCCL_FUNCTIONS)
 #endif
