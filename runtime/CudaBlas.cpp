@@ -24,8 +24,7 @@ cudaDataType_t cudaTypeOf(DType dtype) {
   case F16:
     return CUDA_R_16F;
   default:
-    throw Error(std::string("cuBLASLt multiplies f32, f64, bf16 and f16, not ") +
-                dtypeName(dtype));
+    throw Error(std::string("cuBLASLt multiplies f32, f64, bf16 and f16, not ") + dtypeName(dtype));
   }
 }
 
@@ -38,8 +37,8 @@ cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols, i
               "cublasLtMatrixLayoutCreate", what);
   if (batch > 1) {
     int32_t count = int32_t(batch);
-    checkCublas(cublasLt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                                 sizeof count),
+    checkCublas(cublasLt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                            &count, sizeof count),
                 "cublasLt().cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)", what);
     checkCublas(cublasLt().cublasLtMatrixLayoutSetAttribute(
                     l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
@@ -64,8 +63,8 @@ LtDescriptors::LtDescriptors(const LtMatmul &mm, DType dtype, const float *bias)
     scaleType = CUDA_R_64F;
   }
   try {
-    checkCublas(cublasLt().cublasLtMatmulDescCreate(&op, compute, scaleType), "cublasLtMatmulDescCreate",
-                "a cuBLASLt matmul descriptor");
+    checkCublas(cublasLt().cublasLtMatmulDescCreate(&op, compute, scaleType),
+                "cublasLtMatmulDescCreate", "a cuBLASLt matmul descriptor");
     setOp(op, CUBLASLT_MATMUL_DESC_TRANSA, mm.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
           "cublasLt().cublasLtMatmulDescSetAttribute(TRANSA)");
     setOp(op, CUBLASLT_MATMUL_DESC_TRANSB, mm.transB ? CUBLAS_OP_T : CUBLAS_OP_N,

@@ -9,9 +9,9 @@
 #ifndef COLO_RUNTIME_CUDABLAS_H
 #define COLO_RUNTIME_CUDABLAS_H
 
+#include "LazyLibrary.h"
 #include "colo/Runtime/CudaGemm.h"
 #include "colo/Runtime/DType.h"
-#include "LazyLibrary.h"
 
 #include <cublasLt.h>
 

@@ -52,7 +52,8 @@ int localRank(int rank) {
 std::unique_ptr<Device> createDeviceFor(const Executable &exe, int rank, GemmLibrary gemm) {
   if (exe.program().target() != "cuda")
     return createCpuDevice(gemm);
-  std::string head = "'" + exe.directory() + "' was compiled for CUDA (colo compile --target cuda) and ";
+  std::string head =
+      "'" + exe.directory() + "' was compiled for CUDA (colo compile --target cuda) and ";
   if (std::string problem = cudaGpuProblem(); !problem.empty())
     throw Error(head + problem + ": it runs on NVIDIA GPUs only");
   try {
@@ -110,8 +111,7 @@ public:
       throw Error("no CUDA GPU is visible");
     ordinal_ = ordinal % count;
     check(cudaSetDevice(ordinal_), "cudaSetDevice", "the CUDA device");
-    check(cudaGetDeviceProperties(&props_, ordinal_), "cudaGetDeviceProperties",
-          "the CUDA device");
+    check(cudaGetDeviceProperties(&props_, ordinal_), "cudaGetDeviceProperties", "the CUDA device");
     check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate",
           "the copy queue");
     checkCublas(cublasLt().cublasLtCreate(&lt_), "cublasLtCreate", "the CUDA device");
@@ -140,8 +140,7 @@ public:
   /// The GPU's own memory is not the host's: the session copies.
   bool hostReaches(MemorySpace space) const override { return space != MemorySpace::Device; }
 
-  PreparedOp prepareKernel(KernelFn, std::vector<void *>, int64_t,
-                           std::vector<int64_t>) override {
+  PreparedOp prepareKernel(KernelFn, std::vector<void *>, int64_t, std::vector<int64_t>) override {
     throw Error("a CUDA device runs the kernels of kernels.cuda.pb, not a CPU library's");
   }
 
@@ -166,8 +165,12 @@ public:
     };
     auto launches = std::make_shared<std::vector<Launch>>();
     for (const CudaLaunch &l : kernel.launches()) {
-      Launch x{function(all, l.module(), l.function()), dim3(unsigned(l.grid())),
-               dim3(unsigned(l.block())), {}, {}, {}};
+      Launch x{function(all, l.module(), l.function()),
+               dim3(unsigned(l.grid())),
+               dim3(unsigned(l.block())),
+               {},
+               {},
+               {}};
       for (const CudaArg &a : l.args()) {
         if (a.has_temporary())
           x.temporaries.push_back({x.values.size(), offsets.at(size_t(a.temporary()))});
@@ -192,9 +195,8 @@ public:
     };
   }
 
-  PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b,
-                           void *c, GemmEpilogue epilogue,
-                           std::shared_ptr<Scratch>) override {
+  PreparedGemm prepareGemm(const Gemm &gemm, DType dtype, const void *a, const void *b, void *c,
+                           GemmEpilogue epilogue, std::shared_ptr<Scratch>) override {
     if (!workspace_)
       workspace_ = own(allocate(MemorySpace::Device, kLtWorkspaceBytes, "cuBLASLt's workspace"));
     struct Call {
@@ -206,8 +208,8 @@ public:
     };
     auto calls = std::make_shared<std::vector<Call>>();
     int64_t size = dtypeSize(dtype);
-    for (const LtMatmul &mm : planLtMatmuls(geometryOf(gemm), bool(epilogue.bias),
-                                            bool(epilogue.residual))) {
+    for (const LtMatmul &mm :
+         planLtMatmuls(geometryOf(gemm), bool(epilogue.bias), bool(epilogue.residual))) {
       Call call{std::make_shared<LtDescriptors>(mm, dtype, epilogue.bias),
                 {},
                 static_cast<const char *>(b) + mm.offsetA * size,
@@ -226,15 +228,15 @@ public:
       for (const Call &x : *calls) {
         float alpha32 = float(x.alpha), beta32 = float(x.beta);
         bool wide = x.desc->scaleType == CUDA_R_64F;
-        checkCublas(cublasLt().cublasLtMatmul(lt_, x.desc->op, wide ? (const void *)&x.alpha : &alpha32,
-                                   x.a, x.desc->a, x.b, x.desc->b,
-                                   wide ? (const void *)&x.beta : &beta32, x.c, x.desc->c, x.d,
-                                   x.desc->d, &x.algo, workspace_, kLtWorkspaceBytes, current_),
+        checkCublas(cublasLt().cublasLtMatmul(
+                        lt_, x.desc->op, wide ? (const void *)&x.alpha : &alpha32, x.a, x.desc->a,
+                        x.b, x.desc->b, wide ? (const void *)&x.beta : &beta32, x.c, x.desc->c, x.d,
+                        x.desc->d, &x.algo, workspace_, kLtWorkspaceBytes, current_),
                     "cublasLtMatmul", "a Gemm");
       }
     };
-    return {std::move(run), "cuBLASLt " + std::to_string(cublasLt().cublasLtGetVersion()) + " on " +
-                                props_.name};
+    return {std::move(run),
+            "cuBLASLt " + std::to_string(cublasLt().cublasLtGetVersion()) + " on " + props_.name};
   }
 
   PreparedOp prepareConv(const Conv2d &conv, float *x, float *weight, float *bias, float *y,
@@ -250,7 +252,7 @@ public:
     case Conv2d::FORWARD: {
       cudnnConvolutionFwdAlgoPerf_t perf[8];
       check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->weight, d->conv, d->y, 8,
-                                                          &found, perf),
+                                                           &found, perf),
             "cudnnGetConvolutionForwardAlgorithm_v7");
       const auto &best = pick(perf, found, what);
       grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
@@ -268,22 +270,22 @@ public:
     case Conv2d::BACKWARD_DATA: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[8];
       check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->weight, d->y, d->conv, d->x,
-                                                               8, &found, perf),
+                                                                8, &found, perf),
             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
       const auto &best = pick(perf, found, what);
       grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
       return [this, d, x, weight, y, algo = best.algo, what] {
         float one = 1, zero = 0;
-        checkCudnn(cudnn().cudnnConvolutionBackwardData(
-                       dnn(), &one, d->weight, weight, d->y, y, d->conv, algo, dnnWorkspace_,
-                       size_t(dnnWorkspaceBytes_), &zero, d->x, x),
+        checkCudnn(cudnn().cudnnConvolutionBackwardData(dnn(), &one, d->weight, weight, d->y, y,
+                                                        d->conv, algo, dnnWorkspace_,
+                                                        size_t(dnnWorkspaceBytes_), &zero, d->x, x),
                    "cudnnConvolutionBackwardData", what);
       };
     }
     default: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
-      check(cudnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv,
-                                                                 d->weight, 8, &found, perf),
+      check(cudnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv, d->weight,
+                                                                  8, &found, perf),
             "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
       const auto &best = pick(perf, found, what);
       grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
@@ -294,16 +296,15 @@ public:
                        size_t(dnnWorkspaceBytes_), &zero, d->weight, weight),
                    "cudnnConvolutionBackwardFilter", what);
         if (bias)
-          checkCudnn(cudnn().cudnnConvolutionBackwardBias(dnn(), &one, d->y, y, &zero, d->bias,
-                                                          bias),
-                     "cudnnConvolutionBackwardBias", what);
+          checkCudnn(
+              cudnn().cudnnConvolutionBackwardBias(dnn(), &one, d->y, y, &zero, d->bias, bias),
+              "cudnnConvolutionBackwardBias", what);
       };
     }
     }
   }
 
-  PreparedOp preparePool(const Pool2d &pool, float *x, float *y, float *dx,
-                         float *dy) override {
+  PreparedOp preparePool(const Pool2d &pool, float *x, float *y, float *dx, float *dy) override {
     bool max = pool.mode() == Pool2d::MAX_FORWARD || pool.mode() == Pool2d::MAX_BACKWARD;
     WindowGeometry g = geometryOf(pool);
     auto d = std::make_shared<PoolDescriptors>(g, max, pool.count_include_pad());
@@ -318,19 +319,17 @@ public:
     // cuDNN's backward reads the forward's output: max pooling recomputes
     // it into a buffer of its own (the step has x, not y); average pooling
     // reads neither x nor y, which get dx and dy to point at.
-    float *forward = max ? static_cast<float *>(own(allocate(
-                               MemorySpace::Device, g.n * g.c * g.oh * g.ow * 4,
-                               "max pooling's recomputed output")))
-                         : nullptr;
+    float *forward =
+        max ? static_cast<float *>(own(allocate(MemorySpace::Device, g.n * g.c * g.oh * g.ow * 4,
+                                                "max pooling's recomputed output")))
+            : nullptr;
     return [this, d, x, dx, dy, forward, what] {
       float one = 1, zero = 0;
       if (forward)
-        checkCudnn(cudnn().cudnnPoolingForward(dnn(), d->pool, &one, d->x, x, &zero, d->y,
-                                               forward),
+        checkCudnn(cudnn().cudnnPoolingForward(dnn(), d->pool, &one, d->x, x, &zero, d->y, forward),
                    "cudnnPoolingForward", what);
-      checkCudnn(cudnn().cudnnPoolingBackward(dnn(), d->pool, &one, d->y,
-                                              forward ? forward : dy, d->y, dy, d->x,
-                                              forward ? x : dx, &zero, d->x, dx),
+      checkCudnn(cudnn().cudnnPoolingBackward(dnn(), d->pool, &one, d->y, forward ? forward : dy,
+                                              d->y, dy, d->x, forward ? x : dx, &zero, d->x, dx),
                  "cudnnPoolingBackward", what);
     };
   }
@@ -382,8 +381,8 @@ public:
           queue == Queue::Copy ? "the copy queue" : "the compute queue");
   }
   void synchronize(const Event &event) override {
-    check(cudaEventSynchronize(static_cast<const CudaEvent &>(event).event),
-          "cudaEventSynchronize", "an event");
+    check(cudaEventSynchronize(static_cast<const CudaEvent &>(event).event), "cudaEventSynchronize",
+          "an event");
   }
   // Copies go at the speed of the GPU's own link: nothing to emulate.
   void setLinkBandwidth(double) override {}
@@ -442,8 +441,8 @@ private:
     return queue == Queue::Copy ? copy_ : cudaStreamLegacy;
   }
   void copyOn(cudaStream_t stream, void *dst, const void *src, int64_t bytes) {
-    check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDefault, stream),
-          "cudaMemcpyAsync", "a copy");
+    check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDefault, stream), "cudaMemcpyAsync",
+          "a copy");
   }
 
   /// Constant `index` of `all` in device memory, uploaded at its first use.
@@ -451,8 +450,8 @@ private:
     const CudaConstant &c = all.constants(index);
     auto [it, added] = constants_.try_emplace(c.name(), nullptr);
     if (added) {
-      it->second = own(allocate(MemorySpace::Device, int64_t(c.bytes().size()),
-                                "constant '" + c.name() + "'"));
+      it->second = own(
+          allocate(MemorySpace::Device, int64_t(c.bytes().size()), "constant '" + c.name() + "'"));
       check(cudaMemcpy(it->second, c.bytes().data(), c.bytes().size(), cudaMemcpyHostToDevice),
             "cudaMemcpy", "constant '" + c.name() + "'");
     }
@@ -472,8 +471,7 @@ private:
         throw Error("no CUDA module '" + module + "' in kernels.cuda.pb");
       const std::string &ptx = ptxFor(*found);
       cudaLibrary_t library = nullptr;
-      check(cudaLibraryLoadData(&library, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr,
-                                0),
+      check(cudaLibraryLoadData(&library, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0),
             "cudaLibraryLoadData", "CUDA module '" + module + "'");
       it = libraries_.emplace(module, library).first;
     }
@@ -539,9 +537,11 @@ private:
                                        const void *c, const void *d) {
     const char *what = "a Gemm's cuBLASLt algorithm";
     cublasLtMatmulPreference_t pref = nullptr;
-    checkCublas(cublasLt().cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", what);
-    std::unique_ptr<void, void (*)(void *)> guard(
-        pref, [](void *p) { cublasLt().cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t(p)); });
+    checkCublas(cublasLt().cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate",
+                what);
+    std::unique_ptr<void, void (*)(void *)> guard(pref, [](void *p) {
+      cublasLt().cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t(p));
+    });
     uint64_t workspace = kLtWorkspaceBytes;
     checkCublas(cublasLt().cublasLtMatmulPreferenceSetAttribute(
                     pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace),
@@ -554,13 +554,13 @@ private:
     for (auto [attribute, p] : alignments) {
       uint32_t alignment = alignmentOf(p);
       checkCublas(cublasLt().cublasLtMatmulPreferenceSetAttribute(pref, attribute, &alignment,
-                                                       sizeof alignment),
+                                                                  sizeof alignment),
                   "cublasLtMatmulPreferenceSetAttribute", what);
     }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    checkCublas(cublasLt().cublasLtMatmulAlgoGetHeuristic(lt_, desc.op, desc.a, desc.b, desc.c, desc.d,
-                                               pref, 1, &result, &found),
+    checkCublas(cublasLt().cublasLtMatmulAlgoGetHeuristic(lt_, desc.op, desc.a, desc.b, desc.c,
+                                                          desc.d, pref, 1, &result, &found),
                 "cublasLtMatmulAlgoGetHeuristic", what);
     if (found == 0)
       throw Error("cuBLASLt has no algorithm for this product on " + std::string(props_.name));

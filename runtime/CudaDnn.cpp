@@ -22,8 +22,8 @@ cudnnTensorDescriptor_t tensor(int64_t n, int64_t c, int64_t h, int64_t w) {
   cudnnTensorDescriptor_t t = nullptr;
   const char *what = "a cuDNN tensor descriptor";
   checkCudnn(cudnn().cudnnCreateTensorDescriptor(&t), "cudnnCreateTensorDescriptor", what);
-  cudnnStatus_t status = cudnn().cudnnSetTensor4dDescriptor(
-      t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(c), int(h), int(w));
+  cudnnStatus_t status = cudnn().cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                            int(n), int(c), int(h), int(w));
   if (status != CUDNN_STATUS_SUCCESS)
     cudnn().cudnnDestroyTensorDescriptor(t);
   checkCudnn(status, "cudnnSetTensor4dDescriptor", what);
@@ -38,14 +38,13 @@ ConvDescriptors::ConvDescriptors(const WindowGeometry &g) {
     x = tensor(g.n, g.c, g.h, g.w);
     y = tensor(g.n, g.k, g.oh, g.ow);
     bias = tensor(1, g.k, 1, 1);
-    checkCudnn(cudnn().cudnnCreateFilterDescriptor(&weight), "cudnnCreateFilterDescriptor",
-               what);
+    checkCudnn(cudnn().cudnnCreateFilterDescriptor(&weight), "cudnnCreateFilterDescriptor", what);
     checkCudnn(cudnn().cudnnSetFilter4dDescriptor(weight, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
                                                   int(g.k), int(g.c / g.groups), int(g.r),
                                                   int(g.s)),
                "cudnnSetFilter4dDescriptor", what);
-    checkCudnn(cudnn().cudnnCreateConvolutionDescriptor(&conv),
-               "cudnnCreateConvolutionDescriptor", what);
+    checkCudnn(cudnn().cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor",
+               what);
     checkCudnn(cudnn().cudnnSetConvolution2dDescriptor(
                    conv, int(g.padT), int(g.padL), int(g.strideH), int(g.strideW), int(g.dilH),
                    int(g.dilW), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
@@ -84,8 +83,7 @@ PoolDescriptors::PoolDescriptors(const WindowGeometry &g, bool max, bool countIn
   try {
     x = tensor(g.n, g.c, g.h, g.w);
     y = tensor(g.n, g.c, g.oh, g.ow);
-    checkCudnn(cudnn().cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor",
-               what);
+    checkCudnn(cudnn().cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor", what);
     checkCudnn(cudnn().cudnnSetPooling2dDescriptor(pool, mode, CUDNN_PROPAGATE_NAN, int(g.r),
                                                    int(g.s), int(g.padT), int(g.padL),
                                                    int(g.strideH), int(g.strideW)),

@@ -11,8 +11,8 @@
 #ifndef COLO_RUNTIME_CUDADNN_H
 #define COLO_RUNTIME_CUDADNN_H
 
-#include "colo/Runtime/CpuOps.h"
 #include "LazyLibrary.h"
+#include "colo/Runtime/CpuOps.h"
 
 #include <cudnn.h>
 
@@ -40,8 +40,7 @@ namespace colo::runtime {
   X(cudnnPoolingBackward)
 // clang-format on
 /// cuDNN, loaded when first used (LazyLibrary.h).
-COLO_LAZY_LIBRARY(CuDnn, cudnn, "libcudnn.so." + std::to_string(CUDNN_MAJOR),
-                  COLO_CUDNN_FUNCTIONS)
+COLO_LAZY_LIBRARY(CuDnn, cudnn, "libcudnn.so." + std::to_string(CUDNN_MAJOR), COLO_CUDNN_FUNCTIONS)
 
 /// Throws Error naming `call` and `what` unless `status` is success.
 void checkCudnn(cudnnStatus_t status, const char *call, const std::string &what);

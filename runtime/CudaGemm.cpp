@@ -32,8 +32,8 @@ std::vector<LtMatmul> planLtMatmuls(const GemmGeometry &g, bool bias, bool resid
   bool summed = g.batch > 1 && g.strideC == 0;
   // Entries one after another along k: A stored k x m (transposed) and B
   // stored k x n, each entry's k rows right after the previous entry's.
-  bool alongK = summed && g.transA && !g.transB && g.strideA == g.k * g.lda &&
-                g.strideB == g.k * g.ldb;
+  bool alongK =
+      summed && g.transA && !g.transB && g.strideA == g.k * g.lda && g.strideB == g.k * g.ldb;
   for (int64_t o = 0; o < g.batchOuter; ++o) {
     // An outer level with C stride 0 sums into the C of its first entry.
     double beta = (o > 0 && g.outerStrideC == 0) ? 1.0 : g.beta;

@@ -1,11 +1,11 @@
 //===- Executable.cpp - Loading and validating an executable --------------===//
 
 #include "colo/Runtime/Executable.h"
+#include "Initializer.h"
+#include "Shard.h"
 #include "colo/Runtime/CpuOps.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
-#include "Initializer.h"
-#include "Shard.h"
 
 #include <google/protobuf/stubs/logging.h>
 
@@ -693,8 +693,10 @@ void Executable::loadKernels() {
 void Executable::loadCudaKernels() {
   std::string path = joinPath(dir_, "kernels.cuda.pb");
   if (!isRegularFile(path))
-    throw Error("'" + dir_ + "' is not a complete executable: the program calls CUDA kernels "
-                "but '" + path + "' does not exist");
+    throw Error("'" + dir_ +
+                "' is not a complete executable: the program calls CUDA kernels "
+                "but '" +
+                path + "' does not exist");
   cudaKernels_ = std::make_unique<CudaKernels>();
   if (!cudaKernels_->ParseFromString(readFile(path)))
     throw Error(path + ": not a valid colo.runtime.CudaKernels (protobuf parse failed)");
@@ -736,15 +738,14 @@ void Executable::loadCudaKernels() {
         bad(what + " launches " + std::to_string(l.grid()) + " blocks of " +
             std::to_string(l.block()) + " threads (1 to 2^31 - 1 blocks of 1 to 1024)");
       for (const CudaArg &a : l.args()) {
-        bool ok = a.has_temporary()
-                      ? a.temporary() >= 0 && a.temporary() < kernel.temporary_bytes_size()
-                  : a.has_constant()
-                      ? a.constant() >= 0 && a.constant() < cudaKernels_->constants_size()
-                      : a.has_argument() && a.argument() >= 0 &&
-                            a.argument() < step.kernel().args_size();
+        bool ok =
+            a.has_temporary() ? a.temporary() >= 0 && a.temporary() < kernel.temporary_bytes_size()
+            : a.has_constant()
+                ? a.constant() >= 0 && a.constant() < cudaKernels_->constants_size()
+                : a.has_argument() && a.argument() >= 0 && a.argument() < step.kernel().args_size();
         if (!ok)
-          bad(what + " launches '" + l.function() + "' on a buffer that " +
-              describeStep(index) + " does not pass");
+          bad(what + " launches '" + l.function() + "' on a buffer that " + describeStep(index) +
+              " does not pass");
       }
     }
     cudaKernelOf_[index] = it->second;
@@ -752,9 +753,8 @@ void Executable::loadCudaKernels() {
 }
 
 const CudaKernel *Executable::cudaKernel(int index) const {
-  return cudaKernels_ && cudaKernelOf_[index] >= 0
-             ? &cudaKernels_->kernels(cudaKernelOf_[index])
-             : nullptr;
+  return cudaKernels_ && cudaKernelOf_[index] >= 0 ? &cudaKernels_->kernels(cudaKernelOf_[index])
+                                                   : nullptr;
 }
 
 void Executable::loadState() {

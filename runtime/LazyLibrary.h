@@ -27,24 +27,24 @@ void *librarySymbol(void *library, const std::string &soname, const char *name);
 } // namespace colo::runtime
 
 #define COLO_LAZY_DECLARE(f) decltype(&::f) f = nullptr;
-#define COLO_LAZY_LOAD(f)                                                                    \
+#define COLO_LAZY_LOAD(f)                                                                          \
   api.f = reinterpret_cast<decltype(&::f)>(librarySymbol(library, soname, #f));
 
 /// Declares struct Type with a member per function of FUNCTIONS and
 /// `const Type &accessor()`, which loads the library on its first call.
-#define COLO_LAZY_LIBRARY(Type, accessor, sonameExpr, FUNCTIONS)                             \
-  struct Type {                                                                              \
-    FUNCTIONS(COLO_LAZY_DECLARE)                                                             \
-  };                                                                                         \
-  inline const Type &accessor() {                                                            \
-    static const Type loaded = [] {                                                          \
-      std::string soname = sonameExpr;                                                       \
-      void *library = openLibrary(soname);                                                   \
-      Type api;                                                                              \
-      FUNCTIONS(COLO_LAZY_LOAD)                                                              \
-      return api;                                                                            \
-    }();                                                                                     \
-    return loaded;                                                                           \
+#define COLO_LAZY_LIBRARY(Type, accessor, sonameExpr, FUNCTIONS)                                   \
+  struct Type {                                                                                    \
+    FUNCTIONS(COLO_LAZY_DECLARE)                                                                   \
+  };                                                                                               \
+  inline const Type &accessor() {                                                                  \
+    static const Type loaded = [] {                                                                \
+      std::string soname = sonameExpr;                                                             \
+      void *library = openLibrary(soname);                                                         \
+      Type api;                                                                                    \
+      FUNCTIONS(COLO_LAZY_LOAD)                                                                    \
+      return api;                                                                                  \
+    }();                                                                                           \
+    return loaded;                                                                                 \
   }
 
 #endif

@@ -11,10 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LazyLibrary.h"
 #include "colo/Runtime/Communicator.h"
 #include "colo/Runtime/CudaDevice.h"
 #include "colo/Runtime/Error.h"
-#include "LazyLibrary.h"
 
 #ifdef COLO_HAVE_NCCL
 #include <cuda_runtime.h>
@@ -143,8 +143,8 @@ public:
                              member(group, call.what), block);
     if (!comm)
       return;
-    finish(ncclApi().ncclAllGather(send, recv, size_t(block), ncclInt8, comm, stream_),
-           comm, "ncclAllGather", call.what);
+    finish(ncclApi().ncclAllGather(send, recv, size_t(block), ncclInt8, comm, stream_), comm,
+           "ncclAllGather", call.what);
   }
 
   void reduceScatter(const void *send, void *recv, int64_t count, DType dtype,
@@ -156,8 +156,9 @@ public:
     ncclComm_t comm = blocks(call.what, send, recv, count, dtype, group, me, block);
     if (!comm)
       return;
-    finish(ncclApi().ncclReduceScatter(send, recv, size_t(count), type, ncclOpOf(op), comm, stream_),
-           comm, "ncclReduceScatter", call.what);
+    finish(
+        ncclApi().ncclReduceScatter(send, recv, size_t(count), type, ncclOpOf(op), comm, stream_),
+        comm, "ncclReduceScatter", call.what);
   }
 
   void allToAll(const void *send, void *recv, int64_t count, DType dtype,
@@ -173,11 +174,9 @@ public:
     char *out = static_cast<char *>(recv);
     nccl(ncclApi().ncclGroupStart(), comm, "ncclGroupStart", call.what);
     for (int64_t j = 0; j < p; ++j) {
-      nccl(ncclApi().ncclSend(in + j * block, size_t(block), ncclInt8, int(j), comm,
-                    stream_),
-           comm, "ncclSend", call.what);
-      nccl(ncclApi().ncclRecv(out + j * block, size_t(block), ncclInt8, int(j), comm,
-                    stream_),
+      nccl(ncclApi().ncclSend(in + j * block, size_t(block), ncclInt8, int(j), comm, stream_), comm,
+           "ncclSend", call.what);
+      nccl(ncclApi().ncclRecv(out + j * block, size_t(block), ncclInt8, int(j), comm, stream_),
            comm, "ncclRecv", call.what);
     }
     finish(ncclApi().ncclGroupEnd(), comm, "ncclGroupEnd", call.what);
@@ -200,8 +199,8 @@ public:
     if (p == 1 || bytes == 0)
       return;
     ncclComm_t comm = commFor(group, me, call.what);
-    finish(ncclApi().ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm, stream_),
-           comm, "ncclBroadcast", call.what);
+    finish(ncclApi().ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm, stream_), comm,
+           "ncclBroadcast", call.what);
   }
 
   /// NCCL has no tags: messages between two ranks arrive in call order.
@@ -209,8 +208,8 @@ public:
     Call call(*this, "send");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesSent += bytes;
-    finish(ncclApi().ncclSend(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
-           "ncclSend", call.what);
+    finish(ncclApi().ncclSend(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm, "ncclSend",
+           call.what);
   }
 
   /// Completes before it returns: NCCL orders a rank's point-to-point calls
@@ -225,8 +224,8 @@ public:
     Call call(*this, "recv");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesReceived += bytes;
-    finish(ncclApi().ncclRecv(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm,
-           "ncclRecv", call.what);
+    finish(ncclApi().ncclRecv(data, size_t(bytes), ncclInt8, peer, comm, stream_), comm, "ncclRecv",
+           call.what);
   }
 
   std::vector<std::vector<char>>
@@ -297,8 +296,8 @@ private:
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm = nullptr;
-    nccl(ncclApi().ncclCommInitRankConfig(&comm, int(group.size()), id, me, &config),
-         comm, "ncclCommInitRankConfig", what);
+    nccl(ncclApi().ncclCommInitRankConfig(&comm, int(group.size()), id, me, &config), comm,
+         "ncclCommInitRankConfig", what);
     comms_[group] = comm;
     complete(comm, what + " (creating the communicator of group " +
                        groupString(group) + ")");
@@ -327,8 +326,8 @@ private:
       if (comm)
         ncclApi().ncclCommGetAsyncError(comm, &state);
       if (state != ncclSuccess && state != ncclInProgress)
-        fail(comm, what + ": NCCL failed: " + ncclApi().ncclGetErrorString(state) +
-                       " (" + ncclApi().ncclGetLastError(comm) + ")");
+        fail(comm, what + ": NCCL failed: " + ncclApi().ncclGetErrorString(state) + " (" +
+                       ncclApi().ncclGetLastError(comm) + ")");
       if (state == ncclSuccess) {
         cudaError_t code = cudaStreamQuery(stream_);
         if (code == cudaSuccess)
@@ -372,9 +371,9 @@ private:
             const std::string &what) {
     if (result == ncclSuccess || result == ncclInProgress)
       return;
-    fail(comm, what + ": " + call + " failed: " + ncclApi().ncclGetErrorString(result) +
-                   (comm ? std::string(" (") + ncclApi().ncclGetLastError(comm) + ")"
-                         : std::string()));
+    fail(comm,
+         what + ": " + call + " failed: " + ncclApi().ncclGetErrorString(result) +
+             (comm ? std::string(" (") + ncclApi().ncclGetLastError(comm) + ")" : std::string()));
   }
 
   void copy(void *to, const void *from, int64_t bytes,

@@ -1,12 +1,12 @@
 //===- Session.cpp - Runs a compiled step: memory, steps, collectives -----===//
 
 #include "colo/Runtime/Session.h"
-#include "colo/Runtime/CudaDevice.h"
-#include "colo/Runtime/Error.h"
 #include "Initializer.h"
-#include "colo/Runtime/Safetensors.h"
 #include "Shard.h"
 #include "Workers.h"
+#include "colo/Runtime/CudaDevice.h"
+#include "colo/Runtime/Error.h"
+#include "colo/Runtime/Safetensors.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,12 +36,10 @@ struct Session::Prepared {
   bool onDevice = false;
 };
 
-Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm,
-                 Device *device)
+Session::Session(std::shared_ptr<const Executable> executable, Communicator *comm, Device *device)
     : exe_(std::move(executable)), comm_(comm),
       ownedDevice_(device ? nullptr : createDeviceFor(*exe_, comm ? comm->rank() : 0)),
-      device_(device ? device : ownedDevice_.get()),
-      start_(std::chrono::steady_clock::now()) {
+      device_(device ? device : ownedDevice_.get()), start_(std::chrono::steady_clock::now()) {
   int64_t world = exe_->worldSize();
   if (world > 1 && !comm_)
     throw Error("'" + exe_->directory() + "' is compiled for " + std::to_string(world) +
@@ -179,8 +177,8 @@ void Session::fill(int32_t id, const void *whole) {
     staging.resize(size_t(exe_->byteSize(id)));
     block = staging.data();
   }
-  copyBlockOut(exe_->buffer(id).shard(), index, parts, dtypeSize(exe_->buffer(id).dtype()),
-               whole, block);
+  copyBlockOut(exe_->buffer(id).shard(), index, parts, dtypeSize(exe_->buffer(id).dtype()), whole,
+               block);
   if (!staging.empty())
     writeBuffer(id, staging.data());
 }

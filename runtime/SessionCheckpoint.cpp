@@ -153,8 +153,8 @@ void Session::saveState(const std::string &path) const {
   for (int32_t id = 0; id < exe_->numBuffers(); ++id)
     if (!exe_->isAlias(id) && exe_->buffer(id).kind() == Buffer::STATE) {
       staging.emplace_back();
-      tensors.push_back({exe_->buffer(id).name(), exe_->buffer(id).dtype(),
-                         exe_->shape(id), hostBytes(id, staging.back())});
+      tensors.push_back({exe_->buffer(id).name(), exe_->buffer(id).dtype(), exe_->shape(id),
+                         hostBytes(id, staging.back())});
     }
   writeSafetensors(path, tensors,
                    {{"format", "colo-state"}, {"steps_run", std::to_string(steps_)}});

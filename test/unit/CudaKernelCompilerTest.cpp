@@ -136,7 +136,8 @@ TEST(CudaKernels, LargeConstantsAreUploadedNotInlined) {
       %y = colo.mul %x, %t : tensor<4xf32>, tensor<4xf32>
       return %y : tensor<4xf32>
     }
-  )mlir", &ctx);
+  )mlir",
+                                                             &ctx);
   ASSERT_TRUE(module);
   FailureOr<colo::CudaKernels> cuda = colo::compileCudaKernels(*module);
   ASSERT_TRUE(succeeded(cuda));

@@ -56,11 +56,10 @@ TEST(CudaDnnDescriptors, ConvolutionsHaveTheStepsOutputShape) {
     ASSERT_EQ(checkGeometry(g, true), "");
     ConvDescriptors d(g);
     int n = 0, k = 0, oh = 0, ow = 0;
-    ASSERT_EQ(cudnn().cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.weight, &n, &k, &oh,
-                                                            &ow),
-              CUDNN_STATUS_SUCCESS);
-    EXPECT_EQ(std::vector<int64_t>({n, k, oh, ow}),
-              std::vector<int64_t>({g.n, g.k, g.oh, g.ow}))
+    ASSERT_EQ(
+        cudnn().cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.weight, &n, &k, &oh, &ow),
+        CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(std::vector<int64_t>({n, k, oh, ow}), std::vector<int64_t>({g.n, g.k, g.oh, g.ow}))
         << "stride " << stride << " pad " << pad << " dilation " << dilation;
     int padH, padW, strideH, strideW, dilH, dilW;
     cudnnConvolutionMode_t mode;

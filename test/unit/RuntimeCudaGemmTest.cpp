@@ -4,9 +4,9 @@
 // what the CPU's Gemm (OpenBLAS) computes for the same step: transposes,
 // padded leading dimensions, batches that broadcast an operand or sum into
 // one C, outer batches, alpha and beta, and the bias and residual epilogues.
-#include "colo/Runtime/CudaGemm.h"
 #include "colo/Runtime/CpuGemm.h"
 #include "colo/Runtime/CudaDevice.h"
+#include "colo/Runtime/CudaGemm.h"
 #include "colo/Runtime/Program.pb.h"
 
 #include <gtest/gtest.h>
@@ -30,8 +30,8 @@ std::vector<float> randomValues(int64_t n, unsigned seed) {
 
 /// Runs `mms` on column-major data: a is cuBLASLt's A (the Gemm's B), b its B
 /// (the Gemm's A), d the Gemm's C.
-void runColumnMajor(const std::vector<LtMatmul> &mms, const float *a, const float *b,
-                    float *d, const float *bias, const float *residual) {
+void runColumnMajor(const std::vector<LtMatmul> &mms, const float *a, const float *b, float *d,
+                    const float *bias, const float *residual) {
   for (const LtMatmul &mm : mms)
     for (int64_t e = 0; e < mm.batch; ++e) {
       const float *A = a + mm.offsetA + e * mm.strideA;
@@ -63,7 +63,8 @@ size_t expectSameAsCpu(const Gemm &gemm, bool bias = false, bool residual = fals
   EXPECT_EQ(checkGeometry(g), "");
   std::vector<float> a = randomValues(g.elementsA(), 1), b = randomValues(g.elementsB(), 2);
   std::vector<float> c0 = randomValues(g.elementsC(), 3);
-  std::vector<float> biasValues = randomValues(g.n, 4), residualValues = randomValues(g.elementsC(), 5);
+  std::vector<float> biasValues = randomValues(g.n, 4),
+                     residualValues = randomValues(g.elementsC(), 5);
   std::vector<float> cpu = c0, lt = c0;
   GemmEpilogue epilogue{bias ? biasValues.data() : nullptr,
                         residual ? residualValues.data() : nullptr};
@@ -189,7 +190,8 @@ TEST(CudaGemmPlan, EmptyProductsPlanNothing) {
 
 namespace {
 
-template <typename T> T layoutAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a) {
+template <typename T>
+T layoutAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a) {
   T value{};
   size_t written = 0;
   EXPECT_EQ(cublasLt().cublasLtMatrixLayoutGetAttribute(l, a, &value, sizeof value, &written),
@@ -250,17 +252,16 @@ TEST(CudaGemmDescriptors, BiasEpilogueAndDoublePrecision) {
                          bias.data());
   EXPECT_EQ(opAttribute<uint32_t>(withBias.op, CUBLASLT_MATMUL_DESC_EPILOGUE),
             uint32_t(CUBLASLT_EPILOGUE_BIAS));
-  EXPECT_EQ(opAttribute<const void *>(withBias.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER),
-            bias.data());
+  EXPECT_EQ(opAttribute<const void *>(withBias.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER), bias.data());
   // Not TF32: float products keep the CPU's float numerics.
   EXPECT_EQ(opAttribute<int32_t>(withBias.op, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE),
             CUBLAS_COMPUTE_32F);
   LtDescriptors wide(planLtMatmuls(geometryOf(gemmOf(4, 6, 5)), false, false)[0], F64, nullptr);
   EXPECT_EQ(opAttribute<int32_t>(wide.op, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE), CUBLAS_COMPUTE_64F);
   EXPECT_EQ(wide.scaleType, CUDA_R_64F);
-  EXPECT_THROW(LtDescriptors(planLtMatmuls(geometryOf(gemmOf(4, 6, 5)), false, false)[0], I64,
-                             nullptr),
-               Error);
+  EXPECT_THROW(
+      LtDescriptors(planLtMatmuls(geometryOf(gemmOf(4, 6, 5)), false, false)[0], I64, nullptr),
+      Error);
 }
 
 // On a machine with a GPU (bench/gpu_check.sh): the CUDA device computes what
@@ -376,8 +377,8 @@ TEST(CudaDeviceOps, ConvolutionsAndPoolingMatchTheCpu) {
   pool.set_stride_w(2);
   pool.set_oh(4);
   pool.set_ow(4);
-  for (Pool2d::Mode mode : {Pool2d::MAX_FORWARD, Pool2d::AVG_FORWARD, Pool2d::MAX_BACKWARD,
-                            Pool2d::AVG_BACKWARD}) {
+  for (Pool2d::Mode mode :
+       {Pool2d::MAX_FORWARD, Pool2d::AVG_FORWARD, Pool2d::MAX_BACKWARD, Pool2d::AVG_BACKWARD}) {
     pool.set_mode(mode);
     std::vector<float> x = randomValues(2 * 3 * 64, 5), y = randomValues(2 * 3 * 16, 6),
                        dx = randomValues(2 * 3 * 64, 7), dy = randomValues(2 * 3 * 16, 8);

@@ -2,12 +2,12 @@
 // step or buffer), kernels from a shared library, aliasing, a tiny training
 // loop (SGD on a scalar STATE parameter) whose weights are saved with PyTorch
 // names and loaded back, snapshots and profiling.
+#include "ProgramBuilder.h"
 #include "RuntimeTestUtil.h"
 #include "colo/Runtime/CudaDevice.h"
 #include "colo/Runtime/Device.h"
 #include "colo/Runtime/Error.h"
 #include "colo/Runtime/Files.h"
-#include "ProgramBuilder.h"
 #include "colo/Runtime/Session.h"
 
 #include <gtest/gtest.h>

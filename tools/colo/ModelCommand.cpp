@@ -81,8 +81,9 @@ int colo::tool::runModel(mlir::MLIRContext &ctx) {
     cfg.dtype = modelDtype;
   if (modelDropout.getNumOccurrences()) {
     if (!(modelDropout >= 0 && modelDropout < 1))
-      return reportError(formatv("--dropout must be at least 0 and below 1, got {0}",
-                                 modelDropout.getValue()).str());
+      return reportError(
+          formatv("--dropout must be at least 0 and below 1, got {0}", modelDropout.getValue())
+              .str());
     cfg.dropout = modelDropout;
   }
   if (Error e = colo::validate(cfg))

@@ -632,8 +632,7 @@ int run(const std::string &dir) {
     if (runLinkBandwidth > 0)
       local->pcieBandwidth = runLinkBandwidth * 1e9;
     predicted = colo::planner::predictStepTimes(program, *local);
-    out << formatv("predicted on {0}: {1:F1} ms per step", presetName,
-                   predicted->total * 1e3);
+    out << formatv("predicted on {0}: {1:F1} ms per step", presetName, predicted->total * 1e3);
     if (!stepMs.empty()) {
       std::vector<double> warm(stepMs.begin() + (stepMs.size() > 1), stepMs.end());
       std::nth_element(warm.begin(), warm.begin() + warm.size() / 2, warm.end());

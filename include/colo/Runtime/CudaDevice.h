@@ -8,8 +8,8 @@
 // communicator orders its work after it), the copy queue a stream of its
 // own; events are CUDA events. Kernels are kernels.cuda.pb's PTX, loaded
 // through cudaLibraryLoadData for the GPU's architecture; GEMMs run through
-// cuBLASLt (planLtMatmuls), convolutions and pooling through cuDNN. A machine without a CUDA driver or GPU gets one
-// clear Error when a device is asked for.
+// cuBLASLt (planLtMatmuls), convolutions and pooling through cuDNN. A machine without a CUDA driver
+// or GPU gets one clear Error when a device is asked for.
 //
 //===----------------------------------------------------------------------===//
 
