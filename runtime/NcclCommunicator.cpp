@@ -121,6 +121,8 @@ public:
 
   void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
                  const Group &group) override {
+    if (onHost(data))
+      return viaMpi([&] { mpi_.allReduce(data, count, dtype, op, group); });
     Call call(*this, "allReduce");
     int me = member(group, call.what);
     ncclDataType_t type = reduceType(dtype, op, call.what);
@@ -137,6 +139,8 @@ public:
 
   void allGather(const void *send, void *recv, int64_t count, DType dtype,
                  const Group &group) override {
+    if (onHost(recv))
+      return viaMpi([&] { mpi_.allGather(send, recv, count, dtype, group); });
     Call call(*this, "allGather");
     int64_t block;
     ncclComm_t comm = blocks(call.what, send, recv, count, dtype, group,
@@ -149,6 +153,8 @@ public:
 
   void reduceScatter(const void *send, void *recv, int64_t count, DType dtype,
                      ReduceOp op, const Group &group) override {
+    if (onHost(recv))
+      return viaMpi([&] { mpi_.reduceScatter(send, recv, count, dtype, op, group); });
     Call call(*this, "reduceScatter");
     int me = member(group, call.what);
     ncclDataType_t type = reduceType(dtype, op, call.what);
@@ -163,6 +169,8 @@ public:
 
   void allToAll(const void *send, void *recv, int64_t count, DType dtype,
                 const Group &group) override {
+    if (onHost(recv))
+      return viaMpi([&] { mpi_.allToAll(send, recv, count, dtype, group); });
     Call call(*this, "allToAll");
     int64_t block;
     ncclComm_t comm = blocks(call.what, send, recv, count, dtype, group,
@@ -184,6 +192,8 @@ public:
 
   void broadcast(void *data, int64_t count, DType dtype, int root,
                  const Group &group) override {
+    if (onHost(data))
+      return viaMpi([&] { mpi_.broadcast(data, count, dtype, root, group); });
     Call call(*this, "broadcast");
     int me = member(group, call.what);
     int64_t bytes = bytesOf(count, dtype, call.what);
@@ -205,6 +215,8 @@ public:
 
   /// NCCL has no tags: messages between two ranks arrive in call order.
   void send(const void *data, int64_t bytes, int peer, int tag) override {
+    if (onHost(data))
+      return viaMpi([&] { mpi_.send(data, bytes, peer, tag); });
     Call call(*this, "send");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesSent += bytes;
@@ -221,6 +233,8 @@ public:
   void waitSends() override {}
 
   void recv(void *data, int64_t bytes, int peer, int tag) override {
+    if (onHost(data))
+      return viaMpi([&] { mpi_.recv(data, bytes, peer, tag); });
     Call call(*this, "recv");
     ncclComm_t comm = pointToPoint(bytes, peer, tag, call.what);
     stats_.bytesReceived += bytes;
@@ -230,11 +244,8 @@ public:
 
   std::vector<std::vector<char>>
   gatherBytes(const std::vector<char> &mine) override {
-    Call call(*this, "gatherBytes");
-    CommStats before = mpi_.stats();
-    auto all = mpi_.gatherBytes(mine);
-    stats_.bytesSent += mpi_.stats().bytesSent - before.bytesSent;
-    stats_.bytesReceived += mpi_.stats().bytesReceived - before.bytesReceived;
+    std::vector<std::vector<char>> all;
+    viaMpi([&] { all = mpi_.gatherBytes(mine); });
     return all;
   }
 
@@ -402,6 +413,25 @@ private:
       throw Error(what + ": rank " + std::to_string(rank()) +
                   " is not in group " + groupString(group));
     return me;
+  }
+
+  /// Whether `p` is host memory (the session's own bookkeeping: flags,
+  /// sizes, staged weights), which goes through MPI: NCCL reads GPU memory.
+  static bool onHost(const void *p) {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      cudaGetLastError(); // not CUDA's: host memory
+      return true;
+    }
+    return attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged;
+  }
+  /// Runs `f` on the MPI communicator, counting what it moved as this one's.
+  template <typename F> void viaMpi(F f) {
+    Call call(*this, "host memory over MPI");
+    CommStats before = mpi_.stats();
+    f();
+    stats_.bytesSent += mpi_.stats().bytesSent - before.bytesSent;
+    stats_.bytesReceived += mpi_.stats().bytesReceived - before.bytesReceived;
   }
 
   static int64_t bytesOf(int64_t count, DType dtype, const std::string &what) {

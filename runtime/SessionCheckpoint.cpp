@@ -81,8 +81,10 @@ void Session::saveWeights(const std::string &path) const {
     std::vector<std::vector<char>> all =
         comm_->gatherBytes(std::vector<char>(mine.begin(), mine.end()));
     if (rank() != 0) {
+      // From host memory, as rank 0 receives it (a GPU's go through MPI).
+      std::vector<char> staging;
       for (const auto &[torchName, id] : held)
-        comm_->send(pointers_[id], exe_->byteSize(id), 0, kSaveTag);
+        comm_->send(hostBytes(id, staging), exe_->byteSize(id), 0, kSaveTag);
       return;
     }
     blocks.resize(all.size());
