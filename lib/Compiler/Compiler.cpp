@@ -37,6 +37,20 @@ LogicalResult writeText(ModuleOp where, StringRef path, Operation *op) {
 }
 } // namespace
 
+/// The first kernel of `program` (or of one of its pipeline stages) with a
+/// buffer outside device memory: the host's ops, which a GPU cannot run.
+static std::string hostKernel(const runtime::Program &program) {
+  for (const runtime::Step &step : program.steps())
+    if (step.has_kernel())
+      for (int32_t id : step.kernel().args())
+        if (program.buffers(id).space() != runtime::Buffer::DEVICE)
+          return step.kernel().symbol();
+  for (const runtime::Program &stage : program.stages())
+    if (std::string found = hostKernel(stage); !found.empty())
+      return found;
+  return "";
+}
+
 LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
                                      const CompileOptions &options) {
   TimingScope untimed;
@@ -247,6 +261,14 @@ LogicalResult colo::compileTrainStep(ModuleOp module, StringRef exeDir,
                                 << "or optimizer+params, ZeRO or more ranks hold less)";
     program.set_device_memory(options.deviceMemory);
   }
+
+  if (options.target == "cuda")
+    if (std::string host = hostKernel(program); !host.empty())
+      return module.emitError()
+             << "--target cuda runs every kernel on the GPU, and this plan computes on the "
+                "host: kernel '"
+             << host << "' reads or writes host memory (offload=optimizer and "
+             << "optimizer+params update on the host; offload=activations alone does not)";
 
   if (std::error_code ec = llvm::sys::fs::create_directories(exeDir))
     return module.emitError() << "cannot create '" << exeDir << "': " << ec.message();

@@ -86,3 +86,18 @@ def test_unknown_target_is_refused(tmp_path):
     out = run_colo("compile", Path(__file__), "--target", "tpu", "-o", tmp_path / "e",
                    check=False)
     assert out.returncode != 0 and "--target 'tpu' is not a target" in out.stderr
+
+
+def test_host_computation_is_refused_for_cuda(tmp_path):
+    """An offloaded optimizer updates on the host, which a GPU cannot run:
+    --target cuda refuses it by kernel; offloaded activations only move."""
+    model = tmp_path / "gpt.mlir"
+    run_colo("model", "gpt", "--layers", 1, "--hidden", 16, "--heads", 2, "--vocab", 32,
+             "--seq", 8, "--batch", 2, "--dtype", "f32", "-o", model)
+    train = ["--train", "loss=lm,optimizer=adamw", "--target", "cuda"]
+    out = run_colo("compile", model, "-o", tmp_path / "off", *train, "--plan",
+                   "offload=optimizer", check=False)
+    assert out.returncode != 0 and "this plan computes on the host: kernel" in out.stderr, \
+        out.stderr
+    run_colo("compile", model, "-o", tmp_path / "act", *train, "--plan", "offload=activations")
+    assert (tmp_path / "act" / "kernels.cuda.pb").stat().st_size > 0
