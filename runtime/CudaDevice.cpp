@@ -243,19 +243,15 @@ public:
     auto d = std::make_shared<ConvDescriptors>(geometryOf(conv));
     cudnnHandle_t h = dnn();
     const char *what = "a convolution";
-    auto check = [&](cudnnStatus_t status, const char *call) { checkCudnn(status, call, what); };
-    int found = 0;
-    // cuDNN's heuristics rank the algorithms; colo takes the first that
-    // works and, for the gradients, is deterministic (runs repeat exactly).
     switch (conv.mode()) {
     case Conv2d::FORWARD: {
-      cudnnConvolutionFwdAlgoPerf_t perf[8];
-      check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->weight, d->conv, d->y, 8,
-                                                           &found, perf),
-            "cudnnGetConvolutionForwardAlgorithm_v7");
-      const auto &best = pick(perf, found, what);
-      grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
-      return [this, d, x, weight, bias, y, algo = best.algo, what] {
+      auto algo = algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+          [&](int n, int *found, auto *perf) {
+            return cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->weight, d->conv, d->y,
+                                                                  n, found, perf);
+          },
+          "cudnnGetConvolutionForwardAlgorithm_v7", what);
+      return [this, d, x, weight, bias, y, algo, what] {
         float one = 1, zero = 0;
         checkCudnn(cudnn().cudnnConvolutionForward(dnn(), &one, d->x, x, d->weight, weight, d->conv,
                                                    algo, dnnWorkspace_, size_t(dnnWorkspaceBytes_),
@@ -267,13 +263,13 @@ public:
       };
     }
     case Conv2d::BACKWARD_DATA: {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[8];
-      check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->weight, d->y, d->conv, d->x,
-                                                                8, &found, perf),
-            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      const auto &best = pick(perf, found, what);
-      grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
-      return [this, d, x, weight, y, algo = best.algo, what] {
+      auto algo = algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+          [&](int n, int *found, auto *perf) {
+            return cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->weight, d->y, d->conv,
+                                                                       d->x, n, found, perf);
+          },
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7", what);
+      return [this, d, x, weight, y, algo, what] {
         float one = 1, zero = 0;
         checkCudnn(cudnn().cudnnConvolutionBackwardData(dnn(), &one, d->weight, weight, d->y, y,
                                                         d->conv, algo, dnnWorkspace_,
@@ -282,13 +278,13 @@ public:
       };
     }
     default: {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
-      check(cudnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv, d->weight,
-                                                                  8, &found, perf),
-            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      const auto &best = pick(perf, found, what);
-      grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(best.memory), "cuDNN's workspace");
-      return [this, d, x, weight, bias, y, algo = best.algo, what] {
+      auto algo = algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          [&](int n, int *found, auto *perf) {
+            return cudnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv,
+                                                                         d->weight, n, found, perf);
+          },
+          "cudnnGetConvolutionBackwardFilterAlgorithm_v7", what);
+      return [this, d, x, weight, bias, y, algo, what] {
         float one = 1, zero = 0;
         checkCudnn(cudnn().cudnnConvolutionBackwardFilter(
                        dnn(), &one, d->x, x, d->y, y, d->conv, algo, dnnWorkspace_,
@@ -509,12 +505,19 @@ private:
     }
     return dnn_;
   }
-  /// The first of cuDNN's ranked algorithms that works (and is deterministic
-  /// where cuDNN says which are).
-  template <typename Perf> const Perf &pick(const Perf *perf, int found, const char *what) {
+  /// The first of the algorithms cuDNN's heuristics rank (`query(n, &found,
+  /// perf)`, through `call`) that works and is deterministic (runs repeat
+  /// exactly), with the shared workspace grown to what it needs.
+  template <typename Perf, typename Query>
+  decltype(Perf::algo) algorithm(Query query, const char *call, const char *what) {
+    Perf perf[8];
+    int found = 0;
+    checkCudnn(query(8, &found, perf), call, what);
     for (int i = 0; i < found; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC)
-        return perf[i];
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC) {
+        grow(dnnWorkspace_, dnnWorkspaceBytes_, int64_t(perf[i].memory), "cuDNN's workspace");
+        return perf[i].algo;
+      }
     throw Error(std::string("cuDNN has no deterministic algorithm for ") + what + " on " +
                 props_.name);
   }
