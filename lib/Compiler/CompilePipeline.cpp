@@ -82,6 +82,9 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   case planner::Schedule::Interleaved:
     options.schedule = PipelineSchedule::Interleaved;
     break;
+  case planner::Schedule::ZeroBubbleH1:
+    options.schedule = PipelineSchedule::ZeroBubbleH1;
+    break;
   case planner::Schedule::None:
     if (plan.virtualStages > 1)
       options.schedule = PipelineSchedule::Interleaved;

@@ -7,6 +7,7 @@
 #include "colo/Analysis/RecomputeSolver.h"
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Pipeline.h"
+#include "colo/Passes/PipelineSchedule.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
@@ -768,11 +769,32 @@ double pipelineCommTime(const ModelProfile &m, const ClusterSpec &c, const Share
          (tied > 0 ? collectiveTime(Collective::SendRecv, tied, 2, stride, c) : 0);
 }
 
-/// The pipeline bubble: (pp - 1) / v microbatch times, `tMicro` each.
-double pipelineBubbleTime(double tMicro, const Shared &s) {
+/// Of a layer's step, the share of its weight gradients: the backward's
+/// products with the parameters (as many FLOPs as the forward's), over a
+/// step of three forwards' FLOPs.
+double weightGradientShare(const PartCost &layer) {
+  double forward = layer.matmulFlops + layer.otherFlops;
+  return forward > 0 ? (layer.matmulFlops - layer.attentionFlops) / (3 * forward) : 1.0 / 3;
+}
+
+/// The pipeline bubble: (pp - 1) / v microbatch times, `tMicro` each. For
+/// zb-h1, the idle time of the schedule's own order (colo-pipeline's) run
+/// with a forward of a third of `tMicro`, the weight gradients their share,
+/// the input gradients the rest.
+double pipelineBubbleTime(double tMicro, const ModelProfile &m, const Plan &plan,
+                          const Shared &s) {
   if (s.pp <= 1)
     return 0;
-  return double(s.pp - 1) / s.v * tMicro;
+  if (plan.schedule != Schedule::ZeroBubbleH1)
+    return double(s.pp - 1) / s.v * tMicro;
+  PhaseTimes t;
+  t.forward = tMicro / 3;
+  t.weightGrad = tMicro * weightGradientShare(m.layer);
+  t.inputGrad = tMicro - t.forward - t.weightGrad;
+  std::vector<PhaseTimes> stages(s.pp, t);
+  std::optional<PipelineTimeline> run = simulatePipeline(
+      s.pp, 1, int64_t(s.mcount), PipelineSchedule::ZeroBubbleH1, stages, /*hop=*/0);
+  return run ? run->makespan - s.mcount * tMicro : double(s.pp - 1) * tMicro;
 }
 
 /// What a collective of `comm` seconds beside `window` seconds of compute
@@ -1239,7 +1261,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   double tMicro = (t.compute + t.recompute + t.tensorParallel) / s.mcount + ulyssesMicro;
   t.ulysses = s.mcount * ulyssesMicro + ulyssesGradientTime(c, dev, s, tMicro);
   t.pipelineComm = pipelineCommTime(m, c, s);
-  t.bubble = pipelineBubbleTime(tMicro, s);
+  t.bubble = pipelineBubbleTime(tMicro, m, plan, s);
   t.dataParallel = dataParallelTime(m, c, plan, dev, s, tMicro);
   double owned = ownedParams(plan, dev, s);
   // The largest stash of a device: per microbatch (the link's bytes, both

@@ -16,6 +16,7 @@ StringRef scheduleName(Schedule s) {
   case Schedule::GPipe: return "gpipe";
   case Schedule::OneFOneB: return "1f1b";
   case Schedule::Interleaved: return "interleaved";
+  case Schedule::ZeroBubbleH1: return "zb-h1";
   }
   return "none";
 }
@@ -107,10 +108,11 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     if (value == "gpipe") p.schedule = Schedule::GPipe;
     else if (value == "1f1b") p.schedule = Schedule::OneFOneB;
     else if (value == "interleaved") p.schedule = Schedule::Interleaved;
+    else if (value == "zb-h1") p.schedule = Schedule::ZeroBubbleH1;
     else if (value == "none") p.schedule = Schedule::None;
     else
       return bad(what + ": unknown schedule '" + value +
-                 "' (gpipe, 1f1b, interleaved)");
+                 "' (gpipe, 1f1b, interleaved, zb-h1)");
     return Error::success();
   }
   if (key == "recompute") {
@@ -166,6 +168,9 @@ static Error check(Plan &p, StringRef what) {
     p.schedule = Schedule::None;
   else if (p.schedule == Schedule::None)
     p.schedule = Schedule::OneFOneB;
+  if (p.schedule == Schedule::ZeroBubbleH1 && p.virtualStages > 1)
+    return bad(what + ": zb-h1 runs one stage per pipeline rank (v = 1); virtual stages "
+                      "go with schedule=interleaved");
   if (p.schedule != Schedule::Interleaved)
     p.virtualStages = 1;
   if (p.sequenceParallel && p.tp == 1)

@@ -37,6 +37,7 @@ void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const Cluster
     } else {
       schedules.push_back({Schedule::OneFOneB, 1});
       schedules.push_back({Schedule::GPipe, 1});
+      schedules.push_back({Schedule::ZeroBubbleH1, 1});
       for (int64_t v : {2, 4})
         if (m.layers % (pp * v) == 0 && micro % pp == 0)
           schedules.push_back({Schedule::Interleaved, v});

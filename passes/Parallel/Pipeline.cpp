@@ -7,6 +7,7 @@
 #include "Parallel/Mesh.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Passes/Pipeline.h"
+#include "colo/Passes/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -26,48 +27,6 @@ using namespace colo;
 
 namespace {
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-struct Action {
-  bool backward;
-  int64_t stage, micro;
-};
-
-/// The order in which pipeline rank `r` runs its (virtual) stages'
-/// forwards and backwards; Megatron-LM's schedules.
-SmallVector<Action> scheduleOf(int64_t r, int64_t pp, int64_t v, int64_t micro,
-                               PipelineSchedule kind) {
-  SmallVector<Action> actions;
-  if (kind == PipelineSchedule::GPipe) {
-    for (int64_t c = 0; c < v; ++c)
-      for (int64_t m = 0; m < micro; ++m)
-        actions.push_back({false, c * pp + r, m});
-    for (int64_t c = v - 1; c >= 0; --c)
-      for (int64_t m = 0; m < micro; ++m)
-        actions.push_back({true, c * pp + r, m});
-    return actions;
-  }
-  // 1F1B; interleaved: forward k runs chunk (k / pp) mod v on microbatch
-  // (k / (pp v)) pp + k mod pp, backward k the chunks in reverse.
-  int64_t total = micro * v;
-  auto microOf = [&](int64_t k) { return (k / (pp * v)) * pp + k % pp; };
-  auto forward = [&](int64_t k) {
-    return Action{false, ((k / pp) % v) * pp + r, v == 1 ? k : microOf(k)};
-  };
-  auto backward = [&](int64_t k) {
-    return Action{true, (v - 1 - (k / pp) % v) * pp + r, v == 1 ? k : microOf(k)};
-  };
-  int64_t warmup = v == 1 ? std::min(pp - r - 1, micro)
-                          : std::min((pp - r - 1) * 2 + (v - 1) * pp, total);
-  for (int64_t k = 0; k < warmup; ++k)
-    actions.push_back(forward(k));
-  for (int64_t i = 0; i < total - warmup; ++i) {
-    actions.push_back(forward(warmup + i));
-    actions.push_back(backward(i));
-  }
-  for (int64_t k = total - warmup; k < total; ++k)
-    actions.push_back(backward(k));
-  return actions;
-}
 
 class PipelineSplitter {
 public:
@@ -132,6 +91,7 @@ private:
     }
     if (!carried.empty())
       classify(lossOp);
+    findInputGradients();
     for (Operation &op : body.without_terminator())
       if (auto load = dyn_cast<GlobalLoadOp>(op)) {
         Value value = carried.lookup(load.getGlobalAttr().getAttr());
@@ -222,6 +182,39 @@ private:
     }
   }
 
+  /// Whether a schedule's `phase` runs the per-microbatch `op`.
+  bool runs(PipelinePhase phase, Operation *op) const {
+    switch (phase) {
+    case PipelinePhase::Forward:
+      return !backward.contains(op);
+    case PipelinePhase::Backward:
+      return backward.contains(op);
+    case PipelinePhase::InputGrad:
+      return inputGrad.contains(op);
+    case PipelinePhase::WeightGrad:
+      return backward.contains(op) && !inputGrad.contains(op);
+    }
+    return false;
+  }
+
+  /// The backward's input-gradient part: the ops whose results another
+  /// stage reads, and what they read of their stage's backward. The rest of
+  /// a stage's backward only leads to its parameters' gradients, which a
+  /// zero-bubble schedule runs later.
+  void findInputGradients() {
+    inputGrad.clear();
+    for (Operation &op : llvm::reverse(body.without_terminator())) {
+      if (!backward.contains(&op))
+        continue;
+      bool needed = llvm::any_of(op.getUsers(), [&](Operation *user) {
+        return isPerMicro(user) &&
+               (getStage(user) != getStage(&op) || inputGrad.contains(user));
+      });
+      if (needed)
+        inputGrad.insert(&op);
+    }
+  }
+
   /// The per-microbatch value `op` stores when it updates a carried global.
   Value carriedValue(Operation *op) const {
     auto store = dyn_cast<GlobalStoreOp>(op);
@@ -273,10 +266,9 @@ private:
     Rank rank(r, entry);
     rank.at.resize(micro);
 
-    for (Action a : scheduleOf(r, pp, v, micro, schedule))
+    for (PipelineAction a : pipelineOrder(r, pp, v, micro, schedule))
       for (Operation &op : body.without_terminator())
-        if (isPerMicro(&op) && *getStage(&op) == a.stage &&
-            backward.contains(&op) == a.backward)
+        if (isPerMicro(&op) && *getStage(&op) == a.stage && runs(a.phase, &op))
           cloneForMicro(rank, &op, a.micro);
     for (Operation &op : body.without_terminator())
       if (perStepOf[r].contains(&op)) {
@@ -558,7 +550,7 @@ private:
   Block &body;
   MeshAxis ppAxis;
   Value loss;
-  DenseSet<Operation *> varying, perMicro, backward, perStep;
+  DenseSet<Operation *> varying, perMicro, backward, perStep, inputGrad;
   /// Globals the forward updates, with the value stored (per microbatch).
   DenseMap<Attribute, Value> carried;
   SmallVector<Operation *> stores;

@@ -2,6 +2,7 @@
 // RUN: colo-opt %s --colo-create-mesh=pp=2 --colo-split-batch=parts=2 --colo-pipeline-stages=stages=2 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="pp=2 micro=2 schedule=gpipe" | FileCheck %s --check-prefix=GPIPE
 // RUN: colo-opt %s --colo-split-batch=parts=2 --colo-pipeline-stages=stages=1 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="micro=2" | FileCheck %s --check-prefix=ACCUMULATE
 // RUN: colo-opt %s --colo-create-mesh=pp=2 --colo-split-batch=parts=2 --colo-pipeline-stages=stages=4 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="pp=2 virtual=2 micro=2 schedule=interleaved" | FileCheck %s --check-prefix=INTERLEAVED
+// RUN: colo-opt %s --colo-create-mesh=pp=2 --colo-split-batch=parts=2 --colo-pipeline-stages=stages=2 --colo-build-train-step="loss=lm optimizer=sgd" --colo-pipeline="pp=2 micro=2 schedule=zb-h1" | FileCheck %s --check-prefix=ZB
 
 // 1F1B on two ranks, two microbatches. Rank 0 runs F0, F1, B0, B1 (one
 // warm-up forward); it sends each microbatch's residual stream to rank 1 and
@@ -78,6 +79,23 @@
 // INTERLEAVED: colo.mul {{.*}}colo.micro = 0 : i64, colo.stage = 1
 // INTERLEAVED: colo.mul {{.*}}colo.micro = 1 : i64, colo.stage = 1
 // INTERLEAVED: return
+
+// Zero-bubble H1: the last rank runs F0, the input gradient of 0 (what it
+// sends back), F1, the input gradient of 1, then the weight gradients of 0
+// and 1 (the tied embedding's part from the LM head), which it had deferred.
+// ZB-LABEL: func.func @train_step_stage1
+// ZB: colo.cross_entropy {{.*}}colo.micro = 0
+// ZB: colo.cross_entropy_backward {{.*}}colo.micro = 0
+// ZB: %[[DX0:.*]] = colo.matmul {{.*}}colo.micro = 0
+// ZB: shard.send %[[DX0]] {{.*}}destination = [0] {colo.tag = 2 : i64}
+// ZB-NOT: colo.micro = 0
+// ZB: colo.cross_entropy {{.*}}colo.micro = 1
+// ZB: colo.cross_entropy_backward {{.*}}colo.micro = 1
+// ZB: %[[DX1:.*]] = colo.matmul {{.*}}colo.micro = 1
+// ZB: shard.send %[[DX1]] {{.*}}destination = [0] {colo.tag = 3 : i64}
+// ZB: %[[DW0:.*]] = colo.matmul {{.*}}colo.micro = 0
+// ZB: %[[DW1:.*]] = colo.matmul {{.*}}colo.micro = 1
+// ZB: return
 
 // One rank: gradient accumulation, no messages, still @train_step.
 // ACCUMULATE-LABEL: func.func @train_step(%{{.*}}: tensor<4x6xi64>)

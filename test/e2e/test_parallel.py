@@ -419,6 +419,9 @@ PLANS = {
     "pp=2,micro=2,schedule=gpipe": lambda P, W: pipeline(2, W),
     "pp=4,micro=4,schedule=1f1b": lambda P, W: pipeline(4, W),
     "pp=2,micro=4,schedule=interleaved,v=2": lambda P, W: pipeline(2, W, chunks=4),
+    # Zero-bubble H1 moves each weight gradient later: the same messages.
+    "pp=4,micro=4,schedule=zb-h1": lambda P, W: pipeline(4, W),
+    "dp=2,pp=2,tp=2,zero=1,micro=2,schedule=zb-h1": lambda P, W: three_d(2, 2, 2, W),
     "dp=2,pp=2,tp=2,zero=1,micro=2": lambda P, W: three_d(2, 2, 2, W),
     "ulysses=2": lambda P, W: ulysses(2, P, W),
     # More ranks per axis, and compositions the plans above leave out.
@@ -460,6 +463,7 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "tp=2,vocab", "dp=2,tp=2,vocab", "tp=2,sp,vocab",
                                           "pp=2,micro=2,schedule=gpipe",
                                           "pp=4,micro=4,schedule=1f1b",
+                                          "pp=4,micro=4,schedule=zb-h1",
                                           "pp=2,micro=4,schedule=interleaved,v=2",
                                           "dp=2,pp=2,tp=2,zero=1,micro=2", "dp=4,zero=3",
                                           "pp=4,micro=4,schedule=gpipe",

@@ -36,7 +36,8 @@ def Colo_LrSchedule : Colo_PassEnum<"LrSchedule", "schedule", [
 def Colo_PipelineSchedule : Colo_PassEnum<"PipelineSchedule", "pipeline schedule", [
     I32EnumCase<"GPipe", 0, "gpipe">,
     I32EnumCase<"OneFOneB", 1, "1f1b">,
-    I32EnumCase<"Interleaved", 2, "interleaved">]>;
+    I32EnumCase<"Interleaved", 2, "interleaved">,
+    I32EnumCase<"ZeroBubbleH1", 3, "zb-h1">]>;
 
 def Colo_RecomputePolicy : Colo_PassEnum<"RecomputePolicy", "recompute policy", [
     I32EnumCase<"None", 0, "none">,

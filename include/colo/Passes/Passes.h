@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "colo/Passes/PassEnums.h.inc"
+#include "colo/Passes/PassEnums.h"
 
 namespace colo {
 

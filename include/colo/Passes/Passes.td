@@ -744,7 +744,17 @@ def ColoPipeline : Pass<"colo-pipeline", "::mlir::ModuleOp"> {
     - `1f1b`: `pp - r - 1` warm-up forwards, then one forward and one
       backward alternately, then the remaining backwards;
     - `interleaved`: Megatron-LM's interleaved 1F1B over virtual stages
-      (`micro` a multiple of `pp`).
+      (`micro` a multiple of `pp`);
+    - `zb-h1`: Qi et al.'s zero-bubble H1. Each stage's backward is split
+      into its input-gradient part (the ops whose results another stage
+      reads, and what they read of the same backward) and its
+      weight-gradient part (the rest: the parameters' gradients). Rank `r`
+      runs the input-gradient part as soon as the next stage's arrives, a
+      forward when fewer than `pp - r` microbatches have forwards without
+      weight gradients (the activations 1F1B keeps), and the weight
+      gradients otherwise, in what would be the bubble. The order is fixed
+      at compile time by running the schedule with unit times
+      (include/colo/Passes/PipelineSchedule.h).
 
     A value that a stage on another rank uses is sent once per microbatch
     (`shard.send` / `shard.recv` on the `pp` axis, each message tagged
@@ -778,7 +788,10 @@ def ColoPipeline : Pass<"colo-pipeline", "::mlir::ModuleOp"> {
              clEnumValN(colo::PipelineSchedule::OneFOneB, "1f1b",
                         "one forward, one backward"),
              clEnumValN(colo::PipelineSchedule::Interleaved, "interleaved",
-                        "1F1B over several virtual stages per rank"))}]>,
+                        "1F1B over several virtual stages per rank"),
+             clEnumValN(colo::PipelineSchedule::ZeroBubbleH1, "zb-h1",
+                        "1F1B with each backward's weight gradients deferred "
+                        "into the bubble (zero-bubble H1)"))}]>,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

@@ -10,7 +10,7 @@
 
 namespace colo::planner {
 
-enum class Schedule { None, GPipe, OneFOneB, Interleaved };
+enum class Schedule { None, GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 /// Budget: as little as fits the device, chosen per layer (keep, recompute
 /// the attention core, recompute from the input) by the same solver in
 /// colo-recompute (for colo compile --device-memory) and the cost model.
