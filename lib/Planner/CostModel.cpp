@@ -1040,8 +1040,12 @@ double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Pl
 /// (--chunk-mb).
 constexpr double kChunkBytes = 32.0 * (1 << 20);
 
-/// Microbatches whose activations device d holds at once.
-double inflightAt(int64_t d, double inflight) { return std::max(1.0, inflight - d); }
+/// Microbatches whose activations device d holds at once: 1F1B's d-th rank
+/// fewer than the first; zb-h1's as many (those of its weight gradients, run
+/// up to d microbatches later).
+double inflightAt(int64_t d, double inflight, const Plan &plan) {
+  return plan.schedule == Schedule::ZeroBubbleH1 ? inflight : std::max(1.0, inflight - d);
+}
 
 /// Activations device d keeps: its stash (split by tp and, sequence-parallel,
 /// the hidden-size ones too) times the microbatches in flight there; under
@@ -1052,7 +1056,7 @@ double inflightAt(int64_t d, double inflight) { return std::max(1.0, inflight - 
 double activationMemory(int64_t d, bool first, bool last, double inflight,
                         const ModelProfile &m, const Plan &plan, const Chunks &ch,
                         const Shared &s) {
-  double stash = inflightAt(d, inflight) * stashPerMicrobatch(d, first, m, plan, ch, s);
+  double stash = inflightAt(d, inflight, plan) * stashPerMicrobatch(d, first, m, plan, ch, s);
   if (plan.offloadActivations)
     stash = std::min(stash, 2 * kChunkBytes);
   return stash + (plan.recompute == Recompute::Full ? layerSaved(m.layer, plan, s) : 0) +
@@ -1142,7 +1146,7 @@ BudgetedLayers budgetLayers(int64_t d, double inflight, const ModelProfile &m,
   MemoryBreakdown mem = deviceMemory(d, inflight, m, c, plan, ch, dev, s);
   Plan selective = plan;
   selective.recompute = Recompute::Selective;
-  double held = inflightAt(d, inflight), layers = 0, keep = 0, keepSelective = 0;
+  double held = inflightAt(d, inflight, plan), layers = 0, keep = 0, keepSelective = 0;
   for (int64_t k = d; k < ch.count; k += s.pp) {
     layers += ch.layers[k];
     keep += layerSaved(ch.part[k], plan, s);
@@ -1270,7 +1274,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   for (int64_t d = 0; d < s.pp; ++d) {
     double perMicro = stashPerMicrobatch(d, d == 0, m, plan, ch, s);
     stashMicro = std::max(stashMicro, perMicro);
-    stashHeld = std::max(stashHeld, inflightAt(d, inflight) * perMicro);
+    stashHeld = std::max(stashHeld, inflightAt(d, inflight, plan) * perMicro);
   }
   // Offloaded activations go to the host during each microbatch's forward
   // and come back during its backward, on the copy queue: what a phase's

@@ -519,9 +519,12 @@ int run(const std::string &dir) {
   auto runStart = std::chrono::steady_clock::now();
   int64_t firstStep = session.stepsRun();
   std::vector<double> stepMs; // each step's wall time, for the measured figure
+  double firstStepWaits = 0;  // the ranks' start is in the first step's waits
   rt::TrainLoopResult result = rt::runTrainLoop(
       session, data.get(), stepsLeft, comm.get(),
       [&](int64_t k, double ms) {
+        if (stepMs.empty())
+          firstStepWaits = session.communicationTime().exposed;
         stepMs.push_back(ms);
         progress.clear();
         out << "step " << k << "/" << runSteps;
@@ -607,6 +610,19 @@ int run(const std::string &dir) {
                      "memory: the offloaded state, optimizer and parameters, and the temporaries of the "
                      "host's ops)\n",
                      megabytes(host));
+  }
+  if (comm && !runProfile.empty() && stepMs.size() > 1) {
+    // Each rank's time in communication steps and waits per step after the
+    // first: under a pipeline, mostly the bubble it waits through
+    // (bench/pipeline_bubble_bench.py).
+    std::vector<double> waits(size_t(world), 0.0);
+    waits[size_t(rank)] = (session.communicationTime().exposed - firstStepWaits) /
+                          double(stepMs.size() - 1);
+    comm->allReduce(waits.data(), world, rt::F64, rt::ReduceOp::Sum, comm->world());
+    out << "waiting in communication per step after the first:";
+    for (int64_t r = 0; r < world; ++r)
+      out << (r ? "," : "") << " rank " << r << " " << milliseconds(waits[size_t(r)] * 1e3);
+    out << "\n";
   }
   if (rank != 0)
     return 0;
