@@ -545,6 +545,25 @@ void Executable::validateSteps() {
           notConstant("output", operand("output", c.output()));
         break;
       }
+      if (c.kind() == Collective::SHIFT) {
+        int64_t members = 1;
+        for (int axis : c.mesh_axes()) {
+          if (axis < 0 || axis >= program_.mesh().shape_size())
+            fail(where + ": mesh axis " + std::to_string(axis) + " is not an axis of the mesh");
+          members *= program_.mesh().shape(axis);
+        }
+        if (c.offset() <= 0 || c.offset() >= std::max<int64_t>(members, 2))
+          fail(where + ": shift offset " + std::to_string(c.offset()) +
+               " is not in (0, group size " + std::to_string(members) + ")");
+        if (c.tag() < 0 || c.tag() >= (1 << 15))
+          fail(where + ": tag " + std::to_string(c.tag()) + " is outside [0, 32768)");
+        int32_t in = operand("input", c.input());
+        int32_t out = operand("output", c.output());
+        notConstant("output", out);
+        needDType("output", out, buffer(in).dtype());
+        needElements("output", out, elements_[in], true);
+        break;
+      }
       int32_t in = operand("input", c.input()), out = operand("output", c.output());
       int64_t parts = 1;
       std::set<int> axes;

@@ -350,6 +350,23 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
     int64_t bytes = exe_->byteSize(c.output());
     return [=] { comm->recv(out, bytes, peer, tag); };
   }
+  if (c.kind() == Collective::SHIFT) {
+    void *in = pointers_[c.input()], *out = pointers_[c.output()];
+    int64_t bytes = exe_->byteSize(c.input()), size = int64_t(group.size());
+    int64_t index = std::find(group.begin(), group.end(), rank()) - group.begin();
+    int to = group[size_t((index + c.offset()) % size)];
+    int from = group[size_t(((index - c.offset()) % size + size) % size)];
+    int tag = c.tag();
+    if (size == 1)
+      return [=] { std::memmove(out, in, size_t(bytes)); };
+    if (!comm)
+      throw Error("a shift step needs a communicator (run with its ranks)");
+    sends_ = true;
+    return [=] {
+      comm->sendAsync(in, bytes, to, tag);
+      comm->recv(out, bytes, from, tag);
+    };
+  }
   void *in = pointers_[c.input()], *out = pointers_[c.output()];
   DType dtype = exe_->buffer(c.input()).dtype();
   int64_t n = exe_->numElements(c.input()), size = int64_t(group.size());

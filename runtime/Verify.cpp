@@ -77,6 +77,7 @@ const char *kindName(Collective::Kind k) {
   case Collective::ALL_TO_ALL: return "all-to-all";
   case Collective::SEND: return "send";
   case Collective::RECV: return "receive";
+  case Collective::SHIFT: return "shift";
   default: return "collective";
   }
 }
@@ -219,6 +220,21 @@ std::string verifyCommunication(const Program &top) {
       if (c.kind() == Collective::ALL_SLICE)
         continue; // no communication
       Event e{i, c.kind(), groupOf(mesh, r, {c.mesh_axes().begin(), c.mesh_axes().end()})};
+      if (c.kind() == Collective::SHIFT) {
+        // A send along the ring, then the receive from the other side.
+        int n = int(e.group.size());
+        auto at = std::find(e.group.begin(), e.group.end(), r) - e.group.begin();
+        int64_t off = c.offset();
+        Event out = e, in = e;
+        out.kind = Collective::SEND, in.kind = Collective::RECV;
+        out.peer = e.group[size_t((at + off) % n)];
+        in.peer = e.group[size_t(((at - off) % n + n) % n)];
+        out.tag = in.tag = c.tag();
+        out.bytes = in.bytes = bytesOf(p, c.input());
+        events[r].push_back(std::move(out));
+        events[r].push_back(std::move(in));
+        continue;
+      }
       bool send = c.kind() == Collective::SEND, recv = c.kind() == Collective::RECV;
       if (send || recv) {
         if (c.peer() < 0 || c.peer() >= int64_t(e.group.size()))

@@ -31,7 +31,8 @@ FailureOr<exec::Reduction> reductionOf(Operation *op, shard::ReductionKind kind)
 
 bool colo::isCollective(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-             shard::AllToAllOp, shard::AllSliceOp, shard::SendOp, shard::RecvOp>(op);
+             shard::AllToAllOp, shard::AllSliceOp, shard::SendOp, shard::RecvOp,
+             shard::ShiftOp>(op);
 }
 
 void StepBuilder::waitFor(Value token, StringRef name) {
@@ -121,6 +122,21 @@ LogicalResult StepBuilder::visitCollective(Operation *op) {
     if (failed(leading(a.getInput(), a.getSplitAxis().getSExtValue())))
       return failure();
     started = exec::AllToAllOp::create(b, loc, token(), name, *in, *out, axesOf(a.getGridAxes()));
+  } else if (auto s = dyn_cast<shard::ShiftOp>(op)) {
+    ArrayRef<int16_t> axes = s.getGridAxes();
+    if (axes.size() != 1 || int64_t(axes[0]) != s.getShiftAxis().getSExtValue() ||
+        !s.getRotate())
+      return op->emitError("the runtime shifts around the ring of one grid axis (rotate)");
+    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, s.getGridAttr());
+    int64_t size = grid ? grid.getShape()[axes[0]] : 0;
+    int64_t offset = size > 0 ? (s.getOffset() % size + size) % size : 0;
+    if (offset == 0)
+      return op->emitError("a shift by ") << s.getOffset() << " around a ring of " << size
+                                          << " moves nothing";
+    // Each shift's messages get their own tag: a step's shifts between the
+    // same two ranks (a layer's keys and values) stay apart.
+    started = exec::ShiftOp::create(b, loc, token(), name, *in, *out, axesOf(axes), offset,
+                                    shiftTags++);
   } else if (auto s = dyn_cast<shard::AllSliceOp>(op)) {
     if (failed(leading(s.getInput(), s.getSliceAxis().getSExtValue())))
       return failure();

@@ -278,6 +278,11 @@ private:
         .Case([&](exec::AllGatherOp c) { return group(c, rt::Collective::ALL_GATHER), success(); })
         .Case([&](exec::AllToAllOp c) { return group(c, rt::Collective::ALL_TO_ALL), success(); })
         .Case([&](exec::AllSliceOp c) { return group(c, rt::Collective::ALL_SLICE), success(); })
+        .Case([&](exec::ShiftOp c) {
+          rt::Collective *out = group(c, rt::Collective::SHIFT);
+          out->set_offset(c.getOffset()), out->set_tag(int32_t(c.getTag()));
+          return success();
+        })
         .Case([&](exec::SendOp s) {
           rt::Collective *c = collective(s, s.getName(), rt::Collective::SEND, s.getMeshAxes());
           c->set_peer(s.getPeer()), c->set_tag(int32_t(s.getTag()));

@@ -43,6 +43,8 @@ double bytesSent(const runtime::Program &p, const runtime::Collective &c) {
     return 0;
   case K::SEND:
     return bytes;
+  case K::SHIFT:
+    return n > 1 ? bytes : 0;
   case K::ALL_REDUCE:
     return 2.0 * (n - 1) / n * bytes;
   case K::ALL_GATHER:

@@ -601,12 +601,21 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
                 b, gb.loc, x.getType(), a.getGrid(), a.getGridAxes(), g,
                 a.getConcatAxis(), a.getSplitAxis())};
           })
+          // Ring attention: a rotation around the ring; its adjoint rotates
+          // the gradients back.
+          .Case([&](shard::ShiftOp s) -> Grads {
+            if (!s.getRotate())
+              return s.emitOpError("has no gradient rule without rotate");
+            return SmallVector<Value>{shard::ShiftOp::create(
+                b, gb.loc, x.getType(), s.getGrid(), s.getGridAxes(), g, s.getShiftAxis(),
+                -s.getOffset(), /*rotate=*/true)};
+          })
           .Default([&](Operation *other) -> Grads {
             if (isa<shard::ShardDialect>(other->getDialect()))
               return other->emitOpError(
                   "has no gradient rule (of the shard ops only all_reduce and "
                   "reduce_scatter with reduction = sum, all_gather, "
-                  "all_slice and all_to_all have one)");
+                  "all_slice, all_to_all and shift with rotate have one)");
             return other->emitOpError("has no gradient rule");
           });
   if (failed(grads))

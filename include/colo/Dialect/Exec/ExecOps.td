@@ -272,6 +272,15 @@ def Exec_AllToAllOp : Exec_GroupOp<"all_to_all", (ins), ""> {
     `output` holds in block i what member i sent it.
   }];
 }
+def Exec_ShiftOp : Exec_GroupOp<"shift", (ins I64Attr:$offset, I32Attr:$tag),
+                                "`by` $offset `tag` $tag"> {
+  let description = [{
+    Around the group's ring: member i sends `input` to member
+    (i + offset) mod size and receives into `output` what member
+    (i - offset) mod size sent, in a message tagged `tag` (ring attention's
+    key and value blocks).
+  }];
+}
 def Exec_AllSliceOp : Exec_GroupOp<"all_slice", (ins), ""> {
   let description = [{
     No communication: member i's `output` is block i of its `input`.
