@@ -114,9 +114,10 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
                                                  const TrainStepOptions &train,
                                                  const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
-  if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || parallel.ulysses > 1)
-    pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{
-        parallel.dp, parallel.tp, parallel.pp, parallel.ulysses}));
+  int64_t sequenceRanks = parallel.ulysses * parallel.ring;
+  if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || sequenceRanks > 1)
+    pm.addPass(createColoCreateMesh(
+        ColoCreateMeshOptions{parallel.dp, parallel.tp, parallel.pp, sequenceRanks}));
   if (parallel.dp * parallel.micro > 1)
     pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{
         parallel.dp * parallel.micro, parallel.localBatchNorm ? 1 : parallel.dp}));
@@ -134,6 +135,9 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   // the all-to-alls exchange the rank's tp heads.
   if (parallel.ulysses > 1)
     pm.addPass(createColoUlysses(ColoUlyssesOptions{parallel.ulysses}));
+  // Likewise: each rank's tp heads go around the ring.
+  if (parallel.ring > 1)
+    pm.addPass(createColoRingAttention(ColoRingAttentionOptions{parallel.ring, parallel.zigzag}));
   if (parallel.sequenceParallel && parallel.tp < 2) {
     errors << "sequence parallelism needs tensor parallelism (tp > 1)";
     return mlir::failure();

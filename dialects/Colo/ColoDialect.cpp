@@ -79,6 +79,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
            {TensorParallelAttrHelper::getNameStr(), Range::Positive},
            {SequenceParallelAttrHelper::getNameStr(), Range::Positive},
            {UlyssesAttrHelper::getNameStr(), Range::Positive},
+           {RingAttrHelper::getNameStr(), Range::Positive},
            {VocabParallelAttrHelper::getNameStr(), Range::Positive}})
     if (name == known)
       return verifyInteger(value, range, name, emitError);

@@ -72,6 +72,9 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   options.virtualStages = plan.virtualStages;
   // colo-ulysses reports sequences and heads sp does not divide, on the op.
   options.ulysses = plan.ulysses;
+  // colo-ring-attention reports sequences the ring does not divide, on the op.
+  options.ring = plan.ring;
+  options.zigzag = plan.zigzag;
   switch (plan.schedule) {
   case planner::Schedule::GPipe:
     options.schedule = PipelineSchedule::GPipe;

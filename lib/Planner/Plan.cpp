@@ -48,6 +48,8 @@ std::string Plan::str() const {
     s += ",vocab";
   if (ulysses > 1)
     s += formatv(",ulysses={0}", ulysses).str();
+  if (ring > 1)
+    s += formatv(",ring={0}{1}", ring, zigzag ? "" : ",zigzag=0").str();
   s += formatv(",zero={0},mbs={1},micro={2}", zero, microBatch, microBatches).str();
   if (pp > 1)
     s += ",schedule=" + scheduleName(schedule).str();
@@ -80,6 +82,13 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
   if (key == "micro") return number(p.microBatches, 1);
   if (key == "v") return number(p.virtualStages, 1);
   if (key == "ulysses") return number(p.ulysses, 1);
+  if (key == "ring") return number(p.ring, 1);
+  if (key == "zigzag") {
+    if (value != "0" && value != "1" && value != "true" && value != "false")
+      return bad(what + ": zigzag is 1 or 0 (true or false), not '" + value + "'");
+    p.zigzag = value == "1" || value == "true";
+    return Error::success();
+  }
   if (key == "zero") {
     int64_t z;
     if (Error e = number(z, 0))
@@ -148,7 +157,7 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
-             "' (dp, tp, pp, sp, vocab, ulysses, zero, mbs, micro, schedule, v, recompute, offload)");
+             "' (dp, tp, pp, sp, vocab, ulysses, ring, zigzag, zero, mbs, micro, schedule, v, recompute, offload)");
 }
 
 static Error check(Plan &p, StringRef what) {
@@ -156,9 +165,9 @@ static Error check(Plan &p, StringRef what) {
   // sizes the planner forms far from overflowing.
   constexpr int64_t kMaxDevices = int64_t(1) << 24;
   int64_t devices = 1;
-  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses}) {
+  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring}) {
     if (n > kMaxDevices || devices * n > kMaxDevices)
-      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses > 2^24)");
+      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring > 2^24)");
     devices *= n;
   }
   if (p.microBatch > kMaxDevices || p.microBatches > kMaxDevices || p.virtualStages > 1024)
@@ -177,9 +186,9 @@ static Error check(Plan &p, StringRef what) {
     return bad(what + ": sequence parallelism needs tp > 1");
   if (p.vocabParallel && p.tp == 1)
     return bad(what + ": vocab parallelism needs tp > 1");
-  if (p.sequenceParallel && p.ulysses > 1)
-    return bad(what + ": choose one sequence parallelism: Megatron's 'sp' (with tp) or "
-                      "'ulysses' (its own mesh axis)");
+  if (int(p.sequenceParallel) + int(p.ulysses > 1) + int(p.ring > 1) > 1)
+    return bad(what + ": choose one sequence parallelism: Megatron's 'sp' (with tp), "
+                      "'ulysses' or 'ring' (each its own mesh axis)");
   if (p.schedule == Schedule::Interleaved && p.virtualStages < 2)
     return bad(what + ": the interleaved schedule needs v >= 2 virtual stages");
   if (p.schedule == Schedule::Interleaved && p.microBatches % p.pp != 0)
@@ -196,6 +205,10 @@ Error checkCompilable(const Plan &p) {
   static const Unsupported table[] = {
       {[](const Plan &p) { return p.zero >= 3 && p.pp > 1; },
        "ZeRO stage 3 with pipeline parallelism"},
+      {[](const Plan &p) { return p.ring > 1 && (p.pp > 1 || p.microBatches > 1); },
+       "ring attention with pipeline parallelism or microbatches"},
+      {[](const Plan &p) { return p.ring > 1 && p.vocabParallel; },
+       "ring attention with vocabulary parallelism"},
   };
   for (const Unsupported &u : table)
     if (u.combines(p))
@@ -269,17 +282,18 @@ Expected<Plan> parsePlanJSON(StringRef text, StringRef what) {
           {"sequence_parallel", "sp"}, {"zero", "zero"}, {"micro_batch", "mbs"},
           {"micro_batches", "micro"}, {"schedule", "schedule"},
           {"virtual_stages", "v"}, {"recompute", "recompute"}, {"offload", "offload"},
-          {"ulysses", "ulysses"}, {"vocab", "vocab"}, {"batch_norm", "bn"}};
+          {"ulysses", "ulysses"}, {"ring", "ring"}, {"zigzag", "zigzag"},
+          {"vocab", "vocab"}, {"batch_norm", "bn"}};
       const char *field = nullptr;
       for (auto [jsonKey, f] : keys)
         if (k == jsonKey)
           field = f;
       if (!field)
         return bad(what + ": unknown key '" + k +
-                   "' (mesh, sequence_parallel, vocab, ulysses, zero, micro_batch, micro_batches, "
+                   "' (mesh, sequence_parallel, vocab, ulysses, ring, zigzag, zero, micro_batch, micro_batches, "
                    "schedule, virtual_stages, recompute, offload, batch_norm, stages, device_memory)");
       std::string text;
-      bool flag = k == "sequence_parallel" || k == "vocab";
+      bool flag = k == "sequence_parallel" || k == "vocab" || k == "zigzag";
       if (auto b = value.getAsBoolean(); b && flag) text = *b ? "true" : "false";
       else if (flag)
         return bad(what + ": '" + k + "' must be true or false, got " +
@@ -316,6 +330,10 @@ json::Value toJSON(const Plan &p) {
   };
   if (p.ulysses > 1)
     o["ulysses"] = p.ulysses;
+  if (p.ring > 1) {
+    o["ring"] = p.ring;
+    o["zigzag"] = p.zigzag;
+  }
   if (p.vocabParallel)
     o["vocab"] = true;
   if (p.localBatchNorm)

@@ -194,12 +194,13 @@ Value SequenceSplitter::gather(Value v) {
                                APInt(64, g0));
   if (move)
     x = transpose(b, loc, x, fromFront(xt.getRank(), at));
-  if (zigzag) {
-    // The positions back in order: [.., s * inner, ..] as [.., s, inner, ..].
+  if (zigzag && sp.inner == 1) {
+    x = permute(b, loc, x, at, /*inverse=*/true); // the positions back in order
+  } else if (zigzag) {
+    // [.., s * inner, ..] as [.., s, inner, ..].
     RankedTensorType whole = tensorType(x);
     SmallVector<int64_t> split(whole.getShape());
-    int64_t length = whole.getDimSize(at) / sp.inner;
-    split[at] = length;
+    split[at] = whole.getDimSize(at) / sp.inner;
     split.insert(split.begin() + at + 1, sp.inner);
     x = permute(b, loc, reshape(b, loc, x, split), at, /*inverse=*/true);
     x = reshape(b, loc, x, whole.getShape());

@@ -331,6 +331,20 @@ def ulysses(sp, P, W, tp=1):
         ring_all_reduce_bytes(sp, local - tp * whole)
 
 
+def ring(n, P, W, tp=1):
+    """Ring attention: per layer each rank sends its key and value blocks
+    around the ring n - 1 times forward and their gradients n - 1 times back
+    (b*s/n*h floats each, b*s/n*h_kv for Llama's grouped k and v; each tp
+    rank its heads); the rest is Ulysses' (the gather before the LM head,
+    GPT-2's position embeddings' gradient, the gradients' all-reduce over
+    the ring, and with Megatron TP inside its all-reduces)."""
+    kv = [w.shape[0] for k, w in W.items() if k.endswith("layers.0.self_attn.k_proj.weight")]
+    kv = kv[0] if kv else HIDDEN
+    shifts = LAYERS * 2 * 2 * (n - 1) * BATCH * SEQ * kv * 4
+    a2a = LAYERS * 2 * (n - 1) * BATCH * SEQ * (2 * HIDDEN + 2 * kv) // n * 4
+    return ulysses(n, P, W, tp) - a2a + shifts
+
+
 def backward_unread(k):
     """Parameters the backward does not read: biases and tables only looked up."""
     return k.endswith("bias") or any(
@@ -450,6 +464,12 @@ PLANS = {
     # recomputation.
     "ulysses=2,tp=2,vocab": None,
     "ulysses=2,recompute=full": None,
+    # Ring attention, in zigzag order and contiguous.
+    "ring=2": lambda P, W: ring(2, P, W),
+    "ring=4": lambda P, W: ring(4, P, W),
+    "ring=2,zigzag=0": lambda P, W: ring(2, P, W),
+    "dp=2,ring=2": None,
+    "ring=2,tp=2": lambda P, W: ring(2, P, W, tp=2),
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
@@ -471,7 +491,8 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "dp=2,ulysses=2", "ulysses=2,micro=2",
                                           "ulysses=2,pp=2,micro=2", "ulysses=2,tp=2",
                                           "tp=2,vocab,micro=2",
-                                          "tp=2,vocab,pp=2,micro=2")] + \
+                                          "tp=2,vocab,pp=2,micro=2",
+                                          "ring=2", "ring=4", "ring=2,tp=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \
@@ -626,6 +647,11 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
     # The vocabulary (256) is checked before the heads (4).
     ("tp=3,vocab", ["tp = 3 does not divide the vocabulary (size 256)"]),
     ("dp=two", ["dp"]),
+    # Zigzag order cuts the sequence (16) into 2 ring chunks.
+    ("ring=3", ["ring = 3 in zigzag order", "does not divide the sequence length 16"]),
+    ("ring=2,pp=2,micro=2", ["ring attention with pipeline parallelism"]),
+    ("ring=2,ulysses=2", ["choose one sequence parallelism"]),
+    ("ring=2,zigzag=maybe", ["zigzag is 1 or 0"]),
 ])
 def test_invalid_plans_are_rejected(plan, words, baseline, tmp_path):
     tmp, path = baseline("gpt2")[:2]

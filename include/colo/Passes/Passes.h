@@ -51,6 +51,8 @@ struct ParallelOptions {
   int64_t micro = 1;     ///< microbatches per step (gradient accumulation)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int64_t ulysses = 1;   ///< Ulysses sequence-parallel ranks (colo-ulysses, axis "sp")
+  int64_t ring = 1;      ///< ring-attention ranks (colo-ring-attention, axis "sp")
+  bool zigzag = true;    ///< ring attention's balanced order of positions
   RecomputePolicy recompute = RecomputePolicy::None; ///< colo-recompute
   double recomputeBudgetMb = 0; ///< colo-recompute's budget-mb (policy budget)
   bool offloadOptimizer = false; ///< colo-offload: optimizer state and update on the host

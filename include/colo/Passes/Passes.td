@@ -1207,6 +1207,56 @@ def ColoUlysses : Pass<"colo-ulysses", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def ColoRingAttention : Pass<"colo-ring-attention", "::mlir::ModuleOp"> {
+  let summary = "Ring attention: sequence blocks, key and value blocks passed around the ring";
+  let description = [{
+    Ring attention (Liu et al., 2023) on `func` (`@forward`) before
+    `colo-build-train-step`: every rank of the mesh's `sp` axis (`ring`
+    ranks) holds `s / ring` positions of every sample, in zigzag order by
+    default (with the sequence in `2 ring` chunks, rank r holds chunks r and
+    `2 ring - 1 - r`, so that under a causal mask every rank scores as many
+    pairs; Colossal-AI's and Brandon et al.'s balancing) or contiguous
+    (`zigzag=false`). The tokens are cut and propagated as colo-ulysses cuts
+    them (passes/Parallel/SequenceSplit.h): per-token ops run on the rank's
+    tokens, tables aligned with the positions are cut (permuted first in
+    zigzag order), replicated operands get their gradients summed over the
+    ring, and the LM head reads all tokens, gathered and put back in order.
+
+    Each `colo.attention` keeps the rank's queries. Its key and value blocks
+    go around the ring (`shard.shift` by one, `ring - 1` times: at step t
+    the rank holds rank `(r - t) mod ring`'s, grouped-query heads unrepeated)
+    and each block is folded into an online softmax: a running row maximum
+    (without gradient: the result does not depend on it), the rescaled sum
+    of `exp(S_t - m_t) v_t` and of the row sums, the output their quotient.
+    The causal mask of step t depends on the rank: one constant holds every
+    rank's block and each takes its own (`shard.all_slice`). Scores and the
+    softmax are f32 for 16-bit models. The gradient of a shift is the shift
+    back: the backward sends the key and value gradients around the ring the
+    other way. Per layer and microbatch each rank sends `2 (ring - 1)` key
+    and value blocks forward and as many gradient blocks backward.
+
+    Errors, on the op: `ring` (times 2 in zigzag order) not dividing the
+    sequence, attention dropout, an attention mask operand (only the causal
+    flag is implemented). The function records `colo.ring = ring`;
+    `ring=1` changes nothing.
+  }];
+  let options = [
+    Option<"ring", "ring", "int64_t", "1", "Ranks on the ring (the mesh axis \"sp\")">,
+    Option<"zigzag", "zigzag", "bool", "true",
+           "Give rank r chunks r and 2 ring - 1 - r of the sequence (else one contiguous block)">,
+    Option<"func", "func", "std::string", "\"forward\"",
+           "Name of the function to split">,
+  ];
+  let statistics = [
+    Statistic<"numShifts", "num-shifts",
+              "Shifts of key and value blocks (2 (ring - 1) per attention)">,
+    Statistic<"numGathered", "num-gathered", "All-gathers of the sequence">,
+    Statistic<"numSummed", "num-summed",
+              "Replicated values whose gradient is summed over the ring">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def ColoLowerToLinalg : Pass<"colo-lower-to-linalg"> {
   let summary = "Lowers colo kernel ops to linalg, tensor, arith and math on tensors";
   let description = [{

@@ -28,6 +28,8 @@ struct Plan {
   bool sequenceParallel = false;
   bool vocabParallel = false; // Megatron's vocab-parallel embedding, LM head and loss
   int64_t ulysses = 1; // DeepSpeed-Ulysses sequence-parallel ranks (mesh axis "sp")
+  int64_t ring = 1;    // ring-attention ranks (mesh axis "sp")
+  bool zigzag = true;  // ring attention's balanced order of positions
   int zero = 0;
   int64_t microBatch = 1;   // samples per microbatch
   int64_t microBatches = 1; // microbatches per step and data-parallel rank
@@ -47,7 +49,10 @@ struct Plan {
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 
-  int64_t worldSize() const { return dp * tp * pp * ulysses; }
+  int64_t worldSize() const { return dp * tp * pp * ulysses * ring; }
+  /// The ranks of the sequence-parallel mesh axis "sp" (Ulysses' or the
+  /// ring's).
+  int64_t sequenceRanks() const { return ulysses * ring; }
   int64_t globalBatch() const { return dp * microBatch * microBatches; }
   /// Short form: dp=16,tp=8,pp=8,sp,vocab,zero=1,mbs=1,micro=96,schedule=interleaved,v=2
   std::string str() const;

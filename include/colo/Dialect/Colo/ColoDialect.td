@@ -45,6 +45,7 @@ def Colo_Dialect : Dialect {
     "::mlir::IntegerAttr":$tensor_parallel,
     "::mlir::IntegerAttr":$sequence_parallel,
     "::mlir::IntegerAttr":$ulysses,
+    "::mlir::IntegerAttr":$ring,
     "::mlir::IntegerAttr":$vocab_parallel,
     // @train_step after colo-zero: the ZeRO stage.
     "::mlir::IntegerAttr":$zero,
