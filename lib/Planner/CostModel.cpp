@@ -449,6 +449,11 @@ llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan
                          " (sequence parallelism splits the tokens along the microbatch)"
                    : "tp = " + llvm::Twine(tp) + " does not divide the sequence length " +
                          llvm::Twine(m.seq));
+  int64_t chunks = plan.ring * (plan.zigzag ? 2 : 1);
+  if (plan.ring > 1 && m.seq % chunks != 0)
+    return bad("ring = " + llvm::Twine(plan.ring) +
+               (plan.zigzag ? " in zigzag order (2 * ring chunks)" : "") +
+               " does not divide the sequence length " + llvm::Twine(m.seq));
   int64_t sp = plan.ulysses;
   if (sp > 1 && (m.seq % sp != 0 || (m.heads / tp) % sp != 0))
     return bad("ulysses = " + llvm::Twine(sp) + " does not divide the sequence length " +
@@ -486,7 +491,7 @@ struct Shared {
 Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan &plan) {
   Shared s;
   s.tp = plan.tp, s.pp = plan.pp, s.dp = plan.dp, s.v = plan.virtualStages;
-  s.sp = plan.ulysses;
+  s.sp = plan.sequenceRanks();
   s.sequenceParallel = plan.sequenceParallel;
   s.b = plan.microBatch;
   // Matrix products run in the training precision: a float32 model's at the
@@ -813,20 +818,35 @@ int ulyssesAllToAllsPerLayer(const Plan &plan) {
   return plan.recompute == Recompute::Full ? 12 : 8;
 }
 
+/// Ring attention's shifts per layer and microbatch: the key and value
+/// blocks forward (ring - 1 each), their gradients backward, the forward's
+/// again under full recompute.
+int ringShiftsPerLayer(const Plan &plan) {
+  return (plan.recompute == Recompute::Full ? 6 : 4) * int(plan.ring - 1);
+}
+
 /// DeepSpeed-Ulysses over sp ranks, as colo-ulysses compiles it, per
 /// microbatch: per layer the all-to-alls of q, k, v and the attention output
 /// forward and of their gradients backward (each rank's b*s/sp*h/tp block,
 /// (sp-1)/sp of it sent; Llama's grouped k and v counted at the hidden
 /// size), again forward under full recompute; the all-gather of the
-/// sequence before the head. On the critical path, on the device with most
-/// layers.
+/// sequence before the head. Ring attention (colo-ring-attention) sends
+/// instead each rank's key and value blocks (the same b*s/sp*h/tp, k and v
+/// at the hidden size) to the next rank, ringShiftsPerLayer times, each
+/// waited for where it is made. On the critical path, on the device with
+/// most layers.
 double ulyssesMicroTime(const ClusterSpec &c, const Plan &plan, const Devices &dev,
                         const Shared &s) {
   if (s.sp <= 1)
     return 0;
-  double a2a = collectiveTime(Collective::AllToAll, s.boundary / s.tp, s.sp, s.tp, c);
+  double perLayer =
+      plan.ring > 1
+          ? ringShiftsPerLayer(plan) *
+                collectiveTime(Collective::SendRecv, s.boundary / s.tp, s.sp, s.tp, c)
+          : ulyssesAllToAllsPerLayer(plan) *
+                collectiveTime(Collective::AllToAll, s.boundary / s.tp, s.sp, s.tp, c);
   double gather = collectiveTime(Collective::AllGather, s.boundary * s.sp, s.sp, s.tp, c);
-  return dev.maxLayers * ulyssesAllToAllsPerLayer(plan) * a2a + gather;
+  return dev.maxLayers * perLayer + gather;
 }
 
 /// Ulysses' all-reduce over sp of the gradients of the parameters the split
@@ -987,9 +1007,11 @@ double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const
     bytes += mcount * reduce + gather;
   else // an all-reduce, or a reduce-scatter and an all-gather (ZeRO-1)
     bytes += ringBytesSent(Collective::AllReduce, weightBytes * params, dp);
-  if (s.sp > 1) // Ulysses (ulyssesMicroTime, ulyssesGradientTime)
-    bytes += mcount * (layers * ulyssesAllToAllsPerLayer(plan) *
-                           ringBytesSent(Collective::AllToAll, boundary / tp, s.sp) +
+  if (s.sp > 1) // Ulysses or the ring (ulyssesMicroTime, ulyssesGradientTime)
+    bytes += mcount * (layers * (plan.ring > 1 ? ringShiftsPerLayer(plan) * boundary / tp
+                                               : ulyssesAllToAllsPerLayer(plan) *
+                                                     ringBytesSent(Collective::AllToAll,
+                                                                   boundary / tp, s.sp)) +
                        ((chunks - 1) % pp == d) *
                            ringBytesSent(Collective::AllGather, boundary * s.sp, s.sp)) +
              ringBytesSent(Collective::AllReduce, weightBytes * params, s.sp);
@@ -1026,13 +1048,21 @@ double edgeSaved(const PartCost &part, const ModelProfile &m, const Plan &plan,
 /// Bytes device d keeps for backward per microbatch, what activation offload
 /// moves to the host: its chunks' saved bytes (under full recompute each
 /// layer's input only), and the embedding's on the first stage.
+/// Ring attention keeps, per layer, the key and value blocks of the other
+/// ranks it scored against (its own are the layer's): 2 (ring - 1) blocks of
+/// b*s/ring*h/tp (k and v at the hidden size).
+double ringBlocksSaved(const Plan &plan, const Shared &s) {
+  return plan.ring > 1 ? 2.0 * double(plan.ring - 1) * s.boundary / s.tp : 0;
+}
+
 double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Plan &plan,
                           const Chunks &ch, const Shared &s) {
   double saved = first ? edgeSaved(m.pre, m, plan, s) : 0;
   for (int64_t k = d; k < ch.count; k += s.pp)
     saved += plan.recompute == Recompute::Full
                  ? ch.layers[k] * s.boundary / (plan.sequenceParallel ? s.tp : 1)
-                 : layerSaved(ch.part[k], plan, s);
+                 : layerSaved(ch.part[k], plan, s) +
+                       ch.layers[k] * ringBlocksSaved(plan, s);
   return saved;
 }
 
@@ -1229,7 +1259,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   const ModelProfile &unsplit =
       c.fusedAttention > 0 ? (fused = withFusedAttention(given)) : given;
   const ModelProfile &m =
-      plan.ulysses > 1 ? (split = withUlysses(unsplit, plan.ulysses)) : unsplit;
+      plan.sequenceRanks() > 1 ? (split = withUlysses(unsplit, plan.sequenceRanks())) : unsplit;
   if (llvm::Error e = validatePlan(m, c, plan))
     return std::move(e);
   Shared s = sharedQuantities(m, c, plan);
@@ -1386,7 +1416,7 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
   line("recompute", t.recompute);
   line("tensor-parallel comm", t.tensorParallel);
   if (t.ulysses > 0)
-    line("ulysses all-to-all", t.ulysses);
+    line(p.plan.ring > 1 ? "ring attention shifts" : "ulysses all-to-all", t.ulysses);
   line("pipeline send/recv", t.pipelineComm);
   line("pipeline bubble", t.bubble);
   line("data-parallel comm", t.dataParallel); // exposed, and the slowdown beside it

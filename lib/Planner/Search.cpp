@@ -20,12 +20,12 @@ std::vector<int64_t> divisors(int64_t n) {
   return d;
 }
 
-/// The plans of one mesh (dp x pp x ulysses x tp): every microbatch size,
+/// The plans of one mesh (dp x pp x (ulysses or ring) x tp): every microbatch size,
 /// schedule, ZeRO stage, sequence parallelism, recomputation and offload
 /// that colo compiles with it.
 void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const ClusterSpec &c,
                   const SearchOptions &o, int64_t dp, int64_t tp, int64_t pp,
-                  int64_t ulysses) {
+                  int64_t ulysses, int64_t ring) {
   int64_t perRank = o.globalBatch / dp;
   for (int64_t mbs : divisors(perRank)) {
     if (mbs > 64)
@@ -45,7 +45,7 @@ void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const Cluster
     for (auto [sched, v] : schedules)
       for (int zero = 0; zero <= (pp > 1 ? 2 : 3); ++zero)
         for (bool sp : {false, true}) {
-          if (sp && (tp == 1 || ulysses > 1 || sequenceParallelSplit(m, mbs) % tp))
+          if (sp && (tp == 1 || ulysses * ring > 1 || sequenceParallelSplit(m, mbs) % tp))
             continue;
           for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
             if (!o.allowRecompute && rc != Recompute::None)
@@ -61,7 +61,7 @@ void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const Cluster
                   continue;
                 Plan p;
                 p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
-                p.ulysses = ulysses;
+                p.ulysses = ulysses, p.ring = ring;
                 p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
                 p.schedule = sched, p.virtualStages = v;
                 p.recompute = rc, p.offload = off, p.offloadActivations = activations;
@@ -89,15 +89,19 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
     for (int64_t pp : divisors(n / tp)) {
       if (pp > m.layers)
         continue;
-      for (int64_t ulysses : divisors(n / (tp * pp))) {
+      for (int64_t sp : divisors(n / (tp * pp))) {
+        int64_t dp = n / (tp * pp * sp);
+        if (o.globalBatch % dp != 0)
+          continue;
         // Ulysses' all-to-alls stay inside a node with tensor parallelism's,
         // and split the sequence and a tensor-parallel rank's heads.
-        if (ulysses > 1 && (tp * ulysses > c.devicesPerNode || m.seq % ulysses ||
-                            (m.heads / tp) % ulysses))
-          continue;
-        int64_t dp = n / (tp * pp * ulysses);
-        if (o.globalBatch % dp == 0)
-          addMeshPlans(plans, m, c, o, dp, tp, pp, ulysses);
+        if (sp == 1 || (tp * sp <= c.devicesPerNode && m.seq % sp == 0 &&
+                        (m.heads / tp) % sp == 0))
+          addMeshPlans(plans, m, c, o, dp, tp, pp, sp, 1);
+        // A ring passes its blocks to its neighbours only, so it may span
+        // nodes; in zigzag order it cuts the sequence into 2 sp chunks.
+        if (sp > 1 && pp == 1 && m.seq % (2 * sp) == 0)
+          addMeshPlans(plans, m, c, o, dp, tp, pp, 1, sp);
       }
     }
   }

@@ -154,6 +154,9 @@ private:
     }
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&func.front());
+    // The layers share the masks, which belong to none of them (so that the
+    // layers stay alike for colo-recompute and the planner).
+    loc = NameLoc::get(b.getStringAttr("ring_attention/causal_mask_" + Twine(t)));
     auto all = RankedTensorType::get({n, local, local}, b.getF32Type());
     Value whole = make<ConstantOp>(b, loc, DenseElementsAttr::get(all, ArrayRef(values)));
     Value mine = make<shard::AllSliceOp>(b, loc, all.clone({1, local, local}), whole,
