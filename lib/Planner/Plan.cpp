@@ -205,8 +205,8 @@ Error checkCompilable(const Plan &p) {
   static const Unsupported table[] = {
       {[](const Plan &p) { return p.zero >= 3 && p.pp > 1; },
        "ZeRO stage 3 with pipeline parallelism"},
-      {[](const Plan &p) { return p.ring > 1 && (p.pp > 1 || p.microBatches > 1); },
-       "ring attention with pipeline parallelism or microbatches"},
+      {[](const Plan &p) { return p.ring > 1 && p.pp > 1; },
+       "ring attention with pipeline parallelism"},
       {[](const Plan &p) { return p.ring > 1 && p.vocabParallel; },
        "ring attention with vocabulary parallelism"},
   };

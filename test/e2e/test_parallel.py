@@ -469,6 +469,7 @@ PLANS = {
     "ring=4": lambda P, W: ring(4, P, W),
     "ring=2,zigzag=0": lambda P, W: ring(2, P, W),
     "dp=2,ring=2": None,
+    "ring=2,micro=2": lambda P, W: ring(2, P, W) + position_gather(2, W),
     "ring=2,tp=2": lambda P, W: ring(2, P, W, tp=2),
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),

@@ -90,8 +90,8 @@ TEST(PlanSpace, TheTableRefusesWhatColoDoesNotBuild) {
   EXPECT_EQ(refused("dp=2,pp=2,zero=2,micro=2"), "");
   EXPECT_EQ(refused("dp=2,zero=3,recompute=full,offload=optimizer+params"), "");
   EXPECT_EQ(refused("ring=2,tp=2,dp=2,zero=1"), "");
-  EXPECT_EQ(refused("ring=2,pp=2,micro=2"),
-            "ring attention with pipeline parallelism or microbatches");
+  EXPECT_EQ(refused("ring=2,pp=2,micro=2"), "ring attention with pipeline parallelism");
+  EXPECT_EQ(refused("ring=2,micro=2"), "");
   EXPECT_EQ(refused("ring=2,tp=2,vocab"), "ring attention with vocabulary parallelism");
 }
 
