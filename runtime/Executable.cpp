@@ -647,7 +647,12 @@ void Executable::validateWaits() {
           fail(where + ": uses " + describeBuffer(id) + " while " +
                describeStep(started) + " still works on it (before its wait)");
     });
-    if ((step.has_collective() && step.collective().overlap()) || step.has_transfer())
+    // A shift sends a copy of its input at once: only its output is in
+    // flight.
+    if (step.has_collective() && step.collective().overlap() &&
+        step.collective().kind() == Collective::SHIFT)
+      inFlight[index].insert(storage(step.collective().output()));
+    else if ((step.has_collective() && step.collective().overlap()) || step.has_transfer())
       forEachBuffer(step, [&](int32_t id) { inFlight[index].insert(storage(id)); });
   }
   if (!inFlight.empty())

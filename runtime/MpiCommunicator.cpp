@@ -372,6 +372,16 @@ public:
     wait(pending, call.what);
   }
 
+  std::unique_ptr<Work> startShift(const void *send, void *recv, int64_t bytes, int to,
+                                   int from, int tag) override {
+    sendAsync(send, bytes, to, tag);
+    Call call(*this, "shift");
+    checkPointToPoint(recv, bytes, from, tag, call.what);
+    auto work = std::make_unique<Receive>(*this);
+    postRecv(work->pending_, recv, bytes, from, users(tag), call.what);
+    return work;
+  }
+
   /// Sizes first (8 bytes from every rank but 0), then the payloads.
   std::vector<std::vector<char>>
   gatherBytes(const std::vector<char> &mine) override {
@@ -742,6 +752,34 @@ private:
     held_ += bytes;
     peakHeld_ = std::max(peakHeld_, held_);
   }
+
+  /// A receive posted now and finished by the work's wait (ring attention's
+  /// next key block arrives while the current one is scored).
+  class Receive final : public Work {
+  public:
+    explicit Receive(MpiCommunicator &comm) : comm_(comm) {}
+    ~Receive() override {
+      if (!pending_.requests.empty())
+        comm_.abandon(pending_);
+    }
+    bool progress() override {
+      int done = 0;
+      check(MPI_Testall(int(pending_.requests.size()), pending_.requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall", "shift");
+      if (done)
+        pending_ = {};
+      return done;
+    }
+    void wait() override {
+      Call call(comm_, "shift");
+      comm_.wait(pending_, call.what);
+    }
+    Pending pending_;
+
+  private:
+    MpiCommunicator &comm_;
+  };
 
   /// allReduce's ring, one exchange of messages at a time: p - 1 steps of a
   /// reduce-scatter in place, where at step s member i sends chunk i-s-1 of

@@ -362,6 +362,13 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
     if (!comm)
       throw Error("a shift step needs a communicator (run with its ranks)");
     sends_ = true;
+    if (c.overlap()) {
+      overlapped_[stepIndex] = 1;
+      return [=] {
+        workStart_[stepIndex] = std::chrono::steady_clock::now();
+        started(stepIndex, comm->startShift(in, out, bytes, to, from, tag));
+      };
+    }
     return [=] {
       comm->sendAsync(in, bytes, to, tag);
       comm->recv(out, bytes, from, tag);

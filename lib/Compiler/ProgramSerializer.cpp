@@ -160,7 +160,7 @@ private:
   }
 
   /// A wait that is not the next step after its communication makes it
-  /// overlapped; the runtime overlaps all-reduces only.
+  /// overlapped; the runtime overlaps all-reduces and shifts.
   LogicalResult wait(exec::WaitOp op) {
     Operation *started = op.getToken().getDefiningOp();
     Operation *next = started->getNextNode();
@@ -173,9 +173,9 @@ private:
     }
     if (next == op)
       return success();
-    if (!isa<exec::AllReduceOp>(started))
-      return op.emitError("the runtime overlaps all-reduces only; this wait must follow "
-                          "its communication");
+    if (!isa<exec::AllReduceOp, exec::ShiftOp>(started))
+      return op.emitError("the runtime overlaps all-reduces and shifts only; this wait must "
+                          "follow its communication");
     program.mutable_steps(index)->mutable_collective()->set_overlap(true);
     step(op.getName())->mutable_wait()->set_collective_step(index);
     return success();

@@ -75,9 +75,11 @@ private:
     Value key = op.getKey(), value = op.getValue();
     Value out, sum, max;
     for (int64_t t = 0; t < n; ++t) {
-      if (t > 0) {
-        key = shift(b, loc, key);
-        value = shift(b, loc, value);
+      // The next blocks travel while this one is scored.
+      Value nextKey, nextValue;
+      if (t + 1 < n) {
+        nextKey = shift(b, loc, key);
+        nextValue = shift(b, loc, value);
       }
       Value k = repeatHeads(b, loc, key, groups), v = repeatHeads(b, loc, value, groups);
       Value scores = make<MatmulOp>(b, loc, op.getQuery(),
@@ -104,6 +106,7 @@ private:
         sum = make<AddOp>(b, loc, make<MulOp>(b, loc, sum, rescale), blockSum);
       }
       max = newMax;
+      key = nextKey, value = nextValue;
     }
     Value result = make<DivOp>(b, loc, out, sum);
     if (stored != f32)

@@ -1,6 +1,8 @@
 // colo-overlap-collectives: all-reduces whose result is needed only some
 // steps later (data-parallel gradient buckets) finish at a wait right
-// before the first step that touches their buffers; so do transfers
+// before the first step that touches their buffers; so do shifts (ring
+// attention's next key block), before the first that touches their output
+// (the runtime sends a copy of their input at once); so do transfers
 // between memory spaces, and those from a temporary of the device at the
 // latest when the second transfer after them starts, so that few of those
 // are in flight and the device's buffers die soon.
@@ -42,7 +44,8 @@ struct OverlapCollectives : colo::impl::ColoOverlapCollectivesBase<OverlapCollec
       transfers.push_back(position.lookup(transfer));
     for (Operation *op : steps) {
       auto transfer = dyn_cast<exec::TransferOp>(op);
-      if (!isa<exec::AllReduceOp>(op) && !transfer)
+      auto shift = dyn_cast<exec::ShiftOp>(op);
+      if (!isa<exec::AllReduceOp>(op) && !transfer && !shift)
         continue;
       Value token = op->getResult(0);
       if (!token.hasOneUse())
@@ -60,7 +63,9 @@ struct OverlapCollectives : colo::impl::ColoOverlapCollectivesBase<OverlapCollec
         if (const int *later = llvm::upper_bound(transfers, at);
             later != transfers.end() && later + 1 != transfers.end())
           next = *(later + 1);
-      for (Value v : op->getOperands()) {
+      SmallVector<Value> buffers =
+          shift ? SmallVector<Value>{shift.getOutput()} : SmallVector<Value>(op->getOperands());
+      for (Value v : buffers) {
         // A reference: lookup would return a copy that dies here.
         const SmallVector<int> &touched = touchedAt[exec::storageOf(v)];
         const int *it = llvm::upper_bound(touched, at);

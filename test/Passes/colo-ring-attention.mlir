@@ -22,9 +22,12 @@
 // CHECK: %[[ORDER:.*]] = colo.constant dense<[0, 3, 1, 2]> : tensor<4xi64>
 // CHECK: colo.gather %arg0, %[[ORDER]] axis = 1
 // CHECK: colo.gather %{{.*}}, %{{.*}} axis = 1 : tensor<1x4x8xf32>, tensor<4xi64>
-// Step 0: the rank's own keys and values; the row maximum without gradient.
+// Step 0: the next blocks set off around the ring first, then the rank's
+// own are scored, the row maximum without gradient.
 // CHECK: %[[K:.*]] = colo.slice %{{.*}} start = [0, 0, 0, 0] limit = [2, 2, 2, 2]
 // CHECK: %[[V:.*]] = colo.slice %{{.*}} start = [0, 2, 0, 0] limit = [2, 4, 2, 2]
+// CHECK: %[[K1:.*]] = shard.shift %[[K]] on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x2x2x2xf32>
+// CHECK: %[[V1:.*]] = shard.shift %[[V]] on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate
 // CHECK: %[[S0:.*]] = colo.matmul
 // CHECK: %[[S0S:.*]] = colo.mul %[[S0]]
 // CHECK: %[[S0M:.*]] = colo.add %[[S0S]], %[[M0]] : tensor<2x4x2x2xf32>, tensor<2x2xf32>
@@ -34,8 +37,7 @@
 // CHECK: %[[O0:.*]] = colo.matmul %[[P0]]
 // CHECK: %[[L0:.*]] = colo.reduce_sum %[[P0]] dims = [3] {keep_dims}
 // Step 1: the other rank's blocks, folded in with the rescaled sums.
-// CHECK: %[[K1:.*]] = shard.shift %[[K]] on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x2x2x2xf32>
-// CHECK: %[[V1:.*]] = shard.shift %[[V]] on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate
+// CHECK: colo.reshape %[[K1]]
 // CHECK: colo.add %{{.*}}, %[[M1]]
 // CHECK: %[[MAX1R:.*]] = colo.reduce_max
 // CHECK: %[[MAX1:.*]] = colo.stop_gradient %[[MAX1R]]

@@ -98,6 +98,13 @@ public:
   /// asynchronous collectives runs allReduce before returning.
   virtual std::unique_ptr<Work> startAllReduce(void *data, int64_t count, DType dtype,
                                                ReduceOp op, const Group &group);
+  /// One exchange around a ring (Collective SHIFT): sends `bytes` of `send`
+  /// to world rank `to` (asynchronously, as sendAsync) and receives as many
+  /// from world rank `from` into `recv`, both tagged `tag`; the work's
+  /// wait() finishes the receive. A backend without asynchronous receives
+  /// receives before returning.
+  virtual std::unique_ptr<Work> startShift(const void *send, void *recv, int64_t bytes, int to,
+                                           int from, int tag);
   /// `send` holds `count` elements; `recv` gets count * group.size() elements,
   /// member i's block at i * count. `send` may alias its own block of `recv`.
   virtual void allGather(const void *send, void *recv, int64_t count,
