@@ -627,6 +627,45 @@ TEST(RuntimeValidation, Waits) {
   EXPECT_NE(readF32(s, reduced), 0.0f);
 }
 
+/// Step 3: the toy's gradient shifted around a ring of one into `shifted`,
+/// overlapping the steps up to its wait.
+int32_t overlappedShift(ExeDir &e, Toy &t, int64_t offset = 1) {
+  Step *s = e.b.program().add_steps();
+  s->set_name("shift");
+  Collective *c = s->mutable_collective();
+  c->set_kind(Collective::SHIFT);
+  c->set_input(t.grad);
+  c->set_output(e.b.temp("shifted", F32, {}));
+  c->set_offset(offset);
+  c->set_overlap(true);
+  return c->output();
+}
+
+TEST(RuntimeValidation, ShiftsLockOnlyTheirOutput) {
+  expectInvalid([](ExeDir &e, Toy &t) { overlappedShift(e, t, 0), addWait(e, 3); },
+                {"step 3 'shift' (collective): shift offset 0 is not in (0, group size 1)"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) {
+        int32_t shifted = overlappedShift(e, t);
+        e.b.copy(shifted, t.loss, "early");
+        addWait(e, 3);
+      },
+      {"step 4 'early' (copy): uses buffer 7 'shifted' while step 3 'shift' (collective) "
+       "still works on it (before its wait)"});
+  // Its input was sent at once: a step may read it before the wait.
+  ExeDir e;
+  Toy t = buildToy(e);
+  int32_t shifted = overlappedShift(e, t);
+  int32_t copied = e.b.temp("copied", F32, {});
+  e.b.copy(t.grad, copied, "read the input");
+  addWait(e, 3);
+  Session s(e.load());
+  setToyInputs(s, 2.0f, 3.0f);
+  s.step();
+  EXPECT_EQ(readF32(s, shifted), readF32(s, t.grad));
+  EXPECT_EQ(readF32(s, copied), readF32(s, t.grad));
+}
+
 /// A TEMP buffer of host memory, in the program's host arena.
 int32_t hostTemp(ExeDir &e, const std::string &name) {
   Program &p = e.b.program();

@@ -93,6 +93,51 @@ TEST(RuntimeVerify, EverySendIsReceived) {
   EXPECT_NE(problem.find("tag 1) is never received by rank 1"), std::string::npos) << problem;
 }
 
+/// One SPMD program over a ring of `n` ranks (mesh [sp = n]) whose steps
+/// shift one buffer by the given (offset, tag) pairs.
+Program shifts(int n, std::vector<std::pair<int64_t, int>> steps) {
+  Program p;
+  p.mutable_mesh()->add_axes("sp");
+  p.mutable_mesh()->add_shape(n);
+  for (const char *name : {"k", "k.next"}) {
+    Buffer *b = p.add_buffers();
+    b->set_name(name);
+    b->set_dtype(F32);
+    b->add_shape(4);
+  }
+  for (auto [offset, tag] : steps) {
+    Step *step = p.add_steps();
+    step->set_name("shift");
+    Collective *c = step->mutable_collective();
+    c->set_kind(Collective::SHIFT);
+    c->add_mesh_axes(0);
+    c->set_offset(offset);
+    c->set_tag(tag);
+    c->set_input(0);
+    c->set_output(1);
+  }
+  return p;
+}
+
+TEST(RuntimeVerify, ShiftsAroundTheRingPass) {
+  // Ring attention's pattern: every rank sends to the next and receives from
+  // the previous, twice (keys and values), then back (their gradients).
+  EXPECT_EQ(verifyCommunication(shifts(4, {{1, 0}, {1, 1}, {3, 2}, {3, 3}})), "");
+}
+
+TEST(RuntimeVerify, ShiftsWithDifferentTagsNeverMatch) {
+  // Rank r's message to r + 1 carries tag 0, while r + 1 waits for tag 1.
+  Program p = shifts(2, {{1, 0}});
+  Program other = shifts(2, {{1, 1}});
+  Program top;
+  *top.mutable_mesh() = p.mesh();
+  top.set_pipeline_axis(0);
+  *top.add_stages() = p;
+  *top.add_stages() = other;
+  std::string problem = verifyCommunication(top);
+  EXPECT_NE(problem.find("deadlock"), std::string::npos) << problem;
+}
+
 /// A [dp = 2, tp = 2] program holding one state buffer of whole shape
 /// `full`, split on `dim` in `groups` over the mesh `axes`, with the block
 /// shape `local`.
