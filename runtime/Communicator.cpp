@@ -46,8 +46,8 @@ std::unique_ptr<Work> Communicator::startAllReduce(void *data, int64_t count, DT
   return std::make_unique<FinishedWork>();
 }
 
-std::unique_ptr<Work> Communicator::startShift(const void *send, void *recv, int64_t bytes,
-                                               int to, int from, int tag) {
+std::unique_ptr<Work> Communicator::startShift(const void *send, void *recv, int64_t bytes, int to,
+                                               int from, int tag) {
   sendAsync(send, bytes, to, tag);
   this->recv(recv, bytes, from, tag);
   return std::make_unique<FinishedWork>();

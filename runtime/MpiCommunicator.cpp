@@ -372,8 +372,8 @@ public:
     wait(pending, call.what);
   }
 
-  std::unique_ptr<Work> startShift(const void *send, void *recv, int64_t bytes, int to,
-                                   int from, int tag) override {
+  std::unique_ptr<Work> startShift(const void *send, void *recv, int64_t bytes, int to, int from,
+                                   int tag) override {
     sendAsync(send, bytes, to, tag);
     Call call(*this, "shift");
     checkPointToPoint(recv, bytes, from, tag, call.what);

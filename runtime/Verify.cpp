@@ -77,7 +77,8 @@ const char *kindName(Collective::Kind k) {
   case Collective::ALL_TO_ALL: return "all-to-all";
   case Collective::SEND: return "send";
   case Collective::RECV: return "receive";
-  case Collective::SHIFT: return "shift";
+  case Collective::SHIFT:
+    return "shift";
   default: return "collective";
   }
 }

@@ -30,9 +30,8 @@ FailureOr<exec::Reduction> reductionOf(Operation *op, shard::ReductionKind kind)
 } // namespace
 
 bool colo::isCollective(Operation *op) {
-  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-             shard::AllToAllOp, shard::AllSliceOp, shard::SendOp, shard::RecvOp,
-             shard::ShiftOp>(op);
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
+             shard::AllSliceOp, shard::SendOp, shard::RecvOp, shard::ShiftOp>(op);
 }
 
 void StepBuilder::waitFor(Value token, StringRef name) {
@@ -124,19 +123,18 @@ LogicalResult StepBuilder::visitCollective(Operation *op) {
     started = exec::AllToAllOp::create(b, loc, token(), name, *in, *out, axesOf(a.getGridAxes()));
   } else if (auto s = dyn_cast<shard::ShiftOp>(op)) {
     ArrayRef<int16_t> axes = s.getGridAxes();
-    if (axes.size() != 1 || int64_t(axes[0]) != s.getShiftAxis().getSExtValue() ||
-        !s.getRotate())
+    if (axes.size() != 1 || int64_t(axes[0]) != s.getShiftAxis().getSExtValue() || !s.getRotate())
       return op->emitError("the runtime shifts around the ring of one grid axis (rotate)");
     auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, s.getGridAttr());
     int64_t size = grid ? grid.getShape()[axes[0]] : 0;
     int64_t offset = size > 0 ? (s.getOffset() % size + size) % size : 0;
     if (offset == 0)
-      return op->emitError("a shift by ") << s.getOffset() << " around a ring of " << size
-                                          << " moves nothing";
+      return op->emitError("a shift by ")
+             << s.getOffset() << " around a ring of " << size << " moves nothing";
     // Each shift's messages get their own tag: a step's shifts between the
     // same two ranks (a layer's keys and values) stay apart.
-    started = exec::ShiftOp::create(b, loc, token(), name, *in, *out, axesOf(axes), offset,
-                                    shiftTags++);
+    started =
+        exec::ShiftOp::create(b, loc, token(), name, *in, *out, axesOf(axes), offset, shiftTags++);
   } else if (auto s = dyn_cast<shard::AllSliceOp>(op)) {
     if (failed(leading(s.getInput(), s.getSliceAxis().getSExtValue())))
       return failure();

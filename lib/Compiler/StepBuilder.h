@@ -109,7 +109,7 @@ private:
   int kernelCount = 0;
   std::string symbolPrefix;
   llvm::SmallVector<int64_t> pieceCounts; // tried in order
-  int32_t shiftTags = 0; // the next shift step's message tag
+  int32_t shiftTags = 0;                  // the next shift step's message tag
 };
 
 /// Shared by the parts of the walk.

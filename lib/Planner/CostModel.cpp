@@ -786,8 +786,7 @@ double weightGradientShare(const PartCost &layer) {
 /// zb-h1, the idle time of the schedule's own order (colo-pipeline's) run
 /// with a forward of a third of `tMicro`, the weight gradients their share,
 /// the input gradients the rest.
-double pipelineBubbleTime(double tMicro, const ModelProfile &m, const Plan &plan,
-                          const Shared &s) {
+double pipelineBubbleTime(double tMicro, const ModelProfile &m, const Plan &plan, const Shared &s) {
   if (s.pp <= 1)
     return 0;
   if (plan.schedule != Schedule::ZeroBubbleH1)
@@ -840,11 +839,10 @@ double ulyssesMicroTime(const ClusterSpec &c, const Plan &plan, const Devices &d
   if (s.sp <= 1)
     return 0;
   double perLayer =
-      plan.ring > 1
-          ? ringShiftsPerLayer(plan) *
-                collectiveTime(Collective::SendRecv, s.boundary / s.tp, s.sp, s.tp, c)
-          : ulyssesAllToAllsPerLayer(plan) *
-                collectiveTime(Collective::AllToAll, s.boundary / s.tp, s.sp, s.tp, c);
+      plan.ring > 1 ? ringShiftsPerLayer(plan) *
+                          collectiveTime(Collective::SendRecv, s.boundary / s.tp, s.sp, s.tp, c)
+                    : ulyssesAllToAllsPerLayer(plan) *
+                          collectiveTime(Collective::AllToAll, s.boundary / s.tp, s.sp, s.tp, c);
   double gather = collectiveTime(Collective::AllGather, s.boundary * s.sp, s.sp, s.tp, c);
   return dev.maxLayers * perLayer + gather;
 }
@@ -1061,8 +1059,7 @@ double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Pl
   for (int64_t k = d; k < ch.count; k += s.pp)
     saved += plan.recompute == Recompute::Full
                  ? ch.layers[k] * s.boundary / (plan.sequenceParallel ? s.tp : 1)
-                 : layerSaved(ch.part[k], plan, s) +
-                       ch.layers[k] * ringBlocksSaved(plan, s);
+                 : layerSaved(ch.part[k], plan, s) + ch.layers[k] * ringBlocksSaved(plan, s);
   return saved;
 }
 

@@ -24,8 +24,8 @@ std::vector<int64_t> divisors(int64_t n) {
 /// schedule, ZeRO stage, sequence parallelism, recomputation and offload
 /// that colo compiles with it.
 void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const ClusterSpec &c,
-                  const SearchOptions &o, int64_t dp, int64_t tp, int64_t pp,
-                  int64_t ulysses, int64_t ring) {
+                  const SearchOptions &o, int64_t dp, int64_t tp, int64_t pp, int64_t ulysses,
+                  int64_t ring) {
   int64_t perRank = o.globalBatch / dp;
   for (int64_t mbs : divisors(perRank)) {
     if (mbs > 64)
@@ -95,8 +95,7 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
           continue;
         // Ulysses' all-to-alls stay inside a node with tensor parallelism's,
         // and split the sequence and a tensor-parallel rank's heads.
-        if (sp == 1 || (tp * sp <= c.devicesPerNode && m.seq % sp == 0 &&
-                        (m.heads / tp) % sp == 0))
+        if (sp == 1 || (tp * sp <= c.devicesPerNode && m.seq % sp == 0 && (m.heads / tp) % sp == 0))
           addMeshPlans(plans, m, c, o, dp, tp, pp, sp, 1);
         // A ring passes its blocks to its neighbours only, so it may span
         // nodes; in zigzag order it cuts the sequence into 2 sp chunks.

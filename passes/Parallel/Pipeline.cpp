@@ -3,10 +3,10 @@
 // backwards for every microbatch in the schedule's order, with explicit
 // sends and receives between ranks, gradients summed over microbatches, and
 // the update of the parameters the rank uses.
-#include "colo/Dialect/Colo/ColoOps.h"
-#include "Parallel/Mesh.h"
-#include "colo/Passes/Passes.h"
 #include "colo/Passes/Pipeline.h"
+#include "Parallel/Mesh.h"
+#include "colo/Dialect/Colo/ColoOps.h"
+#include "colo/Passes/Passes.h"
 #include "colo/Passes/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -207,8 +207,7 @@ private:
       if (!backward.contains(&op))
         continue;
       bool needed = llvm::any_of(op.getUsers(), [&](Operation *user) {
-        return isPerMicro(user) &&
-               (getStage(user) != getStage(&op) || inputGrad.contains(user));
+        return isPerMicro(user) && (getStage(user) != getStage(&op) || inputGrad.contains(user));
       });
       if (needed)
         inputGrad.insert(&op);

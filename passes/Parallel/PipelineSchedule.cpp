@@ -56,15 +56,14 @@ std::vector<PipelineAction> colo::pipelineOrder(int64_t r, int64_t pp, int64_t v
   int64_t total = micro * v;
   auto microOf = [&](int64_t k) { return (k / (pp * v)) * pp + k % pp; };
   auto forward = [&](int64_t k) {
-    return PipelineAction{PipelinePhase::Forward, ((k / pp) % v) * pp + r,
-                          v == 1 ? k : microOf(k)};
+    return PipelineAction{PipelinePhase::Forward, ((k / pp) % v) * pp + r, v == 1 ? k : microOf(k)};
   };
   auto backward = [&](int64_t k) {
     return PipelineAction{PipelinePhase::Backward, (v - 1 - (k / pp) % v) * pp + r,
                           v == 1 ? k : microOf(k)};
   };
-  int64_t warmup = v == 1 ? std::min(pp - r - 1, micro)
-                          : std::min((pp - r - 1) * 2 + (v - 1) * pp, total);
+  int64_t warmup =
+      v == 1 ? std::min(pp - r - 1, micro) : std::min((pp - r - 1) * 2 + (v - 1) * pp, total);
   for (int64_t k = 0; k < warmup; ++k)
     actions.push_back(forward(k));
   for (int64_t i = 0; i < total - warmup; ++i) {

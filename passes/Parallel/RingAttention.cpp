@@ -90,12 +90,10 @@ private:
       Value blockMax = make<StopGradientOp>(b, loc, rowMax(scores));
       Value newMax = t == 0 ? blockMax : make<MaximumOp>(b, loc, max, blockMax);
       Value probs = make<ExpOp>(b, loc, make<SubOp>(b, loc, scores, newMax));
-      Value pv = make<MatmulOp>(b, loc,
-                                stored == f32 ? probs
-                                              : make<ConvertOp>(b, loc,
-                                                                tensorType(probs).clone(stored),
-                                                                probs),
-                                v);
+      Value pv = make<MatmulOp>(
+          b, loc,
+          stored == f32 ? probs : make<ConvertOp>(b, loc, tensorType(probs).clone(stored), probs),
+          v);
       pv = toF32(pv);
       Value blockSum = rowSum(probs);
       if (t == 0) {
@@ -121,8 +119,8 @@ private:
   Value shift(OpBuilder &b, Location loc, Value x) {
     ++numShifts;
     return make<shard::ShiftOp>(b, loc, x.getType(), axis.grid.getSymName(),
-                                ArrayRef<int16_t>{axis.axis}, x, APInt(64, axis.axis),
-                                int64_t(1), /*rotate=*/true);
+                                ArrayRef<int16_t>{axis.axis}, x, APInt(64, axis.axis), int64_t(1),
+                                /*rotate=*/true);
   }
 
   /// Each of `kv`'s heads `groups` times: [b, hkv, t, d] -> [b, hkv*groups, t, d].
@@ -133,8 +131,7 @@ private:
     ArrayRef<int64_t> s = t.getShape();
     Type e = t.getElementType();
     Value x = reshape(b, loc, kv, {s[0], s[1], 1, s[2], s[3]});
-    x = make<BroadcastToOp>(b, loc, RankedTensorType::get({s[0], s[1], groups, s[2], s[3]}, e),
-                            x);
+    x = make<BroadcastToOp>(b, loc, RankedTensorType::get({s[0], s[1], groups, s[2], s[3]}, e), x);
     return reshape(b, loc, x, {s[0], s[1] * groups, s[2], s[3]});
   }
 
@@ -163,8 +160,7 @@ private:
     auto all = RankedTensorType::get({n, local, local}, b.getF32Type());
     Value whole = make<ConstantOp>(b, loc, DenseElementsAttr::get(all, ArrayRef(values)));
     Value mine = make<shard::AllSliceOp>(b, loc, all.clone({1, local, local}), whole,
-                                         axis.grid.getSymName(), ArrayRef<int16_t>{axis.axis},
-                                         0);
+                                         axis.grid.getSymName(), ArrayRef<int16_t>{axis.axis}, 0);
     return mask = reshape(b, loc, mine, {local, local});
   }
 

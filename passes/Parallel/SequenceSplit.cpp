@@ -31,8 +31,8 @@ bool outermost(RankedTensorType t, int64_t d) {
 
 SequenceSplitter::SequenceSplitter(func::FuncOp func, MeshAxis axis, StringRef pass,
                                    StringRef option, bool zigzag)
-    : func(func), axis(axis), n(axis.size), pass(pass.str()), option(option.str()),
-      zigzag(zigzag), sums(axis) {}
+    : func(func), axis(axis), n(axis.size), pass(pass.str()), option(option.str()), zigzag(zigzag),
+      sums(axis) {}
 
 LogicalResult SequenceSplitter::run() {
   Block &body = func.front();
@@ -49,8 +49,8 @@ LogicalResult SequenceSplitter::run() {
                                << (zigzag ? " in zigzag order (2 * " + option + " chunks)"
                                           : std::string())
                                << " does not divide the sequence length " << t.getDimSize(1)
-                               << " (dimension 1 of argument #" << arg.getArgNumber() << ", "
-                               << t << ")" << nodeName(user);
+                               << " (dimension 1 of argument #" << arg.getArgNumber() << ", " << t
+                               << ")" << nodeName(user);
     }
     OpBuilder b = OpBuilder::atBlockBegin(&body);
     Value local = cut(b, arg, 1);

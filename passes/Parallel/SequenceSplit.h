@@ -29,9 +29,9 @@
 #ifndef COLO_PASSES_PARALLEL_SEQUENCESPLIT_H
 #define COLO_PASSES_PARALLEL_SEQUENCESPLIT_H
 
+#include "Parallel/Mesh.h"
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/SplitPropagation.h"
-#include "Parallel/Mesh.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -77,8 +77,7 @@ protected:
   llvm::SmallPtrSet<mlir::Operation *, 4> producers(mlir::Value to, mlir::Value from);
   static std::string nodeName(mlir::Operation *op);
 
-  template <typename OpTy, typename... Args>
-  mlir::Value make(mlir::OpBuilder &b, Args &&...args) {
+  template <typename OpTy, typename... Args> mlir::Value make(mlir::OpBuilder &b, Args &&...args) {
     auto op = OpTy::create(b, std::forward<Args>(args)...);
     created.insert(op);
     return op;
@@ -111,8 +110,7 @@ private:
   mlir::Value slice(mlir::Value v, int64_t d);
   mlir::LogicalResult visit(mlir::Operation *op, const Propagation::Carried &carried);
   mlir::LogicalResult visitReshape(ReshapeOp op);
-  mlir::FailureOr<bool> visitTokenWise(mlir::Operation *op,
-                                       const Propagation::Carried &carried);
+  mlir::FailureOr<bool> visitTokenWise(mlir::Operation *op, const Propagation::Carried &carried);
 
   llvm::DenseMap<std::pair<mlir::Value, int64_t>, mlir::Value> slices;
   llvm::DenseMap<mlir::Value, mlir::Value> gathers;

@@ -35,8 +35,8 @@ void expectEveryPhaseOnce(int64_t pp, int64_t micro, PipelineSchedule kind) {
 TEST(PipelineSchedule, EveryPhaseOfEveryMicrobatchRunsOnce) {
   for (int64_t pp : {2, 4, 8})
     for (int64_t micro : {1, 3, 8, 16})
-      for (PipelineSchedule kind : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB,
-                                    PipelineSchedule::ZeroBubbleH1})
+      for (PipelineSchedule kind :
+           {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1})
         expectEveryPhaseOnce(pp, micro, kind);
 }
 

@@ -616,8 +616,8 @@ int run(const std::string &dir) {
     // first: under a pipeline, mostly the bubble it waits through
     // (bench/pipeline_bubble_bench.py).
     std::vector<double> waits(size_t(world), 0.0);
-    waits[size_t(rank)] = (session.communicationTime().exposed - firstStepWaits) /
-                          double(stepMs.size() - 1);
+    waits[size_t(rank)] =
+        (session.communicationTime().exposed - firstStepWaits) / double(stepMs.size() - 1);
     comm->allReduce(waits.data(), world, rt::F64, rt::ReduceOp::Sum, comm->world());
     out << "waiting in communication per step after the first:";
     for (int64_t r = 0; r < world; ++r)
