@@ -527,16 +527,21 @@ void Executable::validateSteps() {
     }
     case Step::kCollective: {
       const Collective &c = step.collective();
-      if (c.kind() == Collective::SEND || c.kind() == Collective::RECV) {
-        int64_t members = 1;
+      // The members of a point-to-point step's group.
+      auto members = [&] {
+        int64_t n = 1;
         for (int axis : c.mesh_axes()) {
           if (axis < 0 || axis >= program_.mesh().shape_size())
             fail(where + ": mesh axis " + std::to_string(axis) + " is not an axis of the mesh");
-          members *= program_.mesh().shape(axis);
+          n *= program_.mesh().shape(axis);
         }
-        if (c.peer() < 0 || c.peer() >= members)
+        return n;
+      };
+      if (c.kind() == Collective::SEND || c.kind() == Collective::RECV) {
+        int64_t size = members();
+        if (c.peer() < 0 || c.peer() >= size)
           fail(where + ": peer " + std::to_string(c.peer()) + " is not a member of a group of " +
-               std::to_string(members));
+               std::to_string(size));
         if (c.tag() < 0 || c.tag() >= (1 << 15))
           fail(where + ": tag " + std::to_string(c.tag()) + " is outside [0, 32768)");
         if (c.kind() == Collective::SEND)
@@ -546,15 +551,10 @@ void Executable::validateSteps() {
         break;
       }
       if (c.kind() == Collective::SHIFT) {
-        int64_t members = 1;
-        for (int axis : c.mesh_axes()) {
-          if (axis < 0 || axis >= program_.mesh().shape_size())
-            fail(where + ": mesh axis " + std::to_string(axis) + " is not an axis of the mesh");
-          members *= program_.mesh().shape(axis);
-        }
-        if (c.offset() <= 0 || c.offset() >= std::max<int64_t>(members, 2))
+        int64_t size = members();
+        if (c.offset() <= 0 || c.offset() >= std::max<int64_t>(size, 2))
           fail(where + ": shift offset " + std::to_string(c.offset()) +
-               " is not in (0, group size " + std::to_string(members) + ")");
+               " is not in (0, group size " + std::to_string(size) + ")");
         if (c.tag() < 0 || c.tag() >= (1 << 15))
           fail(where + ": tag " + std::to_string(c.tag()) + " is outside [0, 32768)");
         int32_t in = operand("input", c.input());

@@ -15,6 +15,8 @@
 #include "colo/Dialect/Colo/ColoDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 
 #include <optional>
