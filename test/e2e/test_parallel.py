@@ -500,7 +500,7 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
     [("llama", "ulysses=2", "adamw")] + \
     [("bert", p, "adamw") for p in ("dp=2", "dp=2,zero=1", "dp=2,zero=3", "tp=2")] + \
     [("gpt2", p, "adamw-bf16") for p in ("dp=2", "tp=2", "dp=2,zero=3",
-                                          "pp=2,micro=2,schedule=gpipe")] + \
+                                          "pp=2,micro=2,schedule=gpipe", "ring=2")] + \
     [("gpt2-dynamo", p, "adamw") for p in ("dp=2", "dp=2,zero=3", "tp=2",
                                             "pp=2,micro=2,schedule=gpipe")]
 
