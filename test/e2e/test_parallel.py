@@ -581,6 +581,29 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 
 
+def test_ring_shifts_overlap_and_each_rank_reports_its_waits(baseline, tmp_path):
+    """ring=2's next key and value blocks travel while the current ones are
+    scored: the profile shows its shifts in flight on the communication
+    track, --no-overlap gives the same bits, and every rank's waits are
+    reported."""
+    tmp, path = baseline("gpt2")[:2]
+    exe = tmp_path / "ring2"
+    run_colo("compile", path, "-o", exe, "--plan", "ring=2", "--train", TRAIN["adamw"])
+    outs = {}
+    for flag in ("", "--no-overlap"):
+        args = ["run", exe, "--steps", 2, "--data", tmp / "data.npz", "--threads", 1,
+                "-o", tmp_path / f"w{flag}.safetensors", "--profile", tmp_path / f"t{flag}.json"]
+        outs[flag] = run_colo(*args, *([flag] if flag else [])).stdout
+    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    shifts = [e for e in trace if e.get("cat") == "communication" and ".shift." in e["name"]]
+    assert len(shifts) >= 2 * LAYERS * 2, [e["name"] for e in shifts][:4]
+    waits = re.search(r"^waiting in communication per step after the first: "
+                      r"rank 0 [\d.]+ m?s, rank 1 [\d.]+ m?s$", outs[""], re.M)
+    assert waits, outs[""]
+    assert ((tmp_path / "w.safetensors").read_bytes() ==
+            (tmp_path / "w--no-overlap.safetensors").read_bytes())
+
+
 def test_the_same_plan_compiles_to_the_same_program_bytes(baseline, tmp_path):
     """Every file of the executable has the same bytes from compile to
     compile: program.pb is serialized deterministically (param_names, a map,
