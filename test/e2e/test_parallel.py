@@ -598,7 +598,7 @@ def test_ring_shifts_overlap_and_each_rank_reports_its_waits(baseline, tmp_path)
     shifts = [e for e in trace if e.get("cat") == "communication" and ".shift." in e["name"]]
     assert len(shifts) >= 2 * LAYERS * 2, [e["name"] for e in shifts][:4]
     waits = re.search(r"^waiting in communication per step after the first: "
-                      r"rank 0 [\d.]+ m?s, rank 1 [\d.]+ m?s$", outs[""], re.M)
+                      r"rank 0 [\d.]+ ms, rank 1 [\d.]+ ms$", outs[""], re.M)
     assert waits, outs[""]
     assert ((tmp_path / "w.safetensors").read_bytes() ==
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
