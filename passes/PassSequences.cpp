@@ -115,9 +115,10 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
                                                  const ParallelOptions &parallel,
                                                  llvm::raw_ostream &errors) {
   int64_t sequenceRanks = parallel.ulysses * parallel.ring;
-  if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || sequenceRanks > 1)
-    pm.addPass(createColoCreateMesh(
-        ColoCreateMeshOptions{parallel.dp, parallel.tp, parallel.pp, sequenceRanks}));
+  if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || sequenceRanks > 1 ||
+      parallel.tp2d > 1)
+    pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{parallel.dp, parallel.tp, parallel.pp,
+                                                          sequenceRanks, parallel.tp2d}));
   if (parallel.dp * parallel.micro > 1)
     pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{
         parallel.dp * parallel.micro, parallel.localBatchNorm ? 1 : parallel.dp}));
@@ -131,6 +132,8 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   // The backward is derived from the sharded forward.
   if (parallel.tp > 1)
     pm.addPass(createColoTensorParallel(ColoTensorParallelOptions{parallel.tp}));
+  if (parallel.tp2d > 1)
+    pm.addPass(createColoTensorParallel2D(ColoTensorParallel2DOptions{parallel.tp2d}));
   // After tensor parallelism, as DeepSpeed-Ulysses composes with Megatron:
   // the all-to-alls exchange the rank's tp heads.
   if (parallel.ulysses > 1)

@@ -122,6 +122,8 @@ Shard shardOf(const Checkpoint::Tensor &t, const Checkpoint::Piece &p) {
   s.set_groups(p.groups);
   s.set_flat(p.flat);
   s.set_flat_parts(p.flatParts);
+  s.set_inner_dim(p.innerDim);
+  s.set_inner_parts(p.innerParts);
   return s;
 }
 
@@ -226,6 +228,10 @@ void writeCheckpoint(const Session &session, Communicator *comm, const std::stri
       piece["flat"] = b.shard().flat();
       if (b.shard().flat_parts() > 0)
         piece["flat_parts"] = b.shard().flat_parts();
+      if (b.shard().inner_parts() > 0) {
+        piece["inner_dim"] = b.shard().inner_dim();
+        piece["inner_parts"] = b.shard().inner_parts();
+      }
       piece["index"] = index;
       piece["parts"] = parts;
     }
@@ -415,6 +421,8 @@ void Checkpoint::readIndex(const void *parsed, const std::string &file) {
         piece.groups = r.integer(p, "groups", at, 1);
         piece.flat = p.value("flat", false);
         piece.flatParts = p.contains("flat_parts") ? r.integer(p, "flat_parts", at, 1) : 0;
+        piece.innerParts = p.contains("inner_parts") ? r.integer(p, "inner_parts", at, 1) : 0;
+        piece.innerDim = piece.innerParts ? int(r.integer(p, "inner_dim", at)) : 0;
         piece.parts = r.integer(p, "parts", at, 1);
         piece.index = r.integer(p, "index", at);
         Shard shard = shardOf(tensor, piece);
@@ -558,9 +566,9 @@ ResumeReport resumeFrom(Session &session, Communicator *comm, const Checkpoint &
       if (p.rank != rank || p.layout != layout || p.shape != exe.shape(id))
         return false;
       return layout == Checkpoint::Piece::Whole ||
-             (p.dim == b.shard().dim() &&
-              p.groups == std::max<int64_t>(b.shard().groups(), 1) &&
+             (p.dim == b.shard().dim() && p.groups == std::max<int64_t>(b.shard().groups(), 1) &&
               p.flat == b.shard().flat() && p.flatParts == b.shard().flat_parts() &&
+              p.innerDim == b.shard().inner_dim() && p.innerParts == b.shard().inner_parts() &&
               p.index == block.first && p.parts == block.second);
     });
     if (own != t->pieces.end()) {

@@ -578,7 +578,8 @@ void Executable::validateSteps() {
       needDType("output", out, dtype);
       bool intSum = dtype == I64 && c.kind() == Collective::ALL_REDUCE &&
                     c.reduction() != Collective::AVERAGE;
-      if (dtype != F32 && dtype != F64 && !intSum && c.kind() != Collective::ALL_SLICE)
+      bool moves = c.kind() == Collective::ALL_SLICE || c.kind() == Collective::BROADCAST;
+      if (dtype != F32 && dtype != F64 && !intSum && !moves)
         fail(where + ": " + dtypeName(dtype) + " is not supported by this collective");
       int64_t n = elements_[in];
       switch (c.kind()) {
@@ -595,6 +596,15 @@ void Executable::validateSteps() {
           fail(where + ": input " + describeBuffer(in) + " has " + std::to_string(n) +
                " elements, not a multiple of the group size " + std::to_string(parts));
         needElements("output", out, n / parts, true);
+        break;
+      case Collective::BROADCAST:
+      case Collective::REDUCE:
+        if (c.root() < 0 || c.root() >= parts)
+          fail(where + ": root " + std::to_string(c.root()) + " is not a member of a group of " +
+               std::to_string(parts));
+        if (c.kind() == Collective::REDUCE && c.reduction() != Collective::SUM)
+          fail(where + ": a reduce to a root sums");
+        needElements("output", out, n, true);
         break;
       default:
         fail(where + ": unknown collective kind " + std::to_string(int(c.kind())));

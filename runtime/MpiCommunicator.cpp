@@ -335,6 +335,47 @@ public:
     wait(sends, call.what);
   }
 
+  /// The broadcast's chain run backwards: the member before the root in
+  /// group order starts, and each member adds what it receives to its own
+  /// input and passes the sum on, segment by segment, so that every member
+  /// but the root sends the tensor once.
+  void reduce(const void *send, void *recv, int64_t count, DType dtype, int root,
+              const Group &group) override {
+    Call call(*this, "reduce");
+    int me = member(group, call.what);
+    checkReduce(dtype, ReduceOp::Sum, call.what);
+    int64_t es = elementSize(dtype, call.what), bytes = count * es;
+    checkBuffer(send, count, call.what);
+    checkBuffer(recv, count, call.what);
+    int64_t p = group.size();
+    if (root < 0 || root >= p)
+      throw Error("reduce: root " + std::to_string(root) + " is not an index into group " +
+                  groupString(group));
+    Channel ch = channel(group, call.what);
+    char *sum = static_cast<char *>(recv);
+    if (send != recv && bytes > 0)
+      std::memmove(sum, send, size_t(bytes));
+    if (p == 1 || bytes == 0)
+      return;
+    int64_t position = mod(me - root, p);
+    int prev = int(mod(me - 1, p)), next = int(mod(me + 1, p));
+    int64_t segment = kSegment / es * es, segments = (bytes + segment - 1) / segment;
+    char *staging = position == p - 1 ? nullptr : stage(receive_, std::min(segment, bytes));
+    Pending sends;
+    for (int64_t k = 0; k < segments; ++k) {
+      int64_t size = std::min(segment, bytes - k * segment);
+      if (staging) {
+        Pending in;
+        postRecv(in, staging, size, next, ch, call.what);
+        wait(in, call.what);
+        combine(sum + k * segment, staging, size / es, dtype, ReduceOp::Sum);
+      }
+      if (position != 0)
+        postSend(sends, sum + k * segment, size, prev, ch, call.what);
+    }
+    wait(sends, call.what);
+  }
+
   void send(const void *data, int64_t bytes, int peer, int tag) override {
     Call call(*this, "send");
     checkPointToPoint(data, bytes, peer, tag, call.what);

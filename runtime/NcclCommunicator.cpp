@@ -34,7 +34,7 @@ namespace colo::runtime {
 #ifdef COLO_HAVE_NCCL
 // clang-format off
 #define COLO_NCCL_FUNCTIONS(X)                                                               \
-  X(ncclAllGather) X(ncclAllReduce) X(ncclBroadcast) X(ncclCommAbort) X(ncclCommDestroy)     \
+  X(ncclAllGather) X(ncclAllReduce) X(ncclBroadcast) X(ncclReduce) X(ncclCommAbort) X(ncclCommDestroy)     \
   X(ncclCommFinalize) X(ncclCommGetAsyncError) X(ncclCommInitRankConfig)                     \
   X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclGroupEnd)              \
   X(ncclGroupStart) X(ncclRecv) X(ncclReduceScatter) X(ncclSend)
@@ -211,6 +211,30 @@ public:
     ncclComm_t comm = commFor(group, me, call.what);
     finish(ncclApi().ncclBroadcast(data, data, size_t(bytes), ncclInt8, root, comm, stream_), comm,
            "ncclBroadcast", call.what);
+  }
+
+  void reduce(const void *send, void *recv, int64_t count, DType dtype, int root,
+              const Group &group) override {
+    if (onHost(recv))
+      return viaMpi([&] { mpi_.reduce(send, recv, count, dtype, root, group); });
+    Call call(*this, "reduce");
+    int me = member(group, call.what);
+    ncclDataType_t type = reduceType(dtype, ReduceOp::Sum, call.what);
+    int64_t bytes = bytesOf(count, dtype, call.what);
+    int64_t p = group.size();
+    if (root < 0 || root >= p)
+      throw Error("reduce: root " + std::to_string(root) + " is not an index into group " +
+                  groupString(group));
+    // Counted as the MPI backend's chain: the root sends nothing.
+    if (p > 1) {
+      stats_.bytesSent += me == root ? 0 : bytes;
+      stats_.bytesReceived += (me + 1) % p == root ? 0 : bytes;
+    }
+    if (p == 1 || bytes == 0)
+      return copy(recv, send, bytes, call.what);
+    ncclComm_t comm = commFor(group, me, call.what);
+    finish(ncclApi().ncclReduce(send, recv, size_t(count), type, ncclSum, root, comm, stream_),
+           comm, "ncclReduce", call.what);
   }
 
   /// NCCL has no tags: messages between two ranks arrive in call order.

@@ -428,6 +428,26 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
       std::memmove(out, static_cast<char *>(in) + index * (bytes / size),
                    size_t(bytes / size));
     };
+  case Collective::BROADCAST: {
+    int root = int(c.root());
+    return [=] {
+      if (index == root && in != out)
+        std::memmove(out, in, size_t(bytes));
+      if (size > 1)
+        comm->broadcast(out, n, dtype, root, group);
+    };
+  }
+  case Collective::REDUCE: {
+    int root = int(c.root());
+    return [=] {
+      if (size > 1)
+        comm->reduce(in, out, n, dtype, root, group);
+      else
+        std::memmove(out, in, size_t(bytes));
+      if (index != root)
+        std::memset(out, 0, size_t(bytes));
+    };
+  }
   default:
     return [] {};
   }

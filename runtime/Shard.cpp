@@ -16,22 +16,57 @@ int64_t flatParts(const Shard &shard, int64_t parts) {
   return shard.flat_parts() > 0 ? shard.flat_parts() : parts;
 }
 
+/// How many of `parts` split `inner_dim` (Program.proto's inner_parts; 1
+/// where none does).
+int64_t innerParts(const Shard &shard) { return shard.inner_parts() > 0 ? shard.inner_parts() : 1; }
+
 /// Calls copy(fullOffset, localOffset, count) in elements for every
-/// contiguous run of block `index` of `parts` of dimension `dim`.
+/// contiguous run of block `index` of `parts`: of dimension `dim` (by
+/// groups) and, with inner_parts, of dimension `inner_dim`.
 template <typename F>
 void forEachSplitRun(const Shard &shard, int64_t index, int64_t parts, F copy) {
-  Shape full = fullShape(shard);
-  int64_t outer = 1, inner = 1, dim = full[shard.dim()];
-  for (int i = 0; i < shard.dim(); ++i)
-    outer *= full[i];
-  for (size_t i = shard.dim() + 1; i < full.size(); ++i)
-    inner *= full[i];
-  int64_t groups = std::max<int64_t>(shard.groups(), 1);
-  int64_t group = dim / groups, block = group / parts;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t g = 0; g < groups; ++g)
-      copy((o * dim + g * group + index * block) * inner,
-           (o * (dim / parts) + g * block) * inner, block * inner);
+  Shape full = fullShape(shard), local = full;
+  struct Run {
+    int64_t full, local, count;
+  };
+  // Per dimension, the runs of its indices that the block holds.
+  std::vector<std::vector<Run>> runs(full.size());
+  for (size_t d = 0; d < full.size(); ++d)
+    runs[d] = {{0, 0, full[d]}};
+  int64_t inner = innerParts(shard), dim = shard.dim(), last = dim;
+  int64_t groups = std::max<int64_t>(shard.groups(), 1), group = full[dim] / groups;
+  int64_t block = group / (parts / inner);
+  runs[dim].clear();
+  for (int64_t g = 0; g < groups; ++g)
+    runs[dim].push_back({g * group + index / inner * block, g * block, block});
+  local[dim] = groups * block;
+  if (shard.inner_parts() > 0) {
+    int64_t d = shard.inner_dim(), n = full[d] / inner;
+    runs[d] = {{index % inner * n, 0, n}};
+    local[d] = n;
+    last = std::max(last, d);
+  }
+  // The dimensions after the last split one are copied whole with it.
+  int64_t tail = 1;
+  for (size_t d = last + 1; d < full.size(); ++d)
+    tail *= full[d];
+  std::vector<int64_t> fullStride(last + 1, tail), localStride(last + 1, tail);
+  for (int64_t d = last - 1; d >= 0; --d) {
+    fullStride[d] = fullStride[d + 1] * full[d + 1];
+    localStride[d] = localStride[d + 1] * local[d + 1];
+  }
+  auto walk = [&](auto &self, int64_t d, int64_t fullAt, int64_t localAt) -> void {
+    for (const Run &r : runs[d]) {
+      if (d == last) {
+        copy(fullAt + r.full * fullStride[d], localAt + r.local * localStride[d], r.count * tail);
+        continue;
+      }
+      for (int64_t i = 0; i < r.count; ++i)
+        self(self, d + 1, fullAt + (r.full + i) * fullStride[d],
+             localAt + (r.local + i) * localStride[d]);
+    }
+  };
+  walk(walk, 0, 0, 0);
 }
 
 /// Calls copy(fullOffset, localOffset, count) in elements for every
@@ -74,8 +109,21 @@ std::string splitProblem(const Shard &shard, int64_t parts) {
   if (shard.flat_parts() < 0 || (shard.flat() && parts % flat))
     return "flat_parts " + str(shard.flat_parts()) + " does not divide " + str(parts) +
            " parts";
+  if (shard.inner_parts() != 0) {
+    if (shard.flat() && flat == parts)
+      return "inner_parts with a whole flattened tensor";
+    int64_t d = shard.inner_dim(), n = shard.inner_parts();
+    if (n < 0 || parts % n)
+      return "inner_parts " + str(n) + " does not divide " + str(parts) + " parts";
+    if (d < 0 || d >= int(full.size()) || d == shard.dim())
+      return "inner_dim " + str(d) + " is not a dimension of " + shapeString(full) +
+             " other than dim " + str(shard.dim());
+    if (full[d] % n)
+      return "dimension " + str(d) + " of " + shapeString(full) + " does not split into " + str(n) +
+             " parts";
+  }
   if (!shard.flat() || flat < parts) {
-    int64_t split = parts / flat;
+    int64_t split = parts / flat / innerParts(shard);
     if (shard.dim() < 0 || shard.dim() >= int(full.size()))
       return "dim " + str(shard.dim()) + " is not a dimension of " + shapeString(full);
     int64_t groups = std::max<int64_t>(shard.groups(), 1);
@@ -85,8 +133,9 @@ std::string splitProblem(const Shard &shard, int64_t parts) {
   }
 
   // Consecutive parts of a flattened tensor (or of a block that the checks
-  // above showed the split tiles) tile it.
-  if (shard.flat())
+  // above showed the split tiles) tile it, as do blocks of two dimensions
+  // that each divide.
+  if (shard.flat() || shard.inner_parts() > 0)
     return "";
   // Every row before the split dimension is cut alike: the blocks' runs
   // through the first must tile it.
@@ -129,17 +178,23 @@ std::string shardProblem(const Buffer &buffer, const Mesh &mesh) {
     seen.push_back(axis);
     parts *= mesh.shape(axis);
   }
-  if (shard.flat() && shard.flat_parts() > 0) {
-    // The flattening's ranks are the group's last axes.
-    int64_t last = 1;
-    for (auto a = shard.mesh_axes().rbegin(); a != shard.mesh_axes().rend() &&
-                                              last < shard.flat_parts();
-         ++a)
-      last *= mesh.shape(*a);
-    if (last != shard.flat_parts())
-      return "flat_parts " + std::to_string(shard.flat_parts()) +
-             " is not the size of the group's last mesh axes";
-  }
+  // The flattening's ranks are the group's last axes, and the inner
+  // dimension's the last before them.
+  std::vector<int64_t> sizes;
+  for (int axis : shard.mesh_axes())
+    sizes.push_back(mesh.shape(axis));
+  auto takeLast = [&](int64_t size) {
+    int64_t taken = 1;
+    while (!sizes.empty() && taken < size)
+      taken *= sizes.back(), sizes.pop_back();
+    return taken == size;
+  };
+  if (shard.flat() && shard.flat_parts() > 0 && !takeLast(shard.flat_parts()))
+    return "flat_parts " + std::to_string(shard.flat_parts()) +
+           " is not the size of the group's last mesh axes";
+  if (shard.inner_parts() > 0 && !takeLast(shard.inner_parts()))
+    return "inner_parts " + std::to_string(shard.inner_parts()) +
+           " is not the size of the group's last mesh axes before the flattening's";
   if (std::string problem = splitProblem(shard, parts); !problem.empty())
     return problem;
   Shape block = shardShape(shard, parts), shape(buffer.shape().begin(), buffer.shape().end());
@@ -155,7 +210,9 @@ Shape shardShape(const Shard &shard, int64_t parts) {
     int64_t flat = flatParts(shard, parts);
     return {(numElements(full) / (parts / flat) + flat - 1) / flat};
   }
-  full[shard.dim()] /= parts;
+  full[shard.dim()] /= parts / innerParts(shard);
+  if (shard.inner_parts() > 0)
+    full[shard.inner_dim()] /= shard.inner_parts();
   return full;
 }
 

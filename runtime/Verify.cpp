@@ -24,6 +24,7 @@ struct Event {
   int peer = -1;          // world rank (SEND, RECV)
   int tag = 0;
   int64_t bytes = 0;
+  int64_t root = -1; // group index (BROADCAST, REDUCE)
 };
 
 int64_t bytesOf(const Program &p, int32_t id) {
@@ -79,6 +80,10 @@ const char *kindName(Collective::Kind k) {
   case Collective::RECV: return "receive";
   case Collective::SHIFT:
     return "shift";
+  case Collective::BROADCAST:
+    return "broadcast";
+  case Collective::REDUCE:
+    return "reduce";
   default: return "collective";
   }
 }
@@ -245,6 +250,8 @@ std::string verifyCommunication(const Program &top) {
         e.tag = c.tag();
       }
       e.bytes = bytesOf(p, recv ? c.output() : c.input());
+      if (c.kind() == Collective::BROADCAST || c.kind() == Collective::REDUCE)
+        e.root = c.root();
       events[r].push_back(std::move(e));
     }
   }
@@ -295,8 +302,9 @@ std::string verifyCommunication(const Program &top) {
               ready = false;
               break;
             }
-            if (o.kind != e.kind || o.bytes != e.bytes)
-              return where(r, e) + " meets " + where(m, o) + " in the same group";
+            if (o.kind != e.kind || o.bytes != e.bytes || o.root != e.root)
+              return where(r, e) + " meets " + where(m, o) + " in the same group" +
+                     (o.root != e.root ? " with another root" : "");
           }
           if (!ready)
             break;

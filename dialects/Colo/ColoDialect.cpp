@@ -77,6 +77,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
            {BatchPartsAttrHelper::getNameStr(), Range::Positive},
            {DataParallelAttrHelper::getNameStr(), Range::Positive},
            {TensorParallelAttrHelper::getNameStr(), Range::Positive},
+           {TensorParallel2dAttrHelper::getNameStr(), Range::Positive},
            {SequenceParallelAttrHelper::getNameStr(), Range::Positive},
            {UlyssesAttrHelper::getNameStr(), Range::Positive},
            {RingAttrHelper::getNameStr(), Range::Positive},

@@ -209,9 +209,9 @@ LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (split == 0)
     return emitError() << "a shard splits at least one dimension";
-  if (groups < 1 || (groups > 1 && split != 1))
+  if (groups < 1 || (groups > 1 && split > 2))
     return emitError() << "a shard's groups (" << groups
-                       << ") are at least 1, and more only with one split dimension";
+                       << ") are at least 1, and more only with one or two split dimensions";
   if (flat && (parts.size() != 1 || groups != 1))
     return emitError() << "a flat shard has one entry, for the flattened tensor, and no groups";
   if (!flatAxes)
@@ -260,8 +260,13 @@ LogicalResult GlobalOp::verify() {
     if (static_cast<int64_t>(shard.getParts().size()) != type.getRank())
       return emitOpError() << "shard " << shard << " describes a rank-"
                            << shard.getParts().size() << " tensor, not " << type;
+    // The groups are on the last split dimension.
+    int64_t grouped = -1;
     for (auto [d, n] : llvm::enumerate(shard.getParts()))
-      if (type.getDimSize(d) % (n * (n > 1 ? shard.getGroups() : 1)))
+      if (n > 1)
+        grouped = int64_t(d);
+    for (auto [d, n] : llvm::enumerate(shard.getParts()))
+      if (type.getDimSize(d) % (n * (int64_t(d) == grouped ? shard.getGroups() : 1)))
         return emitOpError() << "shard " << shard << " does not divide " << type
                              << ": dimension " << d << " must be a multiple of parts * groups";
   }

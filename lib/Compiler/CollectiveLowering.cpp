@@ -27,11 +27,29 @@ FailureOr<exec::Reduction> reductionOf(Operation *op, shard::ReductionKind kind)
     return op->emitError("the runtime reduces by sum, average or max only");
   }
 }
+/// The group index of a broadcast's or a reduction's root: its in-group
+/// multi-index over `axes`, the first slowest (the runtime's group order).
+FailureOr<int64_t> rootIndex(Operation *op, FlatSymbolRefAttr gridName, ArrayRef<int16_t> axes,
+                             ArrayRef<int64_t> root, ValueRange dynamic) {
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
+  if (!grid || !dynamic.empty() || root.size() != axes.size())
+    return op->emitError("the runtime's root is a static index on each of the op's grid axes");
+  int64_t index = 0;
+  for (auto [axis, r] : llvm::zip(axes, root)) {
+    int64_t size = grid.getShape()[axis];
+    if (r < 0 || r >= size)
+      return op->emitError() << "root index " << r << " is outside grid axis " << axis
+                             << " of size " << size;
+    index = index * size + r;
+  }
+  return index;
+}
 } // namespace
 
 bool colo::isCollective(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
-             shard::AllSliceOp, shard::SendOp, shard::RecvOp, shard::ShiftOp>(op);
+             shard::AllSliceOp, shard::SendOp, shard::RecvOp, shard::ShiftOp, shard::BroadcastOp,
+             shard::ReduceOp>(op);
 }
 
 void StepBuilder::waitFor(Value token, StringRef name) {
@@ -135,6 +153,23 @@ LogicalResult StepBuilder::visitCollective(Operation *op) {
     // same two ranks (a layer's keys and values) stay apart.
     started =
         exec::ShiftOp::create(b, loc, token(), name, *in, *out, axesOf(axes), offset, shiftTags++);
+  } else if (auto c = dyn_cast<shard::BroadcastOp>(op)) {
+    FailureOr<int64_t> root =
+        rootIndex(op, c.getGridAttr(), c.getGridAxes(), c.getRoot(), c.getRootDynamic());
+    if (failed(root))
+      return failure();
+    started =
+        exec::BroadcastOp::create(b, loc, token(), name, *in, *out, axesOf(c.getGridAxes()), *root);
+  } else if (auto r = dyn_cast<shard::ReduceOp>(op)) {
+    FailureOr<int64_t> root =
+        rootIndex(op, r.getGridAttr(), r.getGridAxes(), r.getRoot(), r.getRootDynamic());
+    if (failed(root))
+      return failure();
+    if (r.getReduction() != shard::ReductionKind::Sum ||
+        tensorType(r.getInput()).getElementType() != tensorType(r.getResult()).getElementType())
+      return op->emitError("the runtime reduces to a root by sum, in the input's element type");
+    started = exec::ReduceOp::create(b, loc, token(), name, *in, *out, axesOf(r.getGridAxes()),
+                                     exec::Reduction::sum, *root);
   } else if (auto s = dyn_cast<shard::AllSliceOp>(op)) {
     if (failed(leading(s.getInput(), s.getSliceAxis().getSExtValue())))
       return failure();

@@ -59,6 +59,8 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   }
   // colo-tensor-parallel reports sizes tp does not divide, on the op.
   options.tp = plan.tp;
+  // colo-tensor-parallel-2d reports sizes the grid's side does not divide.
+  options.tp2d = plan.tp2d;
   // The parser rejects sp without tp; colo-sequence-parallel reports token
   // counts tp does not divide, on the op.
   options.sequenceParallel = plan.sequenceParallel;

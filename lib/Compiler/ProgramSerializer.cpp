@@ -110,6 +110,8 @@ private:
       s->set_groups(shard.getGroups());
       s->set_flat(shard.getFlat());
       s->set_flat_parts(shard.getFlatParts());
+      s->set_inner_dim(int32_t(shard.getInnerDim()));
+      s->set_inner_parts(shard.getInnerParts());
       for (int32_t axis : shard.getMeshAxes())
         s->add_mesh_axes(axis);
     }
@@ -281,6 +283,15 @@ private:
         .Case([&](exec::ShiftOp c) {
           rt::Collective *out = group(c, rt::Collective::SHIFT);
           out->set_offset(c.getOffset()), out->set_tag(int32_t(c.getTag()));
+          return success();
+        })
+        .Case([&](exec::BroadcastOp c) {
+          group(c, rt::Collective::BROADCAST)->set_root(c.getRoot());
+          return success();
+        })
+        .Case([&](exec::ReduceOp c) {
+          rt::Collective *out = group(c, rt::Collective::REDUCE);
+          out->set_reduction(reduction(c.getReduction())), out->set_root(c.getRoot());
           return success();
         })
         .Case([&](exec::SendOp s) {

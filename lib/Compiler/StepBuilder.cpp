@@ -258,29 +258,33 @@ FailureOr<Value> StepBuilder::stateBuffer(Operation *user, StringRef global) {
     return failure();
   auto buffer = state->getDefiningOp<exec::BufferOp>();
   if (std::optional<GlobalShard> shard = getGlobalShard(g)) {
-    // The runtime's shards (Program.proto) cut one dimension.
+    // The runtime's shards (Program.proto) cut one dimension, or two: the
+    // grouped one (the last) by the group's first axes, the other by its
+    // last axes.
     SmallVector<int64_t> dims = shard->splitDims();
-    if (dims.size() != 1)
+    if (dims.size() > 2)
       return g.emitError() << "@" << global << " is sharded along " << dims.size()
-                           << " dimensions; programs shard a global along one";
-    int64_t dim = dims.front();
+                           << " dimensions; programs shard a global along one or two";
+    int64_t dim = dims.back(), inner = dims.front();
     SmallVector<int32_t> axes;
-    for (StringRef name : shard->axes[dim]) {
-      FailureOr<int> axis = meshAxis(g, name);
-      if (failed(axis))
-        return failure();
-      axes.push_back(*axis);
-    }
+    auto addAxes = [&](ArrayRef<StringRef> names) -> LogicalResult {
+      for (StringRef name : names) {
+        FailureOr<int> axis = meshAxis(g, name);
+        if (failed(axis))
+          return failure();
+        axes.push_back(*axis);
+      }
+      return success();
+    };
     // ZeRO-3 over a split: the flattening's axes follow the split's.
-    for (StringRef name : shard->flatAxes) {
-      FailureOr<int> axis = meshAxis(g, name);
-      if (failed(axis))
-        return failure();
-      axes.push_back(*axis);
-    }
+    if (failed(addAxes(shard->axes[dim])) ||
+        (dims.size() == 2 && failed(addAxes(shard->axes[inner]))) ||
+        failed(addAxes(shard->flatAxes)))
+      return failure();
     buffer.setShardAttr(exec::ShardAttr::get(
-        b.getContext(), g.getTensorType().getShape(), dim, shard->groups, shard->flattened(),
-        axes, shard->flatAxes.empty() ? 0 : shard->flatParts));
+        b.getContext(), g.getTensorType().getShape(), dim, shard->groups, shard->flattened(), axes,
+        shard->flatAxes.empty() ? 0 : shard->flatParts, dims.size() == 2 ? inner : 0,
+        dims.size() == 2 ? shard->parts[inner] : 0));
   }
   // Pipeline ranks' own copies of a global keep the model's name.
   StringRef modelName = global;

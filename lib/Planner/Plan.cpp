@@ -42,6 +42,8 @@ std::string offloadName(Offload o, bool activations) {
 
 std::string Plan::str() const {
   std::string s = formatv("dp={0},tp={1},pp={2}", dp, tp, pp).str();
+  if (tp2d > 1)
+    s += formatv(",tp2d={0}", tp2d).str();
   if (sequenceParallel)
     s += ",sp";
   if (vocabParallel)
@@ -83,6 +85,7 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
   if (key == "v") return number(p.virtualStages, 1);
   if (key == "ulysses") return number(p.ulysses, 1);
   if (key == "ring") return number(p.ring, 1);
+  if (key == "tp2d") return number(p.tp2d, 1);
   if (key == "zigzag") {
     if (value != "0" && value != "1" && value != "true" && value != "false")
       return bad(what + ": zigzag is 1 or 0 (true or false), not '" + value + "'");
@@ -157,7 +160,8 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
-             "' (dp, tp, pp, sp, vocab, ulysses, ring, zigzag, zero, mbs, micro, schedule, v, recompute, offload)");
+             "' (dp, tp, pp, tp2d, sp, vocab, ulysses, ring, zigzag, zero, mbs, micro, schedule, v, "
+             "recompute, offload)");
 }
 
 static Error check(Plan &p, StringRef what) {
@@ -165,9 +169,10 @@ static Error check(Plan &p, StringRef what) {
   // sizes the planner forms far from overflowing.
   constexpr int64_t kMaxDevices = int64_t(1) << 24;
   int64_t devices = 1;
-  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring}) {
+  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring, p.tp2d, p.tp2d}) {
     if (n > kMaxDevices || devices * n > kMaxDevices)
-      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring > 2^24)");
+      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring*tp2d^2 > "
+                        "2^24)");
     devices *= n;
   }
   if (p.microBatch > kMaxDevices || p.microBatches > kMaxDevices || p.virtualStages > 1024)
@@ -182,6 +187,9 @@ static Error check(Plan &p, StringRef what) {
                       "go with schedule=interleaved");
   if (p.schedule != Schedule::Interleaved)
     p.virtualStages = 1;
+  if (p.tp2d > 1 && p.tp > 1)
+    return bad(what + ": choose one tensor parallelism: 'tp' (1-D, Megatron's) or 'tp2d' "
+                      "(2-D, a tp2d x tp2d grid)");
   if (p.sequenceParallel && p.tp == 1)
     return bad(what + ": sequence parallelism needs tp > 1");
   if (p.vocabParallel && p.tp == 1)
@@ -209,6 +217,8 @@ Error checkCompilable(const Plan &p) {
        "ring attention with pipeline parallelism"},
       {[](const Plan &p) { return p.ring > 1 && p.vocabParallel; },
        "ring attention with vocabulary parallelism"},
+      {[](const Plan &p) { return p.tp2d > 1 && p.sequenceRanks() > 1; },
+       "2-D tensor parallelism with Ulysses or ring attention"},
   };
   for (const Unsupported &u : table)
     if (u.combines(p))
@@ -316,7 +326,8 @@ json::Value toJSON(const Plan &p) {
   for (auto [b, e] : p.stages)
     stages.push_back(json::Array{b, e});
   json::Object o{
-      {"mesh", json::Object{{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}}},
+      {"mesh", p.tp2d > 1 ? json::Object{{"dp", p.dp}, {"tp2d", p.tp2d}, {"pp", p.pp}}
+                          : json::Object{{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}}},
       {"sequence_parallel", p.sequenceParallel},
       {"zero", p.zero},
       {"micro_batch", p.microBatch},

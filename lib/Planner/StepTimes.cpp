@@ -49,7 +49,7 @@ double bytesSent(const runtime::Program &p, const runtime::Collective &c) {
     return 2.0 * (n - 1) / n * bytes;
   case K::ALL_GATHER:
     return double(n - 1) * bytes; // the input is one member's block
-  default:
+  default: // a broadcast's or a reduce's chain: all members but one send it once
     return double(n - 1) / n * bytes;
   }
 }

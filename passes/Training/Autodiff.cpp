@@ -610,12 +610,29 @@ colo::buildOperandGradients(OpBuilder &b, Operation *op, ArrayRef<Value> resultG
                 b, gb.loc, x.getType(), s.getGrid(), s.getGridAxes(), g, s.getShiftAxis(),
                 -s.getOffset(), /*rotate=*/true)};
           })
+          // 2-D tensor parallelism's SUMMA: a broadcast reads only the
+          // root's input, so the root's gradient is the sum of every
+          // member's and the others' is zero (colo's shard.reduce: zero
+          // off the root); a reduce's adjoint sends the root's gradient to
+          // every member.
+          .Case([&](shard::BroadcastOp c) -> Grads {
+            return SmallVector<Value>{shard::ReduceOp::create(
+                b, gb.loc, x.getType(), c.getGrid(), c.getGridAxes(), g,
+                shard::ReductionKind::Sum, c.getRoot(), c.getRootDynamic())};
+          })
+          .Case([&](shard::ReduceOp r) -> Grads {
+            if (r.getReduction() != shard::ReductionKind::Sum)
+              return r.emitOpError("has a gradient rule for reduction = sum only");
+            return SmallVector<Value>{shard::BroadcastOp::create(
+                b, gb.loc, x.getType(), r.getGrid(), r.getGridAxes(), g, r.getRoot(),
+                r.getRootDynamic())};
+          })
           .Default([&](Operation *other) -> Grads {
             if (isa<shard::ShardDialect>(other->getDialect()))
               return other->emitOpError(
-                  "has no gradient rule (of the shard ops only all_reduce and "
-                  "reduce_scatter with reduction = sum, all_gather, "
-                  "all_slice, all_to_all and shift with rotate have one)");
+                  "has no gradient rule (of the shard ops only all_reduce, reduce and "
+                  "reduce_scatter with reduction = sum, all_gather, all_slice, all_to_all, "
+                  "broadcast and shift with rotate have one)");
             return other->emitOpError("has no gradient rule");
           });
   if (failed(grads))

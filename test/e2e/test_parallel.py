@@ -471,6 +471,8 @@ PLANS = {
     "dp=2,ring=2": None,
     "ring=2,micro=2": lambda P, W: ring(2, P, W) + position_gather(2, W),
     "ring=2,tp=2": lambda P, W: ring(2, P, W, tp=2),
+    # 2-D tensor parallelism (SUMMA over a 2 x 2 grid).
+    "tp2d=2": None,
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
@@ -493,7 +495,8 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "ulysses=2,pp=2,micro=2", "ulysses=2,tp=2",
                                           "tp=2,vocab,micro=2",
                                           "tp=2,vocab,pp=2,micro=2",
-                                          "ring=2", "ring=4", "ring=2,tp=2")] + \
+                                          "ring=2", "ring=4", "ring=2,tp=2",
+                                          "tp2d=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \

@@ -119,3 +119,74 @@ TEST(RuntimeShard, AHugeFlattenedBlockIsCheckedWithoutVisitingItsRows) {
   EXPECT_EQ(splitProblem(s, 4), "");
   EXPECT_EQ(shardShape(s, 4), (Shape{int64_t(1) << 40}));
 }
+
+TEST(RuntimeShard, TwoDimensionalBlocksOfAGrid) {
+  // [4, 6] over a 2 x 2 grid (2-D tensor parallelism): rank (i, j), index
+  // 2i + j, holds rows [2i, 2i + 2) and columns [3j, 3j + 3).
+  Shard s = makeShard({4, 6}, 0);
+  s.set_inner_dim(1);
+  s.set_inner_parts(2);
+  ASSERT_EQ(splitProblem(s, 4), "");
+  EXPECT_EQ(shardShape(s, 4), (Shape{2, 3}));
+  std::vector<float> full = iota(24), local(6);
+  copyBlockOut(s, 3, 4, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{15, 16, 17, 21, 22, 23}));
+  copyBlockOut(s, 1, 4, 4, full.data(), local.data());
+  EXPECT_EQ(local, (std::vector<float>{3, 4, 5, 9, 10, 11}));
+}
+
+TEST(RuntimeShard, TwoDimensionalGroupedBlocksRebuildTheWhole) {
+  // A fused QKV weight [4, 12] (groups 3 on the columns) whose columns the
+  // grid's last axis splits (inner_dim 1 by 2) and whose rows its first
+  // axes split (dim 0 by 2): the groups go with the inner dimension here,
+  // so the grouped dimension is dim and the rows are inner.
+  Shard s = makeShard({4, 12}, 1, 3);
+  s.set_inner_dim(0);
+  s.set_inner_parts(2);
+  ASSERT_EQ(splitProblem(s, 4), "");
+  EXPECT_EQ(shardShape(s, 4), (Shape{2, 6}));
+  std::vector<float> whole = iota(48), rebuilt(whole.size(), -1), block(12);
+  for (int64_t index = 0; index < 4; ++index) {
+    copyBlockOut(s, index, 4, 4, whole.data(), block.data());
+    copyBlockIn(s, index, 4, 4, block.data(), rebuilt.data());
+  }
+  EXPECT_EQ(rebuilt, whole);
+  // Index 1: column block 0 of each group (columns 0-1, 4-5, 8-9), rows 2-3.
+  copyBlockOut(s, 1, 4, 4, whole.data(), block.data());
+  EXPECT_EQ(block, (std::vector<float>{24, 25, 28, 29, 32, 33, 36, 37, 40, 41, 44, 45}));
+}
+
+TEST(RuntimeShard, TwoDimensionalSplitsAreChecked) {
+  Shard s = makeShard({4, 6}, 0);
+  s.set_inner_dim(1);
+  s.set_inner_parts(4);
+  EXPECT_EQ(splitProblem(s, 8), "dimension 1 of [4, 6] does not split into 4 parts");
+  s.set_inner_parts(3);
+  EXPECT_EQ(splitProblem(s, 4), "inner_parts 3 does not divide 4 parts");
+  s.set_inner_parts(2);
+  s.set_inner_dim(0);
+  EXPECT_EQ(splitProblem(s, 4), "inner_dim 0 is not a dimension of [4, 6] other than dim 0");
+  s.set_inner_dim(1);
+  s.set_flat(true);
+  EXPECT_EQ(splitProblem(s, 4), "inner_parts with a whole flattened tensor");
+}
+
+TEST(RuntimeShard, FlatPartsOfATwoDimensionalBlockRebuildTheWhole) {
+  // ZeRO over 2-D tensor parallelism: [4, 6] in 2 x 2 blocks, each [2, 3]
+  // flattened over dp = 2 (parts of 3). Index (block * 2 + dp part).
+  Shard s = makeShard({4, 6}, 1, 1, true);
+  s.set_inner_dim(0);
+  s.set_inner_parts(2);
+  s.set_flat_parts(2);
+  ASSERT_EQ(splitProblem(s, 8), "");
+  EXPECT_EQ(shardShape(s, 8), (Shape{3}));
+  std::vector<float> whole = iota(24), rebuilt(whole.size(), -1), part(3);
+  for (int64_t index = 0; index < 8; ++index) {
+    copyBlockOut(s, index, 8, 4, whole.data(), part.data());
+    copyBlockIn(s, index, 8, 4, part.data(), rebuilt.data());
+  }
+  EXPECT_EQ(rebuilt, whole);
+  // Index 3: block 1 (columns 0-2 of rows 2-3), its second part: row 3.
+  copyBlockOut(s, 3, 8, 4, whole.data(), part.data());
+  EXPECT_EQ(part, (std::vector<float>{18, 19, 20}));
+}

@@ -895,6 +895,9 @@ def ColoCreateMesh : Pass<"colo-create-mesh", "::mlir::ModuleOp"> {
     Option<"pp", "pp", "int64_t", "1", "Ranks on the pipeline axis">,
     Option<"sp", "sp", "int64_t", "1",
            "Ranks on the Ulysses sequence-parallel axis (between dp and tp)">,
+    Option<"tp2d", "tp2d", "int64_t", "1",
+           "The side q of 2-D tensor parallelism's grid: axes \"row\" and \"col\" of q "
+           "ranks each, after tp">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -1253,6 +1256,55 @@ def ColoRingAttention : Pass<"colo-ring-attention", "::mlir::ModuleOp"> {
     Statistic<"numGathered", "num-gathered", "All-gathers of the sequence">,
     Statistic<"numSummed", "num-summed",
               "Replicated values whose gradient is summed over the ring">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def ColoTensorParallel2D : Pass<"colo-tensor-parallel-2d", "::mlir::ModuleOp"> {
+  let summary = "2-D tensor parallelism: SUMMA over a q x q grid of ranks";
+  let description = [{
+    2-D tensor parallelism (Xu et al., 2021; Colossal-AI's `parallel_2d`) on
+    `func` (`@forward`) before `colo-build-train-step`, over the mesh axes
+    "row" (i) and "col" (j), `q` ranks each. Rank (i, j) holds block i of
+    the batch and block j of the features of every activation, and block
+    (i, j) of every linear layer's weight [in, out] (`#colo.shard<split_axes
+    = [["row"], ["col"]]>`, or transposed for a weight stored [out, in]).
+
+    A product `Y = X W` of split features with a weight read once is SUMMA in
+    `q` steps: at step k the ranks of row i receive `X_ik` from rank (i, k)
+    (`shard.broadcast` over "col") and the ranks of column j receive `W_kj`
+    from rank (k, j) (over "row"), and each adds `X_ik W_kj` to its `Y_ij`.
+    Step k + 1's broadcasts come before step k's product, so two blocks are
+    held at a time. The backward is the broadcasts' adjoint: the gradients
+    of `X_ik` and `W_kj` are summed to their roots (`shard.reduce`), which is
+    Colossal-AI's ABT and ATB products. Per product each rank sends, on
+    average, `(q - 1) / q` of the q blocks of X and of W forward, as many
+    gradient blocks backward.
+
+    The rest keeps the layout. The inputs are cut to the rank's samples
+    (`shard.all_slice` over "row"). Per-feature weights (biases, norm
+    scales, embedding and position tables) hold block j of their features
+    on every row, with their gradients summed over "row"
+    (`colo.all_reduce_grad`). Layer and RMS norms over the split features
+    sum the rank's statistics over "col", with their gradients summed too.
+    Attention runs on the rank's samples and heads (q divides the query and
+    the key/value heads). A product of two operands split along their
+    contracted features (an LM head on the tied embedding table) is summed
+    over "col". The results are gathered whole.
+
+    Errors, on the op: sizes q does not divide, dropout, ops that mix or
+    reduce the split features or the batch other than the above. The
+    function records `colo.tensor_parallel2d = q`; `q=1` changes nothing.
+  }];
+  let options = [
+    Option<"q", "q", "int64_t", "1", "The grid's side: q x q ranks (mesh axes \"row\" and \"col\")">,
+    Option<"func", "func", "std::string", "\"forward\"", "Name of the function to split">,
+  ];
+  let statistics = [
+    Statistic<"numSumma", "num-summa", "Products computed by SUMMA">,
+    Statistic<"numNorms", "num-norms", "Norms whose statistics are summed over \"col\"">,
+    Statistic<"numSummed", "num-summed",
+              "Values whose gradient is summed over \"row\" or \"col\"">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

@@ -25,6 +25,7 @@ enum class Offload { None, Optimizer, OptimizerParams };
 /// written as JSON (docs/plan-format.md) and read back by `colo compile`.
 struct Plan {
   int64_t dp = 1, tp = 1, pp = 1;
+  int64_t tp2d = 1; // 2-D tensor parallelism: a tp2d x tp2d grid (mesh axes "row", "col")
   bool sequenceParallel = false;
   bool vocabParallel = false; // Megatron's vocab-parallel embedding, LM head and loss
   int64_t ulysses = 1; // DeepSpeed-Ulysses sequence-parallel ranks (mesh axis "sp")
@@ -49,7 +50,7 @@ struct Plan {
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 
-  int64_t worldSize() const { return dp * tp * pp * ulysses * ring; }
+  int64_t worldSize() const { return dp * tp * pp * ulysses * ring * tp2d * tp2d; }
   /// The ranks of the sequence-parallel mesh axis "sp" (Ulysses' or the
   /// ring's).
   int64_t sequenceRanks() const { return ulysses * ring; }

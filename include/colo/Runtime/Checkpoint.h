@@ -56,13 +56,14 @@ public:
     Shape shape;               ///< as stored
     enum Layout { Whole, Block } layout = Whole;
     /// Block: Program.proto's Shard fields, and which block of how many.
-    int dim = 0;
-    int64_t groups = 1, index = 0, parts = 1, flatParts = 0;
+    int dim = 0, innerDim = 0;
+    int64_t groups = 1, index = 0, parts = 1, flatParts = 0, innerParts = 0;
     bool flat = false;
     /// Whether `other` cuts the tensor the same way (any block of it).
     bool sameSplit(const Piece &other) const {
       return dim == other.dim && groups == other.groups && flat == other.flat &&
-             flatParts == other.flatParts && parts == other.parts;
+             flatParts == other.flatParts && innerDim == other.innerDim &&
+             innerParts == other.innerParts && parts == other.parts;
     }
   };
   struct Tensor {

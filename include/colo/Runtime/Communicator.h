@@ -120,6 +120,11 @@ public:
   /// Member `root` (an index into group) sends `data` to all others.
   virtual void broadcast(void *data, int64_t count, DType dtype, int root,
                          const Group &group) = 0;
+  /// Member `root` (an index into group) gets the sum of every member's
+  /// `send` (`count` elements) in `recv`; the others' `recv` is their
+  /// working space, left with partial sums. F32 or F64.
+  virtual void reduce(const void *send, void *recv, int64_t count, DType dtype, int root,
+                      const Group &group) = 0;
   /// Point to point between world ranks; `tag` separates concurrent streams.
   virtual void send(const void *data, int64_t bytes, int peer, int tag) = 0;
   virtual void recv(void *data, int64_t bytes, int peer, int tag) = 0;

@@ -760,8 +760,14 @@ colo.global trainable @w : tensor<8x8xf32> {shard = #colo.shard<split_axes = [["
 
 // -----
 
-// expected-error @+1 {{a shard's groups (3) are at least 1, and more only with one split dimension}}
-colo.global trainable @w : tensor<12x12xf32> {shard = #colo.shard<groups = 3, split_axes = [["a"], ["b"]], parts = [2, 2]>}
+// expected-error @+1 {{a shard's groups (3) are at least 1, and more only with one or two split dimensions}}
+colo.global trainable @w : tensor<12x12x12xf32> {shard = #colo.shard<groups = 3, split_axes = [["a"], ["b"], ["c"]], parts = [2, 2, 2]>}
+
+// -----
+
+// Two split dimensions: the groups are on the last.
+// expected-error @+1 {{'colo.global' op shard #colo.shard<groups = 3, split_axes = [["a"], ["b"]], parts = [2, 2]> does not divide 'tensor<12x8xf32>': dimension 1 must be a multiple of parts * groups}}
+colo.global trainable @w : tensor<12x8xf32> {shard = #colo.shard<groups = 3, split_axes = [["a"], ["b"]], parts = [2, 2]>}
 
 // -----
 

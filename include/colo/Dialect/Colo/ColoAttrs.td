@@ -54,8 +54,9 @@ def Colo_ShardAttr : Colo_Attr<"Shard", "shard"> {
     rank whose coordinate in the group of dimension d's axes (the ranks
     whose mesh coordinates differ only along them, the first axis slowest)
     is c holds block c along dimension d, for every d at once. With `groups`
-    > 1 the one split dimension is first viewed as `groups` equal groups (a
-    fused QKV projection) and the rank holds block c of each, concatenated.
+    > 1 the split dimension (the last one where two are split) is first
+    viewed as `groups` equal groups (a fused QKV projection) and the rank
+    holds block c of each, concatenated.
     With `flat` (ZeRO-3) the tensor is flattened and padded with zeros to a
     multiple of its parts first, and `split_axes` has one entry, for the
     flattened tensor. With `flat_axes` (ZeRO-3 over tensor parallelism) the

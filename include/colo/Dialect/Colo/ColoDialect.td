@@ -25,7 +25,8 @@ def Colo_Dialect : Dialect {
   // and is checked by verifyOperationAttribute / verifyRegionArgAttribute:
   // a misspelt or mistyped `colo.*` attribute is an error, not ignored.
   let discardableAttrs = (ins
-    // shard.grid: one name per mesh axis ("pp", "dp", "sp", "tp").
+    // shard.grid: one name per mesh axis ("pp", "dp", "sp", "tp", "row",
+    // "col").
     "::mlir::ArrayAttr":$axes,
     // Any op: the pipeline stage it runs in (colo-pipeline-stages).
     "::mlir::IntegerAttr":$stage,
@@ -43,6 +44,7 @@ def Colo_Dialect : Dialect {
     "::mlir::IntegerAttr":$batch_parts,
     "::mlir::IntegerAttr":$data_parallel,
     "::mlir::IntegerAttr":$tensor_parallel,
+    "::mlir::IntegerAttr":$tensor_parallel2d,
     "::mlir::IntegerAttr":$sequence_parallel,
     "::mlir::IntegerAttr":$ulysses,
     "::mlir::IntegerAttr":$ring,

@@ -93,8 +93,10 @@ def Exec_ShardAttr : AttrDef<Exec_Dialect, "Shard"> {
     equal groups, the index-th part of each); with `flat`, the tensor
     flattened and zero-padded to a multiple of `parts`, or, with
     `flat_parts` > 0, the block of `dim` that the group's first axes split,
-    flattened and cut by its last axes into `flat_parts`. Program.proto's
-    `Shard`.
+    flattened and cut by its last axes into `flat_parts`; with `inner_parts`
+    > 0 (2-D tensor parallelism), the group's last axes, of `inner_parts`
+    ranks, split dimension `inner_dim` and its first axes dimension `dim`.
+    Program.proto's `Shard`.
 
     ```mlir
     #exec.shard<full_shape = [768, 2304], dim = 1, groups = 3, flat = false, mesh_axes = [1]>
@@ -103,11 +105,14 @@ def Exec_ShardAttr : AttrDef<Exec_Dialect, "Shard"> {
   let parameters = (ins ArrayRefParameter<"int64_t">:$full_shape, "int64_t":$dim,
                         "int64_t":$groups, "bool":$flat,
                         ArrayRefParameter<"int32_t">:$mesh_axes,
-                        DefaultValuedParameter<"int64_t", "0">:$flat_parts);
+                        DefaultValuedParameter<"int64_t", "0">:$flat_parts,
+                        DefaultValuedParameter<"int64_t", "0">:$inner_dim,
+                        DefaultValuedParameter<"int64_t", "0">:$inner_parts);
   let assemblyFormat = [{
     `<` `full_shape` `=` `[` $full_shape `]` `,` `dim` `=` $dim `,` `groups` `=` $groups `,`
     `flat` `=` $flat `,` `mesh_axes` `=` `[` $mesh_axes `]`
-    (`,` `flat_parts` `=` $flat_parts^)? `>`
+    (`,` `flat_parts` `=` $flat_parts^)?
+    (`,` `inner_parts` `=` $inner_parts^ `,` `inner_dim` `=` $inner_dim)? `>`
   }];
 }
 

@@ -281,6 +281,20 @@ def Exec_ShiftOp : Exec_GroupOp<"shift", (ins I64Attr:$offset, I32Attr:$tag),
     key and value blocks).
   }];
 }
+def Exec_BroadcastOp : Exec_GroupOp<"broadcast", (ins I64Attr:$root), "`from` $root"> {
+  let description = [{
+    Every member's `output` = member `root`'s `input` (2-D tensor
+    parallelism's SUMMA steps).
+  }];
+}
+def Exec_ReduceOp : Exec_GroupOp<"reduce", (ins Exec_ReductionAttr:$reduction, I64Attr:$root),
+                                 "$reduction `to` $root"> {
+  let description = [{
+    Member `root`'s `output` = the reduction of every member's `input`; the
+    other members' outputs are zero (the adjoint of a broadcast, whose
+    other members' inputs are read by no one).
+  }];
+}
 def Exec_AllSliceOp : Exec_GroupOp<"all_slice", (ins), ""> {
   let description = [{
     No communication: member i's `output` is block i of its `input`.
