@@ -393,6 +393,64 @@ def zero3_tp(dp, tp, W):
         tp * ring_all_reduce_bytes(dp, 1)
 
 
+def two_d(q, W, dp=1):
+    """2-D tensor parallelism (SUMMA) over a q x q grid, all ranks together.
+    Per product X [b*s, K] @ W [K, N]: forward, q broadcasts of X's blocks in
+    each row and of W's in each column, (q-1) b*s*K and (q-1) K*N floats (a
+    chain's members all send the block but the last, and each rank is last
+    once), X's broadcasts shared by the products that read the same input
+    (Llama's q, k, v and gate, up: CSE merges them); backward, the reduces of
+    both gradients, one per product. Per norm, the all-reduce over the columns
+    of its statistics (b*s/q floats; 2 for a layer norm, 1 for RMS) and of
+    their gradients. Over the rows, the all-reduce of the gradients of what the
+    rows share (norm scales, biases, the embedding table, and GPT-2's tied table
+    again as the LM head and its position embeddings as looked up, s*h). The LM
+    head on GPT-2's tied table is summed over the columns (b*s*V over q groups);
+    Llama's is SUMMA, its logits gathered over the columns; the logits are
+    gathered over the rows. With dp: that in each of the dp grids on its
+    b/dp samples, and each of the q*q data-parallel groups all-reduces the
+    rank's parameters (a block of each weight, a column's block of what the
+    rows share) and the loss."""
+    B, S, L = BATCH // dp, SEQ, LAYERS
+    shape = {k.split("layers.0.")[-1].split("h.0.")[-1]: w.shape for k, w in W.items()
+             if ".0." in k}
+    gpt2 = any("wpe" in k for k in W)
+    if gpt2:  # Conv1D weights are [in, out]
+        groups = [["attn.c_attn.weight"], ["attn.c_proj.weight"], ["mlp.c_fc.weight"],
+                  ["mlp.c_proj.weight"]]
+        linear = {n: shape[n] for g in groups for n in g}
+    else:  # nn.Linear weights are [out, in]
+        groups = [["self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                   "self_attn.v_proj.weight"], ["self_attn.o_proj.weight"],
+                  ["mlp.gate_proj.weight", "mlp.up_proj.weight"], ["mlp.down_proj.weight"]]
+        linear = {n: shape[n][::-1] for g in groups for n in g}
+    table = next(w for k, w in W.items() if "wte" in k or "embed_tokens" in k)
+    V, h = table.shape
+    x_forward = sum(B * S * linear[g[0]][0] for g in groups)
+    x_backward = sum(B * S * k for k, n in linear.values())
+    weights = sum(2 * k * n for k, n in linear.values())
+    floats = L * (q - 1) * (x_forward + x_backward + weights)
+    norms, stats = 2 * L + 1, (2 if gpt2 else 1)
+    floats += norms * 2 * stats * 2 * (q - 1) * B * S
+    shared = shared_params(W) - sum(w.size for k, w in W.items() if "wpe" in k)
+    if gpt2:
+        shared += table.size + S * h
+        floats += 2 * (q - 1) * B * S * V
+    else:
+        floats += 2 * (q - 1) * (B * S * h + h * V) + (q - 1) * B * S * V
+    floats += 2 * (q - 1) * shared + q * (q - 1) * B * S * V
+    # What the q*q ranks of a grid hold: the shared parameters on every row.
+    held = sum(w.size for w in W.values()) + (q - 1) * shared_params(W)
+    return dp * floats * 4 + ring_all_reduce_bytes(dp, held) + q * q * ring_all_reduce_bytes(dp, 1)
+
+
+def shared_params(W):
+    """The parameters 2-D tensor parallelism splits over the columns only:
+    biases, norm scales, embedding and position tables."""
+    return sum(w.size for k, w in W.items()
+               if w.ndim == 1 or any(t in k for t in ("wte", "wpe", "embed_tokens")))
+
+
 # plan -> the bytes all ranks send per step, from the parameter count P and the
 # single-rank weights W (None: printed, not checked: a composite plan's volume
 # depends on which parameters tp shards).
@@ -472,7 +530,10 @@ PLANS = {
     "ring=2,micro=2": lambda P, W: ring(2, P, W) + position_gather(2, W),
     "ring=2,tp=2": lambda P, W: ring(2, P, W, tp=2),
     # 2-D tensor parallelism (SUMMA over a 2 x 2 grid).
-    "tp2d=2": None,
+    "tp2d=2": lambda P, W: two_d(2, W),
+    "dp=2,tp2d=2": lambda P, W: two_d(2, W, dp=2),
+    "dp=2,tp2d=2,zero=1": lambda P, W: two_d(2, W, dp=2),
+    "tp2d=2,pp=2,micro=2": None,
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
@@ -496,7 +557,7 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "tp=2,vocab,micro=2",
                                           "tp=2,vocab,pp=2,micro=2",
                                           "ring=2", "ring=4", "ring=2,tp=2",
-                                          "tp2d=2")] + \
+                                          "tp2d=2", "dp=2,tp2d=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \
@@ -679,6 +740,10 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
     ("ring=2,pp=2,micro=2", ["ring attention with pipeline parallelism"]),
     ("ring=2,ulysses=2", ["choose one sequence parallelism"]),
     ("ring=2,zigzag=maybe", ["zigzag is 1 or 0"]),
+    # The grid's side 3 divides neither the batch (4) nor the hidden size (64).
+    ("tp2d=3", ["q = 3 does not divide the batch (size 4)"]),
+    ("tp2d=2,tp=2", ["choose one tensor parallelism"]),
+    ("tp2d=2,ring=2", ["2-D tensor parallelism with Ulysses or ring attention"]),
 ])
 def test_invalid_plans_are_rejected(plan, words, baseline, tmp_path):
     tmp, path = baseline("gpt2")[:2]
