@@ -248,6 +248,26 @@ TYPED_TEST(Collective, Broadcast) {
     }
 }
 
+/// The broadcast's chain backwards: the root gets the sum, and every member
+/// but the root sends the tensor once.
+TYPED_TEST(Collective, Reduce) {
+  using T = TypeParam;
+  for (const Group &g : groups())
+    for (int64_t count : {int64_t(0), int64_t(1), int64_t(1000), int64_t(100003)}) {
+      int64_t p = g.size(), me = indexIn(g);
+      for (int root = 0; root < p; ++root) {
+        std::vector<T> send = filled<T>(rank(), count, ReduceOp::Sum), recv(count, T(-7));
+        world().resetStats();
+        world().reduce(send.data(), recv.data(), count, dtypeOf<T>(), root, g);
+        if (me == root) {
+          EXPECT_EQ(recv, expectedReduce<T>(g, count, ReduceOp::Sum)) << where(g, count);
+        }
+        int64_t bytes = count * sizeof(T);
+        EXPECT_EQ(world().stats().bytesSent, me == root || p == 1 ? 0 : bytes);
+      }
+    }
+}
+
 /// Summation order would show in the last bits: every member must still get
 /// exactly the same bits (compared on rank 0 via gatherBytes).
 TEST(Communicator, AllReduceIsBitIdentical) {

@@ -666,6 +666,40 @@ TEST(RuntimeValidation, ShiftsLockOnlyTheirOutput) {
   EXPECT_EQ(readF32(s, copied), readF32(s, t.grad));
 }
 
+/// A broadcast (or reduce) of the toy's gradient from `root`, in a group of
+/// one; its output.
+int32_t rooted(ExeDir &e, Toy &t, Collective::Kind kind, int64_t root) {
+  Step *s = e.b.program().add_steps();
+  s->set_name("summa");
+  Collective *c = s->mutable_collective();
+  c->set_kind(kind);
+  c->set_input(t.grad);
+  c->set_output(e.b.temp("block", F32, {}));
+  c->set_root(root);
+  return c->output();
+}
+
+TEST(RuntimeValidation, BroadcastsAndReducesNameTheirRoot) {
+  expectInvalid([](ExeDir &e, Toy &t) { rooted(e, t, Collective::BROADCAST, 1); },
+                {"step 3 'summa' (collective): root 1 is not a member of a group of 1"});
+  expectInvalid(
+      [](ExeDir &e, Toy &t) {
+        rooted(e, t, Collective::REDUCE, 0);
+        e.b.program().mutable_steps(3)->mutable_collective()->set_reduction(Collective::MAX);
+      },
+      {"step 3 'summa' (collective): a reduce to a root sums"});
+  // Alone, the root's output is its input.
+  for (Collective::Kind kind : {Collective::BROADCAST, Collective::REDUCE}) {
+    ExeDir e;
+    Toy t = buildToy(e);
+    int32_t out = rooted(e, t, kind, 0);
+    Session s(e.load());
+    setToyInputs(s, 2.0f, 3.0f);
+    s.step();
+    EXPECT_EQ(readF32(s, out), readF32(s, t.grad));
+  }
+}
+
 /// A TEMP buffer of host memory, in the program's host arena.
 int32_t hostTemp(ExeDir &e, const std::string &name) {
   Program &p = e.b.program();

@@ -138,6 +138,51 @@ TEST(RuntimeVerify, ShiftsWithDifferentTagsNeverMatch) {
   EXPECT_NE(problem.find("deadlock"), std::string::npos) << problem;
 }
 
+/// A [row = 2, col = 2] program of broadcasts over "col", from the roots
+/// `roots` in turn (SUMMA's steps; a reduce where `reduce`).
+Program broadcasts(std::vector<int64_t> roots, bool reduce = false) {
+  Program p;
+  for (const char *axis : {"row", "col"}) {
+    p.mutable_mesh()->add_axes(axis);
+    p.mutable_mesh()->add_shape(2);
+  }
+  for (const char *name : {"x", "x.block"}) {
+    Buffer *b = p.add_buffers();
+    b->set_name(name);
+    b->set_dtype(F32);
+    b->add_shape(4);
+  }
+  for (int64_t root : roots) {
+    Collective *c = p.add_steps()->mutable_collective();
+    c->set_kind(reduce ? Collective::REDUCE : Collective::BROADCAST);
+    c->add_mesh_axes(1);
+    c->set_root(root);
+    c->set_input(0);
+    c->set_output(1);
+  }
+  return p;
+}
+
+TEST(RuntimeVerify, SummaBroadcastsPass) {
+  EXPECT_EQ(verifyCommunication(broadcasts({0, 1})), "");
+  EXPECT_EQ(verifyCommunication(broadcasts({0, 1}, /*reduce=*/true)), "");
+}
+
+TEST(RuntimeVerify, BroadcastsFromDifferentRootsAreNamed) {
+  // Ranks (0, 0) and (0, 1) disagree on the first broadcast's root.
+  Program top;
+  Program a = broadcasts({0}), b = broadcasts({1});
+  *top.mutable_mesh() = a.mesh();
+  top.set_pipeline_axis(1);
+  *top.add_stages() = a;
+  *top.add_stages() = b;
+  std::string problem = verifyCommunication(top);
+  EXPECT_NE(problem.find("(broadcast) meets rank 1 step 0 (broadcast) in the same group with "
+                         "another root"),
+            std::string::npos)
+      << problem;
+}
+
 /// A [dp = 2, tp = 2] program holding one state buffer of whole shape
 /// `full`, split on `dim` in `groups` over the mesh `axes`, with the block
 /// shape `local`.
@@ -170,6 +215,16 @@ TEST(RuntimeVerify, MegatronAndZeroShardsCoverTheirTensors) {
   EXPECT_EQ(verifyShards(sharded({8, 24}, 1, 3, {1}, {8, 12})), "");
   // ZeRO: flat blocks over dp and tp, the last padded (10 = 3 + 3 + 3 + 1).
   EXPECT_EQ(verifyShards(sharded({10}, 0, 1, {0, 1}, {3}, true)), "");
+}
+
+TEST(RuntimeVerify, TwoDimensionalBlocksCoverTheirTensors) {
+  // 2-D tensor parallelism's fused q, k, v weight [8, 24] on the [dp, tp]
+  // mesh read as a 2 x 2 grid: its columns (in 3 groups) over the first
+  // axis, its rows over the last.
+  Program p = sharded({8, 24}, 1, 3, {0, 1}, {4, 12});
+  p.mutable_buffers(0)->mutable_shard()->set_inner_dim(0);
+  p.mutable_buffers(0)->mutable_shard()->set_inner_parts(2);
+  EXPECT_EQ(verifyShards(p), "");
 }
 
 TEST(RuntimeVerify, AShardThatDoesNotDivideNamesTheBufferAndRanks) {
