@@ -454,6 +454,14 @@ llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan
     return bad("ring = " + llvm::Twine(plan.ring) +
                (plan.zigzag ? " in zigzag order (2 * ring chunks)" : "") +
                " does not divide the sequence length " + llvm::Twine(m.seq));
+  if (int64_t q = plan.tp2d; q > 1) {
+    if (m.heads % q != 0 || m.hidden % q != 0)
+      return bad("tp2d = " + llvm::Twine(q) + " does not divide the " + llvm::Twine(m.heads) +
+                 " attention heads and the hidden size " + llvm::Twine(m.hidden));
+    if (plan.microBatch % q != 0)
+      return bad("tp2d = " + llvm::Twine(q) + " does not divide the microbatch size " +
+                 llvm::Twine(plan.microBatch) + " (the grid's rows split the samples)");
+  }
   int64_t sp = plan.ulysses;
   if (sp > 1 && (m.seq % sp != 0 || (m.heads / tp) % sp != 0))
     return bad("ulysses = " + llvm::Twine(sp) + " does not divide the sequence length " +
@@ -464,7 +472,9 @@ llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan
 
 /// Quantities of the plan, the model and the cluster that several terms use.
 struct Shared {
-  int64_t tp = 1, pp = 1, dp = 1, v = 1;
+  /// Under 2-D tensor parallelism (`grid` = q > 1) tp is q * q: the layers'
+  /// products, parameters and activations are split q * q ways.
+  int64_t tp = 1, pp = 1, dp = 1, v = 1, grid = 1;
   /// DeepSpeed-Ulysses ranks (mesh axis sp, between dp and tp): each holds
   /// 1/sp of every sample's positions.
   int64_t sp = 1;
@@ -491,6 +501,8 @@ struct Shared {
 Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan &plan) {
   Shared s;
   s.tp = plan.tp, s.pp = plan.pp, s.dp = plan.dp, s.v = plan.virtualStages;
+  if (plan.tp2d > 1)
+    s.grid = plan.tp2d, s.tp = plan.tp2d * plan.tp2d;
   s.sp = plan.sequenceRanks();
   s.sequenceParallel = plan.sequenceParallel;
   s.b = plan.microBatch;
@@ -507,7 +519,9 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   // and row-parallel pairs) and keeps the embedding, the norms and the LM head
   // replicated (docs/parallel.md): every tensor-parallel rank runs them whole.
   // Megatron-LM splits them over the vocabulary (m.vocabParallel).
-  s.edge = m.vocabParallel ? s.tp : 1;
+  // colo-tensor-parallel-2d splits the tables' features over the grid's
+  // columns (and the head's product q * q ways; its logits are gathered).
+  s.edge = m.vocabParallel ? s.tp : s.grid;
   s.mcount = plan.microBatches;
   // Under Ulysses a rank's activations between layers are its positions'.
   s.boundary = s.b * m.seq * m.hidden * m.elementBytes / s.sp;
@@ -731,6 +745,61 @@ double recomputeTime(const ModelProfile &m, const Plan &plan, const Devices &dev
   return 0;
 }
 
+/// The blocks one SUMMA step of a layer's product with a weight broadcasts,
+/// per microbatch: the rank's X block (in its row of the grid) and W block
+/// (in its column), bytes.
+struct SummaBlocks {
+  double x = 0, w = 0;
+};
+std::vector<SummaBlocks> summaBlocks(const ModelProfile &m, const Shared &s) {
+  std::vector<SummaBlocks> blocks;
+  double q2 = double(s.grid * s.grid);
+  for (const Gemm &g : m.layer.gemms)
+    if (g.ofWeight)
+      blocks.push_back(
+          {s.b * g.rows * g.depth / q2 * m.elementBytes, g.depth * g.cols / q2 * s.weightBytes});
+  return blocks;
+}
+
+/// The parameters a layer of 2-D tensor parallelism keeps split over the
+/// grid's columns only (norm scales, biases), whose gradients are summed
+/// over its rows: all but its products' weights.
+double layerColumnParams(const ModelProfile &m) {
+  double weights = 0;
+  for (const Gemm &g : m.layer.gemms)
+    if (g.ofWeight)
+      weights += g.depth * g.cols;
+  return std::max(0.0, m.layer.params - weights);
+}
+
+/// 2-D tensor parallelism (colo-tensor-parallel-2d) per step, on the device
+/// with most layers: per layer, for each product with a weight, q steps of
+/// a broadcast of the rank's X block in its row and of its W block in its
+/// column (a pipelined chain: about one block's transfer each; colo runs
+/// them one after the other, unoverlapped), forward, the reduces of their
+/// gradients backward, and the forward's again under full recompute; each
+/// norm's two statistics summed over the rank's row of the grid in each
+/// pass; per microbatch the logits gathered over the rows (a tied head's
+/// first summed over the columns); once per step the all-reduce over the
+/// rows of the gradients of what the rows share (the columns' blocks of the
+/// tables, a tied table again as the head's, norm scales and biases).
+double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, const Devices &dev,
+                 const Shared &s) {
+  int64_t q = s.grid;
+  double passes = plan.recompute == Recompute::Full ? 3 : 2, perLayer = 0;
+  for (SummaBlocks b : summaBlocks(m, s))
+    perLayer += q * (collectiveTime(Collective::SendRecv, b.x, 2, 1, c) +
+                     collectiveTime(Collective::SendRecv, b.w, 2, q, c));
+  double stats = collectiveTime(Collective::AllReduce, s.b * m.seq / q * 4, q, 1, c);
+  double logits = s.b * m.seq * m.vocab * m.elementBytes;
+  double head = collectiveTime(Collective::AllGather, logits, q, q, c) +
+                (m.tiedParams > 0 ? collectiveTime(Collective::AllReduce, logits / q, q, 1, c) : 0);
+  double shared =
+      (m.pre.params + m.post.params + m.tiedParams) / q + dev.maxLayers * layerColumnParams(m) / q;
+  return s.mcount * (dev.maxLayers * passes * (perLayer + 2 * 2 * stats) + head) +
+         collectiveTime(Collective::AllReduce, s.weightBytes * shared, q, q, c);
+}
+
 /// Megatron tensor parallelism: two all-reduces of b*s*h forward, two
 /// backward per layer (all-gather + reduce-scatter pairs of the same volume
 /// with sequence parallelism, so sequence parallelism has no term of its
@@ -738,6 +807,8 @@ double recomputeTime(const ModelProfile &m, const Plan &plan, const Devices &dev
 /// layers.
 double tensorParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan,
                           const Devices &dev, const Shared &s) {
+  if (s.grid > 1)
+    return summaTime(m, c, plan, dev, s);
   double ar = collectiveTime(Collective::AllReduce, s.boundary, s.tp, 1, c);
   double perLayer = (plan.recompute == Recompute::Full ? 6 : 4) * ar;
   double time = s.mcount * dev.maxLayers * perLayer;
@@ -969,6 +1040,24 @@ double ringBytesSent(Collective kind, double bytes, int64_t n) {
   return kind == Collective::AllReduce ? 2 * share : share;
 }
 
+/// The bytes a rank with `layers` layers and `edgeParams` of the tables
+/// sends per step under 2-D tensor parallelism (summaTime's traffic): in a
+/// chain each rank is the last member, which sends nothing, once in q steps.
+double summaBytes(const ModelProfile &m, const Plan &plan, const Shared &s, double layers,
+                  double edgeParams) {
+  int64_t q = s.grid;
+  double passes = plan.recompute == Recompute::Full ? 3 : 2, perLayer = 0;
+  for (SummaBlocks b : summaBlocks(m, s))
+    perLayer += (q - 1) * (b.x + b.w);
+  double stats = ringBytesSent(Collective::AllReduce, s.b * m.seq / q * 4, q);
+  double logits = s.b * m.seq * m.vocab * m.elementBytes;
+  return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) +
+                     ringBytesSent(Collective::AllGather, logits, q) +
+                     (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, logits / q, q) : 0)) +
+         ringBytesSent(Collective::AllReduce,
+                       s.weightBytes * (edgeParams + layers * layerColumnParams(m)) / q, q);
+}
+
 /// Sends of device d per microbatch at its chunks' boundaries: activations
 /// forward, gradients back.
 double boundarySends(int64_t d, const Chunks &ch, const Shared &s) {
@@ -989,10 +1078,13 @@ double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const
   double layers = dev.layers[d], sends = boundarySends(d, ch, s);
   double params = dev.params[d];
   double edgeReduces = m.vocabParallel ? (d == 0) + ((chunks - 1) % pp == d) : 0;
-  double bytes = mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) +
-                           edgeReduces) *
-                     ringBytesSent(Collective::AllReduce, boundary, tp) +
-                 mcount * sends * boundary;
+  double edgeParams =
+      (d == 0 ? m.pre.params : 0) + ((chunks - 1) % pp == d ? m.post.params + m.tiedParams : 0);
+  double bytes =
+      s.grid > 1 ? summaBytes(m, plan, s, layers, edgeParams)
+                 : mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) + edgeReduces) *
+                       ringBytesSent(Collective::AllReduce, boundary, tp);
+  bytes += mcount * sends * boundary / (s.grid * s.grid);
   // The first and the last stage send each other their part of the tied
   // weights' gradient.
   if (pp > 1 && (d == 0 || d == (chunks - 1) % pp))
@@ -1030,7 +1122,8 @@ double inflightMicrobatches(const Plan &plan, const Shared &s) {
 /// Bytes a part of the layers keeps for backward per microbatch.
 double layerSaved(const PartCost &part, const Plan &plan, const Shared &s) {
   double scores = plan.recompute == Recompute::Selective ? part.savedScores : 0;
-  return s.b * (part.savedReplicated / (plan.sequenceParallel ? s.tp : 1) +
+  // 2-D tensor parallelism splits every activation q * q ways.
+  return s.b * (part.savedReplicated / (plan.sequenceParallel || s.grid > 1 ? s.tp : 1) +
                 (part.savedSplit - scores) / s.tp);
 }
 
@@ -1053,13 +1146,23 @@ double ringBlocksSaved(const Plan &plan, const Shared &s) {
   return plan.ring > 1 ? 2.0 * double(plan.ring - 1) * s.boundary / s.tp : 0;
 }
 
+/// 2-D tensor parallelism keeps, per layer, the q X blocks and q W blocks
+/// each product with a weight received (its backward reads them).
+double summaBlocksSaved(const ModelProfile &m, const Shared &s) {
+  double saved = 0;
+  for (SummaBlocks b : s.grid > 1 ? summaBlocks(m, s) : std::vector<SummaBlocks>{})
+    saved += double(s.grid) * (b.x + b.w);
+  return saved;
+}
+
 double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Plan &plan,
                           const Chunks &ch, const Shared &s) {
   double saved = first ? edgeSaved(m.pre, m, plan, s) : 0;
   for (int64_t k = d; k < ch.count; k += s.pp)
     saved += plan.recompute == Recompute::Full
-                 ? ch.layers[k] * s.boundary / (plan.sequenceParallel ? s.tp : 1)
-                 : layerSaved(ch.part[k], plan, s) + ch.layers[k] * ringBlocksSaved(plan, s);
+                 ? ch.layers[k] * s.boundary / (plan.sequenceParallel || s.grid > 1 ? s.tp : 1)
+                 : layerSaved(ch.part[k], plan, s) +
+                       ch.layers[k] * (ringBlocksSaved(plan, s) + summaBlocksSaved(m, s));
   return saved;
 }
 
@@ -1411,7 +1514,7 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
   };
   line("compute (fwd + bwd)", t.compute);
   line("recompute", t.recompute);
-  line("tensor-parallel comm", t.tensorParallel);
+  line(p.plan.tp2d > 1 ? "2-D SUMMA broadcasts" : "tensor-parallel comm", t.tensorParallel);
   if (t.ulysses > 0)
     line(p.plan.ring > 1 ? "ring attention shifts" : "ulysses all-to-all", t.ulysses);
   line("pipeline send/recv", t.pipelineComm);

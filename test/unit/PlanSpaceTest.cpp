@@ -52,7 +52,9 @@ void compileEverySearchedPlan(const char *family, bool vocab) {
         return *t;
       }());
   std::set<std::string> compiled;
+  int64_t grids = 0;
   for (const Prediction &p : result.best) {
+    grids += p.plan.tp2d > 1;
     EXPECT_FALSE(static_cast<bool>(checkCompilable(p.plan))) << p.plan.str();
     Plan shape = p.plan;
     shape.microBatches = std::min<int64_t>(shape.microBatches, 2);
@@ -71,8 +73,10 @@ void compileEverySearchedPlan(const char *family, bool vocab) {
     EXPECT_TRUE(succeeded(compileStepFootprint(*module, compile)))
         << family << " " << p.plan.str() << ": " << diagnostics;
   }
-  std::printf("%s%s: %zu plans searched, %zu compiled\n", family, vocab ? " (vocab)" : "",
-              result.best.size(), compiled.size());
+  // 2-D tensor parallelism's 2 x 2 grid is among them.
+  EXPECT_GT(grids, 0) << family;
+  std::printf("%s%s: %zu plans searched (%lld on a 2-D grid), %zu compiled\n", family,
+              vocab ? " (vocab)" : "", result.best.size(), (long long)grids, compiled.size());
 }
 } // namespace
 
@@ -93,6 +97,9 @@ TEST(PlanSpace, TheTableRefusesWhatColoDoesNotBuild) {
   EXPECT_EQ(refused("ring=2,pp=2,micro=2"), "ring attention with pipeline parallelism");
   EXPECT_EQ(refused("ring=2,micro=2"), "");
   EXPECT_EQ(refused("ring=2,tp=2,vocab"), "ring attention with vocabulary parallelism");
+  EXPECT_EQ(refused("dp=2,tp2d=2,zero=3,micro=2"), "");
+  EXPECT_EQ(refused("tp2d=2,pp=2,micro=2,schedule=zb-h1"), "");
+  EXPECT_EQ(refused("tp2d=2,ulysses=2"), "2-D tensor parallelism with Ulysses or ring attention");
 }
 
 TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesGpt) { compileEverySearchedPlan("gpt", false); }
