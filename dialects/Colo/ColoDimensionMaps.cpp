@@ -167,6 +167,6 @@ DimMap GatherOp::getDimensionMap() {
   return {in, rightAligned(getIndices(), axis + ri)};
 }
 
-/// The rows a lookup picks mix; a row's features are the result's last
-/// dimension.
-DimMap EmbeddingOp::getDimensionMap() { return {{kMixed, rankOf(getIds())}, identity(getIds())}; }
+DimMap EmbeddingOp::getDimensionMap() {
+  return {all(getTable(), kMixed), identity(getIds())};
+}

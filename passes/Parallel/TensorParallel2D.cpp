@@ -375,8 +375,9 @@ private:
       return unsupported(op, "it has other than one tensor result");
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       return visitReshape(reshape, rows);
-    std::optional<DimMap> map =
-        isa<AttentionOp>(op) ? attentionMap(cast<AttentionOp>(op)) : dimMap(op);
+    std::optional<DimMap> map = isa<AttentionOp>(op)   ? attentionMap(cast<AttentionOp>(op))
+                                : isa<EmbeddingOp>(op) ? embeddingMap(cast<EmbeddingOp>(op))
+                                                       : dimMap(op);
     if (!map)
       return unsupported(op, "it maps no dimensions");
 
@@ -441,6 +442,16 @@ private:
       rowSums.sumGradients(a.whole);
     }
     return setLayout(op->getResult(0), rows, result);
+  }
+
+  /// A lookup in a table whose features are split: a row's features are
+  /// the result's last dimension (the op's own map, which the other passes
+  /// use, splits the ids only and leaves the table whole).
+  static DimMap embeddingMap(EmbeddingOp op) {
+    int64_t ids = tensorType(op.getIds()).getRank();
+    SmallVector<int64_t> identity(ids);
+    std::iota(identity.begin(), identity.end(), 0);
+    return {{kMixed, ids}, identity};
   }
 
   /// Attention on the rank's samples and heads: query, key and value split

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <numeric>
 
 namespace colo {
@@ -242,13 +243,14 @@ private:
 
   /// The sum over all gradients of `term(g)`, a 0-d f32 of the gradient as
   /// f32. A tensor-parallel rank holds blocks of the sharded parameters'
-  /// gradients: their terms are summed over the ranks, the replicated ones'
-  /// counted once.
+  /// gradients: their terms are summed over the ranks that hold the blocks
+  /// (per set of mesh axes: 2-D tensor parallelism's weights over the grid,
+  /// what its rows share over its columns), the replicated ones' counted
+  /// once.
   FailureOr<Value> sumOverGradients(const llvm::MapVector<GlobalOp, Value> &grads,
                                     function_ref<Value(Value)> term) {
     Value total;
-    std::optional<GlobalShard> blocks;
-    Value blockTotal;
+    std::map<SmallVector<StringRef>, Value> blockTotals;
     for (auto [param, g] : grads) {
       RankedTensorType t = tensorType(g);
       Value g32 = t.getElementType().isF32()
@@ -258,27 +260,38 @@ private:
       if (shard && shard->flattened())
         return param.emitError("a global norm or overflow check of a flat-sharded (ZeRO-3) "
                                "parameter's gradient");
-      if (shard && (shard->splitDims().size() != 1 ||
-                    shard->axes[shard->splitDims().front()].size() != 1))
-        return param.emitError("a global norm or overflow check of a gradient sharded along "
-                               "more than one dimension or over more than one mesh axis");
-      if (shard)
-        blocks = shard;
-      Value &sum = shard ? blockTotal : total;
+      SmallVector<StringRef> axes;
+      for (int64_t d : shard ? shard->splitDims() : SmallVector<int64_t>{})
+        axes.append(shard->axes[d].begin(), shard->axes[d].end());
+      Value &sum = shard ? blockTotals[axes] : total;
       Value v = term(g32);
       sum = sum ? AddOp::create(b, loc, sum, v).getResult() : v;
     }
-    if (blockTotal) {
-      int64_t dim = blocks->splitDims().front();
-      FailureOr<MeshAxis> axis =
-          getOrCreateMeshAxis(module, blocks->axes[dim].front(), blocks->parts[dim], step);
-      if (failed(axis))
-        return failure();
-      blockTotal = shard::AllReduceOp::create(b, loc, blockTotal, axis->grid.getSymName(),
-                                              {axis->axis}, shard::ReductionKind::Sum);
-      total = total ? AddOp::create(b, loc, total, blockTotal).getResult() : blockTotal;
+    for (auto &[names, blockTotal] : blockTotals) {
+      SmallVector<int16_t> axes;
+      for (StringRef name : names) {
+        FailureOr<MeshAxis> axis = meshAxisNamed(name);
+        if (failed(axis))
+          return failure();
+        axes.push_back(axis->axis);
+      }
+      auto grid = *module.getOps<shard::GridOp>().begin();
+      Value summed = shard::AllReduceOp::create(b, loc, blockTotal, grid.getSymName(), axes,
+                                                shard::ReductionKind::Sum);
+      total = total ? AddOp::create(b, loc, total, summed).getResult() : summed;
     }
     return total;
+  }
+
+  /// The module's mesh axis `name`, whatever its size.
+  FailureOr<MeshAxis> meshAxisNamed(StringRef name) {
+    for (shard::GridOp grid : module.getOps<shard::GridOp>())
+      if (ArrayAttr axes = ColoDialect::AxesAttrHelper(module.getContext()).getAttr(grid))
+        for (auto [i, axis] : llvm::enumerate(axes.getAsValueRange<StringAttr>()))
+          if (axis == name)
+            return getOrCreateMeshAxis(module, name, grid.getShape()[i], step);
+    return step->emitError() << "a sharded gradient's mesh axis '" << name
+                             << "' is not an axis of the module's mesh";
   }
 
   Value sumAll(Value v) {

@@ -560,7 +560,8 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "tp2d=2", "dp=2,tp2d=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
-    [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip")] + \
+    [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip"),
+     ("llama", "tp2d=2", "adamw-clip")] + \
     [("llama", "ulysses=2", "adamw")] + \
     [("bert", p, "adamw") for p in ("dp=2", "dp=2,zero=1", "dp=2,zero=3", "tp=2")] + \
     [("gpt2", p, "adamw-bf16") for p in ("dp=2", "tp=2", "dp=2,zero=3",
@@ -597,6 +598,10 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
         # norm, in each of the dp tensor-parallel groups.
         groups = int(m[1]) if (m := re.search(r"dp=(\d+)", plan)) else 1
         clip = groups * ring_all_reduce_bytes(2, 1) if opt == "adamw-clip" else 0
+        if opt == "adamw-clip" and "tp2d=2" in plan:
+            # The weights' blocks over the whole grid, the blocks the rows
+            # share over each row.
+            clip = ring_all_reduce_bytes(4, 1) + 2 * ring_all_reduce_bytes(2, 1)
         assert comm and comm[1] == formula(params, want_w) + clip, (comm, params)
     else:
         assert comm is not None
