@@ -6,6 +6,9 @@
 #include "colo/Dialect/Colo/ColoOps.h"
 
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace colo;
@@ -72,6 +75,59 @@ SmallVector<int64_t> colo::reshapeAlignedDims(ArrayRef<int64_t> in, int64_t dim,
     outBefore *= out[e];
   }
   return dims;
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+colo::reshapeGroupedSplit(ArrayRef<int64_t> in, int64_t dim, int64_t groups,
+                          ArrayRef<int64_t> out) {
+  int64_t outer = groups, piece = in[dim] / groups, before = 1;
+  for (int64_t i = 0; i < dim; ++i)
+    outer *= in[i];
+  for (auto [e, size] : llvm::enumerate(out)) {
+    if (before * size <= outer) {
+      before *= size;
+      continue;
+    }
+    int64_t a = outer / before;
+    if (outer % before || size % a || ((size / a) % piece && piece % (size / a)))
+      return std::nullopt;
+    return std::make_pair(int64_t(e), a);
+  }
+  return std::nullopt;
+}
+
+int64_t colo::inferSliceGroups(Value root, int64_t rootDim) {
+  auto shape = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+  int64_t size = shape(root)[rootDim], piece = size;
+  SmallVector<std::pair<Value, int64_t>> work{{root, rootDim}};
+  DenseSet<Value> seen{root};
+  auto follow = [&](Value v, int64_t d) {
+    if (shape(v)[d] == size && seen.insert(v).second)
+      work.push_back({v, d});
+  };
+  while (!work.empty()) {
+    auto [v, d] = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto slice = dyn_cast<SliceOp>(user)) {
+        if (slice.getStride()[d] != 1)
+          continue;
+        piece = std::gcd(piece, std::gcd(slice.getStart()[d], slice.getLimit()[d]));
+        if (slice.getStart()[d] == 0 && slice.getLimit()[d] == size)
+          follow(slice.getResult(), d);
+      } else if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+        for (int64_t e : reshapeAlignedDims(shape(v), d, reshape.getType().getShape()))
+          follow(reshape.getResult(), e);
+      } else if (user->getNumResults() == 1 && !isa<MatmulOp, AttentionOp>(user)) {
+        if (std::optional<DimMap> map = dimMap(user)) {
+          int64_t e = (*map)[use.getOperandNumber()][d];
+          if (e >= 0)
+            follow(user->getResult(0), e);
+        }
+      }
+    }
+  }
+  return size / piece;
 }
 
 bool colo::inferredTypeIs(Operation *op, RankedTensorType type) {

@@ -16,8 +16,6 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 
-#include <numeric>
-
 namespace colo {
 #define GEN_PASS_DEF_COLOTENSORPARALLEL
 #include "colo/Passes/Passes.h.inc"
@@ -168,7 +166,7 @@ private:
     parent.push_back(r);
     broken.push_back(false);
     int64_t dim = tensorType(op.getResult()).getRank() - 1;
-    int64_t groups = inferGroups(op.getResult(), dim);
+    int64_t groups = inferSliceGroups(op.getResult(), dim);
     entries.push_back({op, ShardedGlobal{*w, 1, groups}});
     splits.split[op.getResult()] = Split{dim, groups, r};
     checkDivisible(op, dim, groups, r, "the output features of a column-parallel matmul");
@@ -247,32 +245,19 @@ private:
     return m;
   }
 
-  /// A reshape keeps the split if the result dimension e that contains the
-  /// start of the blocked dimension (`in` viewed as [..., groups, piece, ...])
-  /// is [a, rest] with `a` outer elements merged in and `rest` a multiple of
-  /// the piece (inner dimensions merged in) or a factor of it (heads split
-  /// off the features): each rank then holds block r of each of the `a`
-  /// groups of e. Heads merged with the batch, as the dynamo exporter's
-  /// attention does, become such groups, and are split off again.
+  /// A reshape keeps the split where reshapeGroupedSplit finds it. Heads
+  /// merged with the batch, as the dynamo exporter's attention does, become
+  /// such groups, and are split off again.
   std::optional<Split> transferReshape(ReshapeOp op, Split s) {
-    ArrayRef<int64_t> in = tensorType(op.getInput()).getShape(), out = op.getType().getShape();
-    int64_t outer = s.groups, piece = in[s.dim] / s.groups, before = 1;
-    for (int64_t i = 0; i < s.dim; ++i)
-      outer *= in[i];
-    for (auto [e, size] : llvm::enumerate(out)) {
-      if (before * size <= outer) {
-        before *= size;
-        continue;
-      }
-      int64_t a = outer / before;
-      if (outer % before || size % a || ((size / a) % piece && piece % (size / a)))
-        return std::nullopt;
-      checkDivisible(op, e, a, s.region,
-                     "the heads the sharded features are split into (tp must "
-                     "divide the number of heads and of key/value heads)");
-      return Split{static_cast<int64_t>(e), a, s.region};
-    }
-    return std::nullopt;
+    std::optional<std::pair<int64_t, int64_t>> e =
+        reshapeGroupedSplit(tensorType(op.getInput()).getShape(), s.dim, s.groups,
+                            op.getType().getShape());
+    if (!e)
+      return std::nullopt;
+    checkDivisible(op, e->first, e->second, s.region,
+                   "the heads the sharded features are split into (tp must "
+                   "divide the number of heads and of key/value heads)");
+    return Split{e->first, e->second, s.region};
   }
 
   /// A slice along the split must take whole groups; the result holds as
@@ -286,43 +271,6 @@ private:
     if (op.getStride()[s.dim] != 1 || start % piece || limit % piece)
       return std::nullopt;
     return (limit - start) / piece;
-  }
-
-  /// The groups of a column-parallel output: the pieces that slices along it
-  /// cut it into (GPT-2's fused q|k|v), found ahead through elementwise ops
-  /// and reshapes that keep the dimension whole.
-  int64_t inferGroups(Value root, int64_t rootDim) {
-    int64_t size = tensorType(root).getDimSize(rootDim), piece = size;
-    SmallVector<std::pair<Value, int64_t>> work{{root, rootDim}};
-    DenseSet<Value> seen{root};
-    auto follow = [&](Value v, int64_t d) {
-      if (tensorType(v).getDimSize(d) == size && seen.insert(v).second)
-        work.push_back({v, d});
-    };
-    while (!work.empty()) {
-      auto [v, d] = work.pop_back_val();
-      for (OpOperand &use : v.getUses()) {
-        Operation *user = use.getOwner();
-        if (auto slice = dyn_cast<SliceOp>(user)) {
-          if (slice.getStride()[d] != 1)
-            continue;
-          piece = std::gcd(piece, std::gcd(slice.getStart()[d], slice.getLimit()[d]));
-          if (slice.getStart()[d] == 0 && slice.getLimit()[d] == size)
-            follow(slice.getResult(), d);
-        } else if (auto reshape = dyn_cast<ReshapeOp>(user)) {
-          for (int64_t e : reshapeAlignedDims(tensorType(v).getShape(), d,
-                                              reshape.getType().getShape()))
-            follow(reshape.getResult(), e);
-        } else if (user->getNumResults() == 1 && !isa<MatmulOp, AttentionOp>(user)) {
-          if (std::optional<DimMap> map = dimMap(user)) {
-            int64_t e = (*map)[use.getOperandNumber()][d];
-            if (e >= 0)
-              follow(user->getResult(0), e);
-          }
-        }
-      }
-    }
-    return size / piece;
   }
 
   /// Whether every block of `v` along `dim` is the same: a splat constant,

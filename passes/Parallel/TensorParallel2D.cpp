@@ -98,8 +98,7 @@ private:
     if (rows) {
       if (shape[0] % q)
         return error(v.getDefiningOp(), "the batch dimension (size " + std::to_string(shape[0]) +
-                                            ") of " + typeString(t) +
-                                            " into q = " + std::to_string(q) + " rows");
+                                            ") of " + typeString(t));
       shape[0] /= q;
       rowSplit.insert(v);
     }
@@ -114,7 +113,7 @@ private:
                          std::to_string(shape[cols->dim]) +
                          (cols->groups > 1 ? ", in " + std::to_string(cols->groups) + " groups"
                                            : std::string()) +
-                         ") of " + typeString(t) + " into q = " + std::to_string(q) + " blocks");
+                         ") of " + typeString(t));
       shape[cols->dim] /= q;
       colSplit[v] = *cols;
     }
@@ -166,7 +165,7 @@ private:
       if (t.getDimSize(0) % q)
         return error(nullptr, "the batch (size " + std::to_string(t.getDimSize(0)) + ") of input " +
                                   std::to_string(arg.getArgNumber()) +
-                                  " into q = " + std::to_string(q) + " rows");
+                                  " (the grid's rows split the samples)");
       Value cut =
           make<shard::AllSliceOp>(b, arg.getLoc(), withDim(t, 0, t.getDimSize(0) / q), arg,
                                   row.grid.getSymName(), ArrayRef<int16_t>{row.axis}, int64_t(0));
@@ -517,32 +516,16 @@ private:
     return cut;
   }
 
-  /// A reshape keeps the batch outermost, and the features as 1-D tensor
-  /// parallelism's reshapes do: the result dimension e where the split
-  /// dimension starts (`in` viewed as [..., groups, piece, ...]) is [a,
-  /// rest] with `a` outer elements merged in and `rest` a multiple or a
-  /// factor of the piece (heads split off the features); the rank then
-  /// holds block j of each of the `a` groups of e.
+  /// A reshape keeps the batch outermost, and the features where
+  /// reshapeGroupedSplit finds them (heads split off the features).
   LogicalResult visitReshape(ReshapeOp op, bool rows) {
     std::optional<ColSplit> result;
     if (std::optional<ColSplit> s = colOf(op.getInput())) {
-      ArrayRef<int64_t> in = wholeType(op.getInput()).getShape(), out = op.getType().getShape();
-      int64_t outer = s->groups, piece = in[s->dim] / s->groups, before = 1;
-      for (int64_t i = 0; i < s->dim; ++i)
-        outer *= in[i];
-      for (auto [e, size] : llvm::enumerate(out)) {
-        if (before * size <= outer) {
-          before *= size;
-          continue;
-        }
-        int64_t a = outer / before;
-        if (outer % before || size % a || ((size / a) % piece && piece % (size / a)))
-          break;
-        result = ColSplit{int64_t(e), a};
-        break;
-      }
-      if (!result)
+      std::optional<std::pair<int64_t, int64_t>> e = reshapeGroupedSplit(
+          wholeType(op.getInput()).getShape(), s->dim, s->groups, op.getType().getShape());
+      if (!e)
         return unsupported(op, "it moves the split features apart");
+      result = ColSplit{e->first, e->second};
     }
     return setLayout(op.getResult(), rows, result, /*check=*/false);
   }
@@ -588,7 +571,7 @@ private:
 
   LogicalResult summa(MatmulOp op, Weight w, bool rows) {
     int64_t n = tensorType(op.getResult()).getRank() - 1;
-    int64_t groups = inferGroups(op.getResult(), n);
+    int64_t groups = inferSliceGroups(op.getResult(), n);
     // [in, out] split over ("row", "col"); read transposed from [out, in].
     SmallVector<SmallVector<StringRef, 1>> axes{{"row"}, {"col"}};
     if (w.transpose) {
@@ -637,42 +620,6 @@ private:
     op.erase();
     ++numSumma;
     return success();
-  }
-
-  /// The groups of a product's output features: the pieces that slices
-  /// along them cut them into (GPT-2's fused q|k|v), found ahead through
-  /// ops that keep the dimension whole.
-  int64_t inferGroups(Value root, int64_t rootDim) {
-    int64_t size = tensorType(root).getDimSize(rootDim), piece = size;
-    SmallVector<std::pair<Value, int64_t>> work{{root, rootDim}};
-    DenseSet<Value> seen{root};
-    while (!work.empty()) {
-      auto [v, d] = work.pop_back_val();
-      for (OpOperand &use : v.getUses()) {
-        Operation *user = use.getOwner();
-        Value next;
-        int64_t e = -1;
-        if (auto slice = dyn_cast<SliceOp>(user)) {
-          if (slice.getStride()[d] != 1)
-            continue;
-          piece = std::gcd(piece, std::gcd(slice.getStart()[d], slice.getLimit()[d]));
-          if (slice.getStart()[d] == 0 && slice.getLimit()[d] == size)
-            next = slice.getResult(), e = d;
-        } else if (auto reshape = dyn_cast<ReshapeOp>(user)) {
-          SmallVector<int64_t> dims =
-              reshapeAlignedDims(tensorType(v).getShape(), d, reshape.getType().getShape());
-          if (!dims.empty())
-            next = reshape.getResult(), e = dims.front();
-        } else if (user->getNumResults() == 1 && !isa<MatmulOp, AttentionOp>(user)) {
-          if (std::optional<DimMap> map = dimMap(user))
-            if ((*map)[use.getOperandNumber()][d] >= 0)
-              next = user->getResult(0), e = (*map)[use.getOperandNumber()][d];
-        }
-        if (next && tensorType(next).getDimSize(e) == size && seen.insert(next).second)
-          work.push_back({next, e});
-      }
-    }
-    return size / piece;
   }
 
   /// A layer or RMS norm over the split features (the last dimension): the

@@ -2,7 +2,7 @@
 
 // Three samples do not split over two rows.
 colo.global trainable @wte : tensor<16x8xf32>
-// expected-error @below {{colo-tensor-parallel-2d: q = 2 does not divide the batch (size 3) of input 0 into q = 2 rows}}
+// expected-error @below {{colo-tensor-parallel-2d: q = 2 does not divide the batch (size 3) of input 0 (the grid's rows split the samples)}}
 func.func @forward(%ids: tensor<3x4xi64>) -> tensor<3x4x8xf32> {
   %wte = colo.global_load @wte : tensor<16x8xf32>
   %x = colo.embedding %wte, %ids : tensor<16x8xf32>, tensor<3x4xi64>

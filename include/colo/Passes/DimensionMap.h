@@ -76,6 +76,24 @@ llvm::SmallVector<int64_t> reshapeAlignedDims(llvm::ArrayRef<int64_t> in,
                                               int64_t dim,
                                               llvm::ArrayRef<int64_t> out);
 
+/// Where a reshape takes features split into blocks: dimension `dim` of
+/// `in`, viewed as `groups` equal groups of which every rank holds its
+/// block of each. The result dimension e where the split dimension starts
+/// must be [a, rest] with `a` outer elements merged in and `rest` a
+/// multiple of a group (inner dimensions merged in) or a factor of it
+/// (heads split off the features): each rank then holds its block of each
+/// of the `a` groups of e. Returns (e, a), or nullopt where the reshape
+/// moves the blocks apart.
+std::optional<std::pair<int64_t, int64_t>>
+reshapeGroupedSplit(llvm::ArrayRef<int64_t> in, int64_t dim, int64_t groups,
+                    llvm::ArrayRef<int64_t> out);
+
+/// The groups of a tensor-parallel split of `root`'s dimension `dim`: the
+/// pieces that slices along it cut it into (GPT-2's fused q|k|v), found
+/// ahead through reshapes and ops that keep the dimension whole (not
+/// through products or attention).
+int64_t inferSliceGroups(mlir::Value root, int64_t dim);
+
 /// An axis attribute (I64Attr getters return uint64_t) counted from the end
 /// when negative.
 inline int64_t normalizeAxis(uint64_t axis, int64_t rank) {
