@@ -284,7 +284,6 @@ private:
       whole[load.getResult()] = t;
       if (cols)
         colSplit[load.getResult()] = *cols;
-      sharded.insert(load.getResult());
     }
     return success();
   }
@@ -319,7 +318,6 @@ private:
         RankedTensorType::get({in.getDimSize(1), in.getDimSize(0)}, in.getElementType()));
     if (std::optional<ColSplit> c = colOf(t.getInput()))
       colSplit[t.getResult()] = ColSplit{1 - c->dim, c->groups};
-    sharded.insert(t.getResult());
     return success();
   }
 
@@ -694,7 +692,6 @@ private:
   DenseSet<Value> rowSplit;
   DenseMap<Value, ColSplit> colSplit;
   DenseMap<Value, RankedTensorType> whole;
-  DenseSet<Value> sharded;
   DenseMap<Value, Value> rowCuts;
   DenseSet<Operation *> created;
   GradientSums rowSums, colSums;
