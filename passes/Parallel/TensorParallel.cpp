@@ -6,10 +6,11 @@
 // replicated. The backward, derived afterwards by colo-build-train-step, gets
 // its collectives from the gradient rules of colo.all_reduce_grad and
 // shard.all_reduce.
-#include "colo/Dialect/Colo/ColoOps.h"
-#include "colo/Passes/SplitPropagation.h"
 #include "Parallel/Mesh.h"
+#include "Parallel/Weight.h"
+#include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
+#include "colo/Passes/SplitPropagation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -32,14 +33,6 @@ struct Split {
   int64_t dim;
   int64_t groups;
   unsigned region;
-};
-
-/// A trainable global read by exactly one op, directly or through a [1, 0]
-/// transpose (nn.Linear's [out, in] weight as the exporters emit it).
-struct Weight {
-  GlobalOp global;
-  GlobalLoadOp load;
-  TransposeOp transpose; // null when read directly
 };
 
 /// A global to shard along dimension `dim` of what its reader sees (the
@@ -135,23 +128,12 @@ private:
     splits.split[op->getResult(0)] = *result;
   }
 
-  /// A trainable global that only `v`'s one use reads, or nullopt.
+  /// A trainable global (loadedWeight) that only `v`'s one use reads and
+  /// that is not sharded yet, or nullopt.
   std::optional<Weight> weightOf(Value v) {
-    Weight w{};
-    if (!v.hasOneUse())
-      return std::nullopt;
-    if ((w.transpose = v.getDefiningOp<TransposeOp>())) {
-      if (w.transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
-          !w.transpose.getInput().hasOneUse())
-        return std::nullopt;
-      v = w.transpose.getInput();
-    }
-    w.load = v.getDefiningOp<GlobalLoadOp>();
-    if (!w.load)
-      return std::nullopt;
-    w.global = SymbolTable::lookupNearestSymbolFrom<GlobalOp>(w.load, w.load.getGlobalAttr());
-    if (!w.global || !w.global.getTrainable() || w.global.getShardAttr() ||
-        symbolUses.lookup(w.global.getSymNameAttr()) != 1)
+    std::optional<Weight> w = loadedWeight(v);
+    if (!w || !v.hasOneUse() || (w->transpose && !w->transpose.getInput().hasOneUse()) ||
+        w->global.getShardAttr() || symbolUses.lookup(w->global.getSymNameAttr()) != 1)
       return std::nullopt;
     return w;
   }

@@ -20,6 +20,7 @@
 // function's inputs are cut to the rank's samples and its results gathered
 // whole.
 #include "Parallel/Mesh.h"
+#include "Parallel/Weight.h"
 #include "colo/Dialect/Colo/ColoOps.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Passes/SplitPropagation.h"
@@ -220,29 +221,6 @@ private:
     return make<TransposeOp>(b, loc, t.clone(shape), v, b.getDenseI64ArrayAttr(perm));
   }
 
-  /// A trainable global that `v` loads (the load or the transpose [1, 0] of
-  /// one), with the transpose if there is one.
-  struct Weight {
-    GlobalOp global;
-    GlobalLoadOp load;
-    TransposeOp transpose;
-  };
-  std::optional<Weight> weightOf(Value v) {
-    Weight w{};
-    if ((w.transpose = v.getDefiningOp<TransposeOp>())) {
-      if (w.transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
-        return std::nullopt;
-      v = w.transpose.getInput();
-    }
-    w.load = v.getDefiningOp<GlobalLoadOp>();
-    if (!w.load)
-      return std::nullopt;
-    w.global = SymbolTable::lookupNearestSymbolFrom<GlobalOp>(w.load, w.load.getGlobalAttr());
-    if (!w.global || !w.global.getTrainable())
-      return std::nullopt;
-    return w;
-  }
-
   /// Shards `global` (every load of it) as `axes` say per dimension (a
   /// dimension split by "col" holds `groups`); the loads take the block's
   /// type and, where "col" splits, that split.
@@ -350,7 +328,7 @@ private:
     Value table = op->getOperand(0);
     if (auto g = dyn_cast<GatherOp>(op); g && g.getAxis() != 0)
       return success();
-    std::optional<Weight> w = weightOf(table);
+    std::optional<Weight> w = loadedWeight(table);
     if (!w || w->transpose || tensorType(table).getRank() != 2 || colOf(table))
       return success();
     return shardAlong(op, *w, 1, 1);
@@ -401,7 +379,7 @@ private:
       OperandAlignment a =
           alignOperands(op, *map, c.dim, [&](Value v) { return colOf(v).has_value(); });
       for (auto [use, d] : a.aligned) {
-        if (std::optional<Weight> w = weightOf(use->get())) {
+        if (std::optional<Weight> w = loadedWeight(use->get())) {
           if (failed(shardAlong(op, *w, d, groups)))
             return failure();
         } else if (isSplat(use->get())) {
@@ -560,7 +538,7 @@ private:
       whole[sum] = wholeType(op.getResult());
       return success();
     }
-    std::optional<Weight> w = weightOf(rhs);
+    std::optional<Weight> w = loadedWeight(rhs);
     if (!w || symbolUses.lookup(w->global.getSymNameAttr()) != 1 || !rhs.hasOneUse() ||
         (w->transpose && !w->transpose.getInput().hasOneUse()))
       return unsupported(op, "its right operand is not a weight read once");
@@ -635,7 +613,7 @@ private:
     for (Value p : {scale, bias}) {
       if (!p || colOf(p))
         continue;
-      std::optional<Weight> w = weightOf(p);
+      std::optional<Weight> w = loadedWeight(p);
       if (!w || failed(shardAlong(op, *w, 0, 1)))
         return w ? failure() : unsupported(op, "its scale or bias is not a weight");
     }
