@@ -7,7 +7,7 @@ The reference is PyTorch in float64; colo (float32) must be within 1e-4 of it
 (per-step losses relative, final parameters relative to each tensor's largest
 magnitude) or, where PyTorch's own float32 runs are further than that from the
 float64 one, within twice the furthest of them (train_ref.float32_variants: the
-model as is and four copies one ulp away). The second case is real:
+model as is and 16 copies one ulp away). The second case is real:
 Adam turns gradients that are exactly zero (the key projection's bias under a
 softmax) into rounding noise normalized to +-lr, and batch norm over a handful
 of values amplifies rounding step by step (ResNet-18's PyTorch float32 runs

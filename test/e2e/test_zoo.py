@@ -40,7 +40,7 @@ import zoo
 T, D, J = "torchscript", "dynamo", "jit"
 
 ALL = [(m, p) for m in zoo.MODELS for p in (T, D, J) if (m, p) not in zoo.GAPS]
-# The large vision nets' interpreter runs and PyTorch references (five float32
+# The large vision nets' interpreter runs and PyTorch references (17 float32
 # trainings and a float64 one) would take most of the file's time: they check
 # the parameter count on every path and the rest on fewer. The pairs left out
 # passed when run (all 56 x 3 checks: 5 minutes on 2 cores, wide_resnet50_2's

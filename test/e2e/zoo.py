@@ -321,7 +321,7 @@ class Case:
 
     def reference(self):
         """PyTorch's trainings of the model, once: the float32 ones from the
-        model and its four neighbours, and the float64 one."""
+        model and its 16 neighbours, and the float64 one."""
         if not hasattr(self, "_reference"):
             f32 = [self.train(m) for m in train_ref.float32_variants(self.model)]
             data64 = {k: v.double() if v.is_floating_point() else v
@@ -361,7 +361,7 @@ RTOL = 1e-4
 def compare(case, losses, weights):
     """colo's per-step losses and final weights against PyTorch training the
     same model on the same batches: in float64 (the reference) and in float32
-    from the model and four copies one ulp away (train_ref.float32_variants).
+    from the model and 16 copies one ulp away (train_ref.float32_variants).
     As test_train.py: losses relative, each parameter relative to its
     largest magnitude, within max(RTOL, twice the furthest float32 run); for
     one-step cases the parameters' change is compared instead, relative to
