@@ -61,6 +61,7 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   options.tp = plan.tp;
   // colo-tensor-parallel-2d reports sizes the grid's side does not divide.
   options.tp2d = plan.tp2d;
+  options.tp2dDepth = plan.tp2dDepth;
   // The parser rejects sp without tp; colo-sequence-parallel reports token
   // counts tp does not divide, on the op.
   options.sequenceParallel = plan.sequenceParallel;

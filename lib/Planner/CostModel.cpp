@@ -458,9 +458,10 @@ llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan
     if (m.heads % q != 0 || m.hidden % q != 0)
       return bad("tp2d = " + llvm::Twine(q) + " does not divide the " + llvm::Twine(m.heads) +
                  " attention heads and the hidden size " + llvm::Twine(m.hidden));
-    if (plan.microBatch % q != 0)
-      return bad("tp2d = " + llvm::Twine(q) + " does not divide the microbatch size " +
-                 llvm::Twine(plan.microBatch) + " (the grid's rows split the samples)");
+    if (int64_t d = plan.tp2dDepth; plan.microBatch % (q * d) != 0)
+      return bad((d > 1 ? "q * depth = " + llvm::Twine(q * d) : "tp2d = " + llvm::Twine(q)) +
+                 " does not divide the microbatch size " + llvm::Twine(plan.microBatch) +
+                 " (the grid's rows split the samples)");
   }
   int64_t sp = plan.ulysses;
   if (sp > 1 && (m.seq % sp != 0 || (m.heads / tp) % sp != 0))
@@ -475,6 +476,9 @@ struct Shared {
   /// Under 2-D tensor parallelism (`grid` = q > 1) tp is q * q: the layers'
   /// products, parameters and activations are split q * q ways.
   int64_t tp = 1, pp = 1, dp = 1, v = 1, grid = 1;
+  /// 2.5-D tensor parallelism's copies of the grid (mesh axis "depth",
+  /// after sp): each runs 2-D on its part `b` of the microbatch.
+  int64_t depth = 1;
   /// DeepSpeed-Ulysses ranks (mesh axis sp, between dp and tp): each holds
   /// 1/sp of every sample's positions.
   int64_t sp = 1;
@@ -482,7 +486,7 @@ struct Shared {
   /// vocabulary-parallel, else 1.
   int64_t edge = 1;
   bool sequenceParallel = false;
-  double b = 0;      // samples per microbatch
+  double b = 0;      // samples per microbatch (of a 2.5-D copy)
   double mcount = 0; // microbatches per step
   double peak = 0;   // achievable matmul FLOP/s
   /// Achievable attention FLOP/s: a fused kernel's own efficiency
@@ -505,7 +509,8 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
     s.grid = plan.tp2d, s.tp = plan.tp2d * plan.tp2d;
   s.sp = plan.sequenceRanks();
   s.sequenceParallel = plan.sequenceParallel;
-  s.b = plan.microBatch;
+  s.depth = plan.tp2dDepth;
+  s.b = double(plan.microBatch) / s.depth;
   // Matrix products run in the training precision: a float32 model's at the
   // float32 peak (on a CPU with AMX, a quarter of the bf16 one).
   double peak = m.elementBytes >= 4 ? c.peakFlops32 : c.peakFlops16;
@@ -761,16 +766,20 @@ std::vector<SummaBlocks> summaBlocks(const ModelProfile &m, const Shared &s) {
   return blocks;
 }
 
-/// The parameters a layer of 2-D tensor parallelism keeps split over the
-/// grid's columns only (norm scales, biases), whose gradients are summed
-/// over its rows: all but its products' weights.
-double layerColumnParams(const ModelProfile &m) {
+/// The parameters of a layer's products with weights, split over the whole
+/// grid under 2-D tensor parallelism.
+double layerGridParams(const ModelProfile &m) {
   double weights = 0;
   for (const Gemm &g : m.layer.gemms)
     if (g.ofWeight)
       weights += g.depth * g.cols;
-  return std::max(0.0, m.layer.params - weights);
+  return std::min(weights, m.layer.params);
 }
+
+/// The parameters a layer of 2-D tensor parallelism keeps split over the
+/// grid's columns only (norm scales, biases), whose gradients are summed
+/// over its rows: all but its products' weights.
+double layerColumnParams(const ModelProfile &m) { return m.layer.params - layerGridParams(m); }
 
 /// 2-D tensor parallelism (colo-tensor-parallel-2d) per step, on the device
 /// with most layers: per layer, for each product with a weight, q steps of
@@ -782,7 +791,10 @@ double layerColumnParams(const ModelProfile &m) {
 /// pass; per microbatch the logits gathered over the rows (a tied head's
 /// first summed over the columns); once per step the all-reduce over the
 /// rows of the gradients of what the rows share (the columns' blocks of the
-/// tables, a tied table again as the head's, norm scales and biases).
+/// tables, a tied table again as the head's, norm scales and biases). Under
+/// 2.5-D the logits are gathered and the shared gradients summed over the
+/// copies too, and each copy's grid weights' gradients are summed over
+/// "depth".
 double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, const Devices &dev,
                  const Shared &s) {
   int64_t q = s.grid;
@@ -791,13 +803,19 @@ double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, 
     perLayer += q * (collectiveTime(Collective::SendRecv, b.x, 2, 1, c) +
                      collectiveTime(Collective::SendRecv, b.w, 2, q, c));
   double stats = collectiveTime(Collective::AllReduce, s.b * m.seq / q * 4, q, 1, c);
-  double logits = s.b * m.seq * m.vocab * m.elementBytes;
-  double head = collectiveTime(Collective::AllGather, logits, q, q, c) +
+  double logits = s.b * m.seq * m.vocab * m.elementBytes, d = double(s.depth);
+  double head = collectiveTime(Collective::AllGather, d * logits, q * s.depth, q, c) +
                 (m.tiedParams > 0 ? collectiveTime(Collective::AllReduce, logits / q, q, 1, c) : 0);
   double shared =
       (m.pre.params + m.post.params + m.tiedParams) / q + dev.maxLayers * layerColumnParams(m) / q;
+  double depthSums =
+      s.depth > 1 ? collectiveTime(Collective::AllReduce,
+                                   s.weightBytes * dev.maxLayers * layerGridParams(m) / (q * q),
+                                   s.depth, q * q, c)
+                  : 0;
   return s.mcount * (dev.maxLayers * passes * (perLayer + 2 * 2 * stats) + head) +
-         collectiveTime(Collective::AllReduce, s.weightBytes * shared, q, q, c);
+         collectiveTime(Collective::AllReduce, s.weightBytes * shared, q * s.depth, q, c) +
+         depthSums;
 }
 
 /// Megatron tensor parallelism: two all-reduces of b*s*h forward, two
@@ -836,7 +854,8 @@ void splitComputeByKind(Prediction &p, const ModelProfile &m, const Chunks &ch,
 double pipelineCommTime(const ModelProfile &m, const ClusterSpec &c, const Shared &s) {
   if (s.pp <= 1)
     return 0;
-  int64_t stride = s.tp * s.sp * s.dp; // the mesh is [pp, dp, sp, tp]
+  // the mesh is [pp, dp, sp, tp] or [pp, dp, depth, row, col]
+  int64_t stride = s.tp * s.sp * s.dp * s.depth;
   double p2p = collectiveTime(Collective::SendRecv, s.boundary, 2, stride, c);
   // Plus, once per step, the tied weights' gradients between the first and
   // the last stage.
@@ -947,7 +966,7 @@ double dataParallelTime(const ModelProfile &m, const ClusterSpec &c, const Plan 
   int64_t tp = s.tp, pp = s.pp, edge = s.edge;
   double weightBytes = s.weightBytes, mcount = s.mcount, devParams = dev.maxParams;
   auto onLinks = [&](Collective kind, double bytes) {
-    return collectiveTime(kind, bytes, s.dp, tp * s.sp, c);
+    return collectiveTime(kind, bytes, s.dp, tp * s.sp * s.depth, c);
   };
   double backward = 2 * tMicro / 3;
   double allReduce = besideCompute(onLinks(Collective::AllReduce, weightBytes * devParams),
@@ -1052,10 +1071,13 @@ double summaBytes(const ModelProfile &m, const Plan &plan, const Shared &s, doub
   double stats = ringBytesSent(Collective::AllReduce, s.b * m.seq / q * 4, q);
   double logits = s.b * m.seq * m.vocab * m.elementBytes;
   return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) +
-                     ringBytesSent(Collective::AllGather, logits, q) +
+                     ringBytesSent(Collective::AllGather, s.depth * logits, q * s.depth) +
                      (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, logits / q, q) : 0)) +
          ringBytesSent(Collective::AllReduce,
-                       s.weightBytes * (edgeParams + layers * layerColumnParams(m)) / q, q);
+                       s.weightBytes * (edgeParams + layers * layerColumnParams(m)) / q,
+                       q * s.depth) +
+         ringBytesSent(Collective::AllReduce, s.weightBytes * layers * layerGridParams(m) / (q * q),
+                       s.depth);
 }
 
 /// Sends of device d per microbatch at its chunks' boundaries: activations
@@ -1432,7 +1454,7 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
       bytes += s.mcount * 2 * budgeted[d].fullLayers *
                ringBytesSent(Collective::AllReduce, s.boundary, s.tp);
     p.commBytesDevice = std::max(p.commBytesDevice, bytes);
-    p.commBytesAll += bytes * s.dp * s.sp * s.tp;
+    p.commBytesAll += bytes * s.dp * s.sp * s.tp * s.depth;
   }
 
   // Memory of each device; report the largest.
@@ -1514,7 +1536,10 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
   };
   line("compute (fwd + bwd)", t.compute);
   line("recompute", t.recompute);
-  line(p.plan.tp2d > 1 ? "2-D SUMMA broadcasts" : "tensor-parallel comm", t.tensorParallel);
+  line(p.plan.tp2dDepth > 1 ? "2.5-D SUMMA broadcasts"
+       : p.plan.tp2d > 1    ? "2-D SUMMA broadcasts"
+                            : "tensor-parallel comm",
+       t.tensorParallel);
   if (t.ulysses > 0)
     line(p.plan.ring > 1 ? "ring attention shifts" : "ulysses all-to-all", t.ulysses);
   line("pipeline send/recv", t.pipelineComm);

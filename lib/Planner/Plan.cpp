@@ -42,7 +42,9 @@ std::string offloadName(Offload o, bool activations) {
 
 std::string Plan::str() const {
   std::string s = formatv("dp={0},tp={1},pp={2}", dp, tp, pp).str();
-  if (tp2d > 1)
+  if (tp2dDepth > 1)
+    s += formatv(",tp2p5d={0},{1}", tp2d, tp2dDepth).str();
+  else if (tp2d > 1)
     s += formatv(",tp2d={0}", tp2d).str();
   if (sequenceParallel)
     s += ",sp";
@@ -86,6 +88,7 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
   if (key == "ulysses") return number(p.ulysses, 1);
   if (key == "ring") return number(p.ring, 1);
   if (key == "tp2d") return number(p.tp2d, 1);
+  if (key == "depth") return number(p.tp2dDepth, 1);
   if (key == "zigzag") {
     if (value != "0" && value != "1" && value != "true" && value != "false")
       return bad(what + ": zigzag is 1 or 0 (true or false), not '" + value + "'");
@@ -160,8 +163,8 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
-             "' (dp, tp, pp, tp2d, sp, vocab, ulysses, ring, zigzag, zero, mbs, micro, schedule, v, "
-             "recompute, offload)");
+             "' (dp, tp, pp, tp2d, tp2p5d, sp, vocab, ulysses, ring, zigzag, zero, mbs, micro, "
+             "schedule, v, recompute, offload)");
 }
 
 static Error check(Plan &p, StringRef what) {
@@ -169,9 +172,9 @@ static Error check(Plan &p, StringRef what) {
   // sizes the planner forms far from overflowing.
   constexpr int64_t kMaxDevices = int64_t(1) << 24;
   int64_t devices = 1;
-  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring, p.tp2d, p.tp2d}) {
+  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring, p.tp2d, p.tp2d, p.tp2dDepth}) {
     if (n > kMaxDevices || devices * n > kMaxDevices)
-      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring*tp2d^2 > "
+      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring*q^2*d > "
                         "2^24)");
     devices *= n;
   }
@@ -189,7 +192,10 @@ static Error check(Plan &p, StringRef what) {
     p.virtualStages = 1;
   if (p.tp2d > 1 && p.tp > 1)
     return bad(what + ": choose one tensor parallelism: 'tp' (1-D, Megatron's) or 'tp2d' "
-                      "(2-D, a tp2d x tp2d grid)");
+                      "(2-D, a tp2d x tp2d grid) or 'tp2p5d' (2.5-D)");
+  if (p.tp2dDepth > 1 && p.tp2d < 2)
+    return bad(what + ": 2.5-D tensor parallelism's depth (" + Twine(p.tp2dDepth) +
+               ") needs a grid of side q >= 2: tp2p5d=q,d");
   if (p.sequenceParallel && p.tp == 1)
     return bad(what + ": sequence parallelism needs tp > 1");
   if (p.vocabParallel && p.tp == 1)
@@ -218,7 +224,7 @@ Error checkCompilable(const Plan &p) {
       {[](const Plan &p) { return p.ring > 1 && p.vocabParallel; },
        "ring attention with vocabulary parallelism"},
       {[](const Plan &p) { return p.tp2d > 1 && p.sequenceRanks() > 1; },
-       "2-D tensor parallelism with Ulysses or ring attention"},
+       "2-D or 2.5-D tensor parallelism with Ulysses or ring attention"},
   };
   for (const Unsupported &u : table)
     if (u.combines(p))
@@ -236,8 +242,20 @@ Expected<Plan> parsePlan(StringRef text) {
   Plan p;
   SmallVector<StringRef> fields;
   text.split(fields, ',', -1, false);
-  for (StringRef f : fields) {
-    auto [key, value] = f.split('=');
+  for (size_t i = 0; i < fields.size(); ++i) {
+    auto [key, value] = fields[i].split('=');
+    if (key.trim() == "tp2p5d") {
+      // tp2p5d=q,d: the grid's side, then its depth in the next field.
+      int64_t depth;
+      if (i + 1 == fields.size() || fields[i + 1].contains('=') ||
+          fields[i + 1].trim().getAsInteger(10, depth))
+        return bad("plan: 'tp2p5d' takes the grid's side and its depth: tp2p5d=q,d");
+      if (Error e = setField(p, "tp2d", value.trim(), "plan"))
+        return std::move(e);
+      if (Error e = setField(p, "depth", fields[++i].trim(), "plan"))
+        return std::move(e);
+      continue;
+    }
     if (Error e = setField(p, key.trim(), value.trim(), "plan"))
       return std::move(e);
   }
@@ -326,8 +344,11 @@ json::Value toJSON(const Plan &p) {
   for (auto [b, e] : p.stages)
     stages.push_back(json::Array{b, e});
   json::Object o{
-      {"mesh", p.tp2d > 1 ? json::Object{{"dp", p.dp}, {"tp2d", p.tp2d}, {"pp", p.pp}}
-                          : json::Object{{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}}},
+      {"mesh",
+       p.tp2dDepth > 1
+           ? json::Object{{"dp", p.dp}, {"tp2d", p.tp2d}, {"depth", p.tp2dDepth}, {"pp", p.pp}}
+       : p.tp2d > 1 ? json::Object{{"dp", p.dp}, {"tp2d", p.tp2d}, {"pp", p.pp}}
+                    : json::Object{{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}}},
       {"sequence_parallel", p.sequenceParallel},
       {"zero", p.zero},
       {"micro_batch", p.microBatch},

@@ -20,18 +20,19 @@ std::vector<int64_t> divisors(int64_t n) {
   return d;
 }
 
-/// The plans of one mesh (dp x pp x (ulysses or ring) x tp, or a tp2d grid): every microbatch size,
+/// The plans of one mesh (dp x pp x (ulysses or ring) x tp, or a tp2d grid
+/// with its 2.5-D depth): every microbatch size,
 /// schedule, ZeRO stage, sequence parallelism, recomputation and offload
 /// that colo compiles with it.
 void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const ClusterSpec &c,
                   const SearchOptions &o, int64_t dp, int64_t tp, int64_t pp, int64_t ulysses,
-                  int64_t ring, int64_t tp2d = 1) {
+                  int64_t ring, int64_t tp2d = 1, int64_t depth = 1) {
   int64_t perRank = o.globalBatch / dp;
   for (int64_t mbs : divisors(perRank)) {
     if (mbs > 64)
       break;
-    // A 2-D grid's rows split the microbatch's samples.
-    if (mbs % tp2d != 0)
+    // A 2-D grid's rows (and 2.5-D's copies) split the microbatch's samples.
+    if (mbs % (tp2d * depth) != 0)
       continue;
     int64_t micro = perRank / mbs;
     std::vector<std::pair<Schedule, int64_t>> schedules;
@@ -64,7 +65,7 @@ void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const Cluster
                   continue;
                 Plan p;
                 p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
-                p.ulysses = ulysses, p.ring = ring, p.tp2d = tp2d;
+                p.ulysses = ulysses, p.ring = ring, p.tp2d = tp2d, p.tp2dDepth = depth;
                 p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
                 p.schedule = sched, p.virtualStages = v;
                 p.recompute = rc, p.offload = off, p.offloadActivations = activations;
@@ -108,13 +109,17 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
     }
   }
   // 2-D tensor parallelism: a q x q grid (its broadcasts go to the rank's
-  // row and column only, so it may span nodes) in place of tp.
+  // row and column only, so it may span nodes) in place of tp; 2.5-D: d
+  // copies of it, each on its part of the microbatch.
   for (int64_t q = 2; q * q <= n; ++q) {
     if (n % (q * q) || m.heads % q || m.hidden % q)
       continue;
-    for (int64_t pp : divisors(n / (q * q)))
-      if (pp <= m.layers && o.globalBatch % (n / (q * q * pp)) == 0)
-        addMeshPlans(plans, m, c, o, n / (q * q * pp), 1, pp, 1, 1, q);
+    for (int64_t depth : divisors(n / (q * q)))
+      for (int64_t pp : divisors(n / (q * q * depth))) {
+        int64_t dp = n / (q * q * depth * pp);
+        if (pp <= m.layers && o.globalBatch % dp == 0)
+          addMeshPlans(plans, m, c, o, dp, 1, pp, 1, 1, q, depth);
+      }
   }
   return plans;
 }

@@ -94,14 +94,16 @@ mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module, llvm::S
 /// compiler splits the data by it).
 void finishDataParallel(mlir::func::FuncOp step, MeshAxis dp);
 
-/// Values read through `colo.all_reduce_grad` over one axis (the identity
-/// forward, the gradient summed over the axis backward), one per value,
+/// Values read through `colo.all_reduce_grad` over mesh axes (the identity
+/// forward, the gradient summed over the axes backward), one per value,
 /// placed right after it: where every rank reads a replicated value whole
 /// but computes with only its part of the data, so each rank's gradient of
 /// it is a partial sum (colo-sequence-parallel, colo-ulysses).
 class GradientSums {
 public:
-  explicit GradientSums(MeshAxis axis) : axis(axis) {}
+  explicit GradientSums(MeshAxis axis) : grid(axis.grid), axes{axis.axis} {}
+  GradientSums(mlir::shard::GridOp grid, llvm::ArrayRef<mlir::shard::GridAxis> axes)
+      : grid(grid), axes(axes) {}
 
   /// `v` with its gradient summed over the axis.
   mlir::Value of(mlir::Value v);
@@ -112,7 +114,8 @@ public:
   int64_t size() const { return summed.size(); }
 
 private:
-  MeshAxis axis;
+  mlir::shard::GridOp grid;
+  llvm::SmallVector<mlir::shard::GridAxis, 2> axes;
   llvm::DenseMap<mlir::Value, mlir::Value> summed;
 };
 

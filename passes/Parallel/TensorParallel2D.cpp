@@ -19,6 +19,12 @@
 // (an LM head on the tied embedding table) is summed over "col"; the
 // function's inputs are cut to the rank's samples and its results gathered
 // whole.
+//
+// With depth d > 1, 2.5-D tensor parallelism (Wang et al., 2021, Tesseract;
+// Colossal-AI's parallel_2p5d): d copies of the grid on the mesh axis
+// "depth", copy k on block k of the batch. Everything above runs within a
+// copy; the batch is cut over ("depth", "row"), and the gradients of the
+// linear weights, whole on every copy, are summed over "depth" too.
 #include "Parallel/Mesh.h"
 #include "Parallel/Weight.h"
 #include "colo/Dialect/Colo/ColoOps.h"
@@ -58,10 +64,16 @@ std::string nodeName(Operation *op) {
 
 class Grid2D {
 public:
-  Grid2D(func::FuncOp func, MeshAxis row, MeshAxis col,
+  /// `depth`: 2.5-D's copies of the grid, each on its part of the batch.
+  Grid2D(func::FuncOp func, MeshAxis row, MeshAxis col, std::optional<MeshAxis> depth,
          const DenseMap<StringAttr, int64_t> &symbolUses)
-      : func(func), row(row), col(col), q(row.size), symbolUses(symbolUses), rowSums(row),
-        colSums(col) {}
+      : func(func), row(row), col(col), q(row.size), symbolUses(symbolUses),
+        batchAxes(depth ? SmallVector<shard::GridAxis, 2>{depth->axis, row.axis}
+                        : SmallVector<shard::GridAxis, 2>{row.axis}),
+        batchParts(q * (depth ? depth->size : 1)), batchSums(row.grid, batchAxes), colSums(col) {
+    if (depth)
+      depthSums.emplace(*depth);
+  }
 
   LogicalResult run() {
     if (failed(cutInputs()))
@@ -73,14 +85,16 @@ public:
   }
 
   int64_t numSumma = 0, numNorms = 0;
-  int64_t summed() const { return rowSums.size() + colSums.size(); }
+  int64_t summed() const {
+    return batchSums.size() + colSums.size() + (depthSums ? depthSums->size() : 0);
+  }
 
 private:
   //===--------------------------------------------------------------------===//
   // Layouts
   //===--------------------------------------------------------------------===//
 
-  bool isRowSplit(Value v) const { return rowSplit.contains(v); }
+  bool isBatchSplit(Value v) const { return batchSplit.contains(v); }
   std::optional<ColSplit> colOf(Value v) const {
     auto it = colSplit.find(v);
     return it == colSplit.end() ? std::nullopt : std::optional<ColSplit>(it->second);
@@ -97,11 +111,13 @@ private:
     RankedTensorType t = wholeType(v);
     SmallVector<int64_t> shape(t.getShape());
     if (rows) {
-      if (shape[0] % q)
-        return error(v.getDefiningOp(), "the batch dimension (size " + std::to_string(shape[0]) +
-                                            ") of " + typeString(t));
-      shape[0] /= q;
-      rowSplit.insert(v);
+      if (shape[0] % batchParts)
+        return error(v.getDefiningOp(),
+                     "the batch dimension (size " + std::to_string(shape[0]) + ") of " +
+                         typeString(t),
+                     batchParts);
+      shape[0] /= batchParts;
+      batchSplit.insert(v);
     }
     if (cols) {
       if (rows && cols->dim == 0)
@@ -136,10 +152,15 @@ private:
     return s;
   }
 
-  LogicalResult error(Operation *op, const Twine &what) {
+  /// `parts` (q, or q * d where 2.5-D cuts the batch) does not divide `what`.
+  LogicalResult error(Operation *op, const Twine &what, int64_t parts = 0) {
     Operation *at = op ? op : func.getOperation();
-    return at->emitError() << kPass << ": q = " << q << " does not divide " << what
-                           << (op ? nodeName(op) : "");
+    InFlightDiagnostic d = at->emitError() << kPass << ": ";
+    if (parts && parts != q)
+      d << "q * depth = " << parts;
+    else
+      d << "q = " << q;
+    return d << " does not divide " << what << (op ? nodeName(op) : "");
   }
   LogicalResult unsupported(Operation *op, const Twine &why) {
     return op->emitError() << kPass << ": cannot split " << op->getName() << nodeName(op) << ": "
@@ -156,22 +177,25 @@ private:
   // Inputs, results and weights
   //===--------------------------------------------------------------------===//
 
-  /// Every rank of row i takes samples block i of each input.
+  /// Every rank of row i takes samples block i of each input (under 2.5-D,
+  /// block (k, i) on copy k).
   LogicalResult cutInputs() {
     OpBuilder b = OpBuilder::atBlockBegin(&func.front());
     for (BlockArgument arg : func.getArguments()) {
       auto t = dyn_cast<RankedTensorType>(arg.getType());
       if (!t || t.getRank() == 0 || arg.use_empty())
         continue;
-      if (t.getDimSize(0) % q)
-        return error(nullptr, "the batch (size " + std::to_string(t.getDimSize(0)) + ") of input " +
-                                  std::to_string(arg.getArgNumber()) +
-                                  " (the grid's rows split the samples)");
+      if (t.getDimSize(0) % batchParts)
+        return error(nullptr,
+                     "the batch (size " + std::to_string(t.getDimSize(0)) + ") of input " +
+                         std::to_string(arg.getArgNumber()) +
+                         " (the grid's rows split the samples)",
+                     batchParts);
       Value cut =
-          make<shard::AllSliceOp>(b, arg.getLoc(), withDim(t, 0, t.getDimSize(0) / q), arg,
-                                  row.grid.getSymName(), ArrayRef<int16_t>{row.axis}, int64_t(0));
+          make<shard::AllSliceOp>(b, arg.getLoc(), withDim(t, 0, t.getDimSize(0) / batchParts), arg,
+                                  row.grid.getSymName(), batchAxes, int64_t(0));
       arg.replaceAllUsesExcept(cut, cut.getDefiningOp());
-      rowSplit.insert(cut);
+      batchSplit.insert(cut);
       whole[cut] = t;
     }
     return success();
@@ -179,7 +203,7 @@ private:
 
   /// The results, gathered whole: the features over "col" (brought outermost,
   /// as the runtime joins tensors along their outermost dimension), then the
-  /// samples over "row".
+  /// samples over "row" (and "depth").
   LogicalResult gatherResults(func::ReturnOp ret) {
     OpBuilder b(ret);
     for (OpOperand &result : ret->getOpOperands()) {
@@ -202,11 +226,10 @@ private:
           back[p] = int64_t(i);
         v = transpose(b, ret.getLoc(), gathered, back);
       }
-      if (isRowSplit(result.get())) {
+      if (isBatchSplit(result.get())) {
         RankedTensorType t = tensorType(v);
-        v = make<shard::AllGatherOp>(b, ret.getLoc(), withDim(t, 0, t.getDimSize(0) * q),
-                                     row.grid.getSymName(), ArrayRef<int16_t>{row.axis}, v,
-                                     APInt(64, 0));
+        v = make<shard::AllGatherOp>(b, ret.getLoc(), withDim(t, 0, t.getDimSize(0) * batchParts),
+                                     row.grid.getSymName(), batchAxes, v, APInt(64, 0));
       }
       result.set(v);
     }
@@ -342,7 +365,7 @@ private:
     for (OpOperand &use : op->getOpOperands()) {
       if (std::optional<ColSplit> c = colOf(use.get()))
         cols.push_back({use.getOperandNumber(), *c});
-      rows |= isRowSplit(use.get());
+      rows |= isBatchSplit(use.get());
     }
     if (cols.empty() && !rows)
       return success();
@@ -396,7 +419,7 @@ private:
     if (rows) {
       SmallVector<std::pair<unsigned, int64_t>> dims;
       for (OpOperand &use : op->getOpOperands())
-        if (isRowSplit(use.get()))
+        if (isBatchSplit(use.get()))
           dims.push_back({use.getOperandNumber(), 0});
       if (carrySplit(*map, dims).dim != 0)
         return unsupported(op, "it mixes or reduces the samples of the batch");
@@ -405,16 +428,16 @@ private:
         if (slice.getStart()[0] != 0 || slice.getLimit()[0] != size || slice.getStride()[0] != 1)
           return unsupported(op, "it takes part of the batch");
         SmallVector<int64_t> limits(slice.getLimit());
-        limits[0] /= q;
+        limits[0] /= batchParts;
         slice.setLimit(limits);
       }
-      OperandAlignment a = alignOperands(op, *map, 0, [&](Value v) { return isRowSplit(v); });
+      OperandAlignment a = alignOperands(op, *map, 0, [&](Value v) { return isBatchSplit(v); });
       for (auto [use, d] : a.aligned) {
         if (d != 0 || !use->get().getDefiningOp<ConstantOp>())
           return unsupported(op, "it reads a whole batch's operand other than a constant");
-        use->set(cutRows(use->get()));
+        use->set(cutBatch(use->get()));
       }
-      rowSums.sumGradients(a.whole);
+      batchSums.sumGradients(a.whole);
     }
     return setLayout(op->getResult(0), rows, result);
   }
@@ -480,14 +503,14 @@ private:
   }
 
   /// A constant with the whole batch: the rank's samples.
-  Value cutRows(Value v) {
-    Value &cut = rowCuts[v];
+  Value cutBatch(Value v) {
+    Value &cut = batchCuts[v];
     if (!cut) {
       OpBuilder b(v.getContext());
       b.setInsertionPointAfterValue(v);
       RankedTensorType t = tensorType(v);
-      cut = make<shard::AllSliceOp>(b, v.getLoc(), withDim(t, 0, t.getDimSize(0) / q), v,
-                                    row.grid.getSymName(), ArrayRef<int16_t>{row.axis}, int64_t(0));
+      cut = make<shard::AllSliceOp>(b, v.getLoc(), withDim(t, 0, t.getDimSize(0) / batchParts), v,
+                                    row.grid.getSymName(), batchAxes, int64_t(0));
     }
     return cut;
   }
@@ -516,16 +539,16 @@ private:
     if (x.dim != k || x.groups != 1)
       return unsupported(op, "its left operand is split along other than its contracted "
                              "features");
-    if (tensorType(rhs).getRank() != 2 || isRowSplit(rhs))
+    if (tensorType(rhs).getRank() != 2 || isBatchSplit(rhs))
       return unsupported(op, "its right operand is not a [in, out] matrix");
-    bool rows = isRowSplit(lhs);
+    bool rows = isBatchSplit(lhs);
     if (std::optional<ColSplit> y = colOf(rhs)) {
       if (y->dim != 0 || y->groups != 1)
         return unsupported(op, "its right operand is split along its output features");
       // Partial products over the rank's features, summed over "col": the
       // result is whole along the features (Megatron's row-parallel end).
       if (rows)
-        op.getRhsMutable().assign(rowSums.of(rhs));
+        op.getRhsMutable().assign(batchSums.of(rhs));
       if (failed(setLayout(op.getResult(), rows, std::nullopt, /*check=*/false)))
         return failure();
       OpBuilder b(op);
@@ -534,7 +557,7 @@ private:
                                            ArrayRef<int16_t>{col.axis}, shard::ReductionKind::Sum);
       op.getResult().replaceAllUsesExcept(sum, sum.getDefiningOp());
       if (rows)
-        rowSplit.insert(sum);
+        batchSplit.insert(sum);
       whole[sum] = wholeType(op.getResult());
       return success();
     }
@@ -562,6 +585,9 @@ private:
     if (w.transpose && failed(transposeLayout(w.transpose)))
       return failure();
     colSplit.erase(op.getRhs());
+    // Whole on every copy of a 2.5-D grid, which each reads with its samples.
+    if (depthSums)
+      op.getRhsMutable().assign(depthSums->of(op.getRhs()));
 
     // Step k's broadcasts are issued before step k - 1's product.
     OpBuilder b(op);
@@ -590,7 +616,7 @@ private:
     }
     op.getResult().replaceAllUsesWith(sum);
     if (rows)
-      rowSplit.insert(sum);
+      batchSplit.insert(sum);
     colSplit[sum] = ColSplit{n, groups};
     whole[sum] = wholeType(op.getResult());
     op.erase();
@@ -622,9 +648,9 @@ private:
         ln ? ln.getEpsilon().convertToDouble() : cast<RmsNormOp>(op).getEpsilon().convertToDouble();
     // Replicated over the rows, read by the rank's samples: their gradients
     // are summed over "row".
-    if (isRowSplit(x)) {
-      scale = scale ? rowSums.of(scale) : scale;
-      bias = bias ? rowSums.of(bias) : bias;
+    if (isBatchSplit(x)) {
+      scale = scale ? batchSums.of(scale) : scale;
+      bias = bias ? batchSums.of(bias) : bias;
     }
     OpBuilder b(op);
     Location loc = op->getLoc();
@@ -653,8 +679,8 @@ private:
       y = make<MulOp>(b, loc, y, scale);
     if (bias)
       y = make<AddOp>(b, loc, y, bias);
-    if (isRowSplit(x))
-      rowSplit.insert(y);
+    if (isBatchSplit(x))
+      batchSplit.insert(y);
     colSplit[y] = ColSplit{last, 1};
     whole[y] = wholeType(x);
     op->getResult(0).replaceAllUsesWith(y);
@@ -667,12 +693,15 @@ private:
   MeshAxis row, col;
   int64_t q;
   const DenseMap<StringAttr, int64_t> &symbolUses;
-  DenseSet<Value> rowSplit;
+  DenseSet<Value> batchSplit;
   DenseMap<Value, ColSplit> colSplit;
   DenseMap<Value, RankedTensorType> whole;
-  DenseMap<Value, Value> rowCuts;
+  DenseMap<Value, Value> batchCuts;
   DenseSet<Operation *> created;
-  GradientSums rowSums, colSums;
+  SmallVector<shard::GridAxis, 2> batchAxes; // ("depth",) "row"
+  int64_t batchParts;                        // q, or q * d
+  GradientSums batchSums, colSums;
+  std::optional<GradientSums> depthSums;
 };
 
 struct ColoTensorParallel2D
@@ -686,18 +715,30 @@ struct ColoTensorParallel2D
   LogicalResult runOnTarget(ModuleOp module, func::FuncOp f) override {
     // Without a mesh, the grid's alone (colo-create-mesh makes it with the
     // plan's other axes).
-    std::pair<StringRef, int64_t> grid[] = {{"row", q}, {"col", q}};
+    if (depth < 1)
+      return f.emitError() << kPass << ": depth must be at least 1, got "
+                           << static_cast<int64_t>(depth);
+    SmallVector<std::pair<StringRef, int64_t>, 3> grid{{"row", q}, {"col", q}};
+    if (depth > 1)
+      grid.insert(grid.begin(), {"depth", depth});
     if (module.getOps<shard::GridOp>().empty() && failed(createMesh(module, grid, f)))
       return failure();
     FailureOr<MeshAxis> row = getOrCreateMeshAxis(module, "row", q, f);
     FailureOr<MeshAxis> col = getOrCreateMeshAxis(module, "col", q, f);
     if (failed(row) || failed(col))
       return failure();
+    std::optional<MeshAxis> copies;
+    if (depth > 1) {
+      FailureOr<MeshAxis> d = getOrCreateMeshAxis(module, "depth", depth, f);
+      if (failed(d))
+        return failure();
+      copies = *d;
+    }
     DenseMap<StringAttr, int64_t> symbolUses;
     if (auto uses = SymbolTable::getSymbolUses(&module.getBodyRegion()))
       for (const SymbolTable::SymbolUse &use : *uses)
         ++symbolUses[use.getSymbolRef().getRootReference()];
-    Grid2D splitter(f, *row, *col, symbolUses);
+    Grid2D splitter(f, *row, *col, copies, symbolUses);
     if (failed(splitter.run()))
       return failure();
     numSumma = splitter.numSumma;

@@ -393,7 +393,7 @@ def zero3_tp(dp, tp, W):
         tp * ring_all_reduce_bytes(dp, 1)
 
 
-def two_d(q, W, dp=1):
+def two_d(q, W, dp=1, depth=1):
     """2-D tensor parallelism (SUMMA) over a q x q grid, all ranks together.
     Per product X [b*s, K] @ W [K, N]: forward, q broadcasts of X's blocks in
     each row and of W's in each column, (q-1) b*s*K and (q-1) K*N floats (a
@@ -410,8 +410,14 @@ def two_d(q, W, dp=1):
     gathered over the rows. With dp: that in each of the dp grids on its
     b/dp samples, and each of the q*q data-parallel groups all-reduces the
     rank's parameters (a block of each weight, a column's block of what the
-    rows share) and the loss."""
-    B, S, L = BATCH // dp, SEQ, LAYERS
+    rows share) and the loss.
+
+    2.5-D (depth d): each of the d copies of the grid runs the above on its
+    b/d samples, except that the logits are gathered and the gradients of
+    what the rows share summed over the copies' rows together (groups of
+    q*d), and each rank's blocks of the products' weights (Llama's LM head
+    among them) all-reduced over the d copies."""
+    B, S, L = BATCH // (dp * depth), SEQ, LAYERS
     shape = {k.split("layers.0.")[-1].split("h.0.")[-1]: w.shape for k, w in W.items()
              if ".0." in k}
     gpt2 = any("wpe" in k for k in W)
@@ -430,6 +436,7 @@ def two_d(q, W, dp=1):
     x_backward = sum(B * S * k for k, n in linear.values())
     weights = sum(2 * k * n for k, n in linear.values())
     floats = L * (q - 1) * (x_forward + x_backward + weights)
+    blocks = L * sum(k * n for k, n in linear.values())  # the weights split q*q ways
     norms, stats = 2 * L + 1, (2 if gpt2 else 1)
     floats += norms * 2 * stats * 2 * (q - 1) * B * S
     shared = shared_params(W) - sum(w.size for k, w in W.items() if "wpe" in k)
@@ -438,10 +445,14 @@ def two_d(q, W, dp=1):
         floats += 2 * (q - 1) * B * S * V
     else:
         floats += 2 * (q - 1) * (B * S * h + h * V) + (q - 1) * B * S * V
-    floats += 2 * (q - 1) * shared + q * (q - 1) * B * S * V
+        blocks += h * V  # the untied LM head is SUMMA's too
+    n = q * depth  # the ranks of a column of the grid and its copies
+    floats = depth * floats + 2 * (n - 1) * shared + q * (n - 1) * depth * B * S * V + \
+        2 * (depth - 1) * blocks
     # What the q*q ranks of a grid hold: the shared parameters on every row.
     held = sum(w.size for w in W.values()) + (q - 1) * shared_params(W)
-    return dp * floats * 4 + ring_all_reduce_bytes(dp, held) + q * q * ring_all_reduce_bytes(dp, 1)
+    return dp * floats * 4 + depth * ring_all_reduce_bytes(dp, held) + \
+        q * q * depth * ring_all_reduce_bytes(dp, 1)
 
 
 def shared_params(W):
@@ -534,6 +545,8 @@ PLANS = {
     "dp=2,tp2d=2": lambda P, W: two_d(2, W, dp=2),
     "dp=2,tp2d=2,zero=1": lambda P, W: two_d(2, W, dp=2),
     "tp2d=2,pp=2,micro=2": None,
+    # 2.5-D: two copies of the 2 x 2 grid.
+    "tp2p5d=2,2": lambda P, W: two_d(2, W, depth=2),
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
@@ -557,7 +570,7 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "tp=2,vocab,micro=2",
                                           "tp=2,vocab,pp=2,micro=2",
                                           "ring=2", "ring=4", "ring=2,tp=2",
-                                          "tp2d=2", "dp=2,tp2d=2")] + \
+                                          "tp2d=2", "dp=2,tp2d=2", "tp2p5d=2,2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip"),
@@ -748,7 +761,10 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
     # The grid's side 3 divides neither the batch (4) nor the hidden size (64).
     ("tp2d=3", ["q = 3 does not divide the batch (size 4)"]),
     ("tp2d=2,tp=2", ["choose one tensor parallelism"]),
-    ("tp2d=2,ring=2", ["2-D tensor parallelism with Ulysses or ring attention"]),
+    ("tp2d=2,ring=2", ["2-D or 2.5-D tensor parallelism with Ulysses or ring attention"]),
+    # 2.5-D cuts the batch (4) over the copies' rows: q * d of them.
+    ("tp2p5d=2,4", ["q * depth = 8 does not divide the batch (size 4)"]),
+    ("tp2p5d=2", ["tp2p5d=q,d"]),
 ])
 def test_invalid_plans_are_rejected(plan, words, baseline, tmp_path):
     tmp, path = baseline("gpt2")[:2]

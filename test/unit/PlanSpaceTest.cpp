@@ -16,11 +16,13 @@ using namespace colo::planner;
 
 namespace {
 /// Every plan the search can emit for `family` (2 layers, vocabulary 256,
-/// 8 sequences of 16 tokens, float32) on one node of 4 devices, with
-/// vocabulary parallelism asked for or not, compiled as colo compile would
-/// (passes, step programs, memory plan; no kernels). Plans that differ only
-/// in the microbatch size are compiled once per microbatch count (1 or more).
-void compileEverySearchedPlan(const char *family, bool vocab) {
+/// 8 sequences of 16 tokens, float32) on one node of 4 devices (`cluster`),
+/// with vocabulary parallelism asked for or not, compiled as colo compile
+/// would (passes, step programs, memory plan; no kernels); with `only`, the
+/// plans it accepts. Plans that differ only in the microbatch size are
+/// compiled once per microbatch count (1 or more).
+void compileEverySearchedPlan(const char *family, bool vocab, const char *cluster = "a100-80g:1x4",
+                              bool (*only)(const Plan &) = nullptr) {
   mlir::MLIRContext ctx;
   TransformerConfig config;
   config.family = family;
@@ -37,9 +39,9 @@ void compileEverySearchedPlan(const char *family, bool vocab) {
   options.allowActivationOffload = true;
   // The widest plan space: without fused attention the search tries
   // selective recomputation too.
-  ClusterSpec cluster = cantFail(resolveCluster("a100-80g:1x4"));
-  cluster.fusedAttention = 0;
-  SearchResult result = cantFail(searchPlans(profile, cluster, options));
+  ClusterSpec spec = cantFail(resolveCluster(cluster));
+  spec.fusedAttention = 0;
+  SearchResult result = cantFail(searchPlans(profile, spec, options));
   ASSERT_FALSE(result.best.empty());
 
   TrainStepOptions train = cantFail(
@@ -54,6 +56,8 @@ void compileEverySearchedPlan(const char *family, bool vocab) {
   std::set<std::string> compiled;
   int64_t grids = 0;
   for (const Prediction &p : result.best) {
+    if (only && !only(p.plan))
+      continue;
     grids += p.plan.tp2d > 1;
     EXPECT_FALSE(static_cast<bool>(checkCompilable(p.plan))) << p.plan.str();
     Plan shape = p.plan;
@@ -74,7 +78,7 @@ void compileEverySearchedPlan(const char *family, bool vocab) {
         << family << " " << p.plan.str() << ": " << diagnostics;
   }
   // 2-D tensor parallelism's 2 x 2 grid is among them.
-  EXPECT_GT(grids, 0) << family;
+  EXPECT_GT(grids, 0) << family << " " << cluster;
   std::printf("%s%s: %zu plans searched (%lld on a 2-D grid), %zu compiled\n", family,
               vocab ? " (vocab)" : "", result.best.size(), (long long)grids, compiled.size());
 }
@@ -99,10 +103,18 @@ TEST(PlanSpace, TheTableRefusesWhatColoDoesNotBuild) {
   EXPECT_EQ(refused("ring=2,tp=2,vocab"), "ring attention with vocabulary parallelism");
   EXPECT_EQ(refused("dp=2,tp2d=2,zero=3,micro=2"), "");
   EXPECT_EQ(refused("tp2d=2,pp=2,micro=2,schedule=zb-h1"), "");
-  EXPECT_EQ(refused("tp2d=2,ulysses=2"), "2-D tensor parallelism with Ulysses or ring attention");
+  EXPECT_EQ(refused("tp2d=2,ulysses=2"),
+            "2-D or 2.5-D tensor parallelism with Ulysses or ring attention");
+  EXPECT_EQ(refused("tp2p5d=2,2,zero=1"), "");
 }
 
 TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesGpt) { compileEverySearchedPlan("gpt", false); }
+// 2.5-D's smallest grid, 2 x 2 x 2, needs 8 devices; of their plans, those.
+TEST(PlanSpace, EveryTwoAndAHalfDimensionalPlanTheSearchEmitsCompiles) {
+  for (const char *family : {"gpt", "llama"})
+    compileEverySearchedPlan(family, false, "a100-80g:1x8",
+                             [](const Plan &p) { return p.tp2dDepth > 1; });
+}
 TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesGptVocab) {
   compileEverySearchedPlan("gpt", true);
 }

@@ -576,6 +576,17 @@ TEST(PlannerPlan, BatchNormStatisticsInlineAndJson) {
             std::string::npos);
 }
 
+TEST(PlannerPlan, TwoAndAHalfDimensionalInlineAndJson) {
+  Plan p = cantFail(parsePlan("dp=2,tp2p5d=2,4,zero=1,mbs=8"));
+  EXPECT_EQ(p.tp2d, 2);
+  EXPECT_EQ(p.tp2dDepth, 4);
+  EXPECT_EQ(p.worldSize(), 32);
+  EXPECT_EQ(p.str(), "dp=2,tp=1,pp=1,tp2p5d=2,4,zero=1,mbs=8,micro=1");
+  EXPECT_EQ(cantFail(parsePlanJSON(llvm::formatv("{0}", toJSON(p)).str(), "test")).str(), p.str());
+  EXPECT_EQ(cantFail(parsePlan(p.str())).str(), p.str());
+  EXPECT_EQ(cantFail(parsePlan("tp2p5d=2,1")).str(), cantFail(parsePlan("tp2d=2")).str());
+}
+
 TEST(PlannerPlan, InvalidPlansNameTheConstraint) {
   auto message = [](const char *text) {
     auto p = parsePlan(text);
@@ -589,6 +600,11 @@ TEST(PlannerPlan, InvalidPlansNameTheConstraint) {
             std::string::npos);
   EXPECT_NE(message("sp").find("tp > 1"), std::string::npos);
   EXPECT_NE(message("dp=2,vocab").find("vocab parallelism needs tp > 1"), std::string::npos);
+  EXPECT_NE(message("tp2p5d=2").find("tp2p5d=q,d"), std::string::npos);
+  EXPECT_NE(message("tp2p5d=2,dp=2").find("tp2p5d=q,d"), std::string::npos);
+  EXPECT_NE(message("tp2p5d=2,0").find("'depth'"), std::string::npos);
+  EXPECT_NE(message("depth=2").find("needs a grid of side q >= 2"), std::string::npos);
+  EXPECT_NE(message("tp2p5d=2,2,tp=2").find("choose one tensor parallelism"), std::string::npos);
   EXPECT_NE(toString(parsePlanJSON("{\"mesh\": {\"dp\": \"x\"}}", "f").takeError())
                 .find("integer"),
             std::string::npos);

@@ -898,6 +898,9 @@ def ColoCreateMesh : Pass<"colo-create-mesh", "::mlir::ModuleOp"> {
     Option<"tp2d", "tp2d", "int64_t", "1",
            "The side q of 2-D tensor parallelism's grid: axes \"row\" and \"col\" of q "
            "ranks each, after tp">,
+    Option<"depth", "depth", "int64_t", "1",
+           "2.5-D tensor parallelism's depth d: axis \"depth\" of d copies of the grid, "
+           "before \"row\"">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -1261,7 +1264,7 @@ def ColoRingAttention : Pass<"colo-ring-attention", "::mlir::ModuleOp"> {
 }
 
 def ColoTensorParallel2D : Pass<"colo-tensor-parallel-2d", "::mlir::ModuleOp"> {
-  let summary = "2-D tensor parallelism: SUMMA over a q x q grid of ranks";
+  let summary = "2-D and 2.5-D tensor parallelism: SUMMA over a q x q grid of ranks";
   let description = [{
     2-D tensor parallelism (Xu et al., 2021; Colossal-AI's `parallel_2d`) on
     `func` (`@forward`) before `colo-build-train-step`, over the mesh axes
@@ -1295,9 +1298,17 @@ def ColoTensorParallel2D : Pass<"colo-tensor-parallel-2d", "::mlir::ModuleOp"> {
     Errors, on the op: sizes q does not divide, dropout, ops that mix or
     reduce the split features or the batch other than the above. The
     function records `colo.tensor_parallel2d = q`; `q=1` changes nothing.
+
+    With `depth` d > 1 this is 2.5-D tensor parallelism (Wang et al., 2021,
+    Tesseract; Colossal-AI's `parallel_2p5d`): d copies of the grid on mesh
+    axis "depth", each on block k of the batch (the inputs are cut over
+    "depth" and "row"), every weight whole on each copy and its gradient
+    summed over "depth"; the results are gathered over "depth" too.
   }];
   let options = [
     Option<"q", "q", "int64_t", "1", "The grid's side: q x q ranks (mesh axes \"row\" and \"col\")">,
+    Option<"depth", "depth", "int64_t", "1",
+           "2.5-D: d copies of the grid (mesh axis \"depth\"), each on 1/d of the batch">,
     Option<"func", "func", "std::string", "\"forward\"", "Name of the function to split">,
   ];
   let statistics = [

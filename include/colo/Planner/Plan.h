@@ -26,6 +26,9 @@ enum class Offload { None, Optimizer, OptimizerParams };
 struct Plan {
   int64_t dp = 1, tp = 1, pp = 1;
   int64_t tp2d = 1; // 2-D tensor parallelism: a tp2d x tp2d grid (mesh axes "row", "col")
+  /// 2.5-D tensor parallelism (`tp2p5d=q,d`): tp2dDepth copies of the grid
+  /// (mesh axis "depth"), each on its part of the batch.
+  int64_t tp2dDepth = 1;
   bool sequenceParallel = false;
   bool vocabParallel = false; // Megatron's vocab-parallel embedding, LM head and loss
   int64_t ulysses = 1; // DeepSpeed-Ulysses sequence-parallel ranks (mesh axis "sp")
@@ -50,7 +53,7 @@ struct Plan {
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 
-  int64_t worldSize() const { return dp * tp * pp * ulysses * ring * tp2d * tp2d; }
+  int64_t worldSize() const { return dp * tp * pp * ulysses * ring * tp2d * tp2d * tp2dDepth; }
   /// The ranks of the sequence-parallel mesh axis "sp" (Ulysses' or the
   /// ring's).
   int64_t sequenceRanks() const { return ulysses * ring; }
