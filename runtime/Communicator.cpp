@@ -46,6 +46,12 @@ std::unique_ptr<Work> Communicator::startAllReduce(void *data, int64_t count, DT
   return std::make_unique<FinishedWork>();
 }
 
+std::unique_ptr<Work> Communicator::startBroadcast(void *data, int64_t count, DType dtype,
+                                                   int root, const Group &group) {
+  broadcast(data, count, dtype, root, group);
+  return std::make_unique<FinishedWork>();
+}
+
 std::unique_ptr<Work> Communicator::startShift(const void *send, void *recv, int64_t bytes, int to,
                                                int from, int tag) {
   sendAsync(send, bytes, to, tag);

@@ -291,48 +291,18 @@ public:
     }
   }
 
-  /// A pipelined chain in group order from the root: each member forwards a
-  /// segment as soon as it arrives, so the root and every middle member send
-  /// the whole tensor once and the last member sends nothing.
   void broadcast(void *data, int64_t count, DType dtype, int root,
                  const Group &group) override {
     Call call(*this, "broadcast");
-    int me = member(group, call.what);
-    int64_t bytes = count * elementSize(dtype, call.what);
-    checkBuffer(data, count, call.what);
-    int64_t p = group.size();
-    if (root < 0 || root >= p)
-      throw Error("broadcast: root " + std::to_string(root) +
-                  " is not an index into group " + groupString(group));
-    Channel ch = channel(group, call.what);
-    if (p == 1 || bytes == 0)
-      return;
-    char *buffer = static_cast<char *>(data);
-    int64_t position = mod(me - root, p);
-    int prev = int(mod(me - 1, p)), next = int(mod(me + 1, p));
-    bool forwards = position != p - 1;
-    int64_t segments = (bytes + kSegment - 1) / kSegment;
-    auto segmentSize = [&](int64_t k) {
-      return std::min(kSegment, bytes - k * kSegment);
-    };
-    Pending sends;
-    if (position == 0) {
-      for (int64_t k = 0; k < segments; ++k)
-        postSend(sends, buffer + k * kSegment, segmentSize(k), next, ch,
-                 call.what);
-    } else {
-      std::vector<Pending> recvs(segments);
-      for (int64_t k = 0; k < segments; ++k)
-        postRecv(recvs[k], buffer + k * kSegment, segmentSize(k), prev, ch,
-                 call.what);
-      for (int64_t k = 0; k < segments; ++k) {
-        wait(recvs[k], call.what);
-        if (forwards)
-          postSend(sends, buffer + k * kSegment, segmentSize(k), next, ch,
-                   call.what);
-      }
-    }
-    wait(sends, call.what);
+    startChain(data, count, dtype, root, group, call)->wait();
+  }
+
+  std::unique_ptr<Work> startBroadcast(void *data, int64_t count, DType dtype, int root,
+                                       const Group &group) override {
+    Call call(*this, "broadcast");
+    std::unique_ptr<ChainBroadcast> chain = startChain(data, count, dtype, root, group, call);
+    chain->progress();
+    return chain;
   }
 
   /// The broadcast's chain run backwards: the member before the root in
@@ -684,9 +654,9 @@ private:
     for (int polls = 0; left > 0; ++polls) {
       if (polls >= kSpinPolls || polls % 16 == 0)
         checkNotice(pending, what);
-      // Started all-reduces move on while this call waits: a peer may wait
+      // Started collectives move on while this call waits: a peer may wait
       // for their next message before it sends what this call waits for.
-      for (RingAllReduce *work : active_)
+      for (StartedWork *work : active_)
         work->advanceUnless(&pending);
       int count = 0;
       check(MPI_Testsome(n, pending.requests.data(), &count, completed.data(),
@@ -828,7 +798,14 @@ private:
   /// i-s-2, arriving from the left into the staging chunk, to its copy; then
   /// p - 1 steps of an all-gather of the reduced chunks. Everyone copies the
   /// owners' results, so all end bit-identical, started at once or not.
-  class RingAllReduce final : public Work {
+  /// Work the communicator's waits advance while it is in flight.
+  class StartedWork : public Work {
+  public:
+    /// Advances unless `pending` is its own (a wait inside it).
+    virtual void advanceUnless(const Pending *pending) = 0;
+  };
+
+  class RingAllReduce final : public StartedWork {
   public:
     RingAllReduce(MpiCommunicator &comm, char *data, Chunks chunks, int64_t es, DType dtype,
                   ReduceOp op, int64_t me, Channel ch)
@@ -853,8 +830,7 @@ private:
       receiving_ = owned_.data();
       comm_.active_.push_back(this);
     }
-    /// Advances unless `pending` is its own (a wait inside it).
-    void advanceUnless(const Pending *pending) {
+    void advanceUnless(const Pending *pending) override {
       if (pending != &pending_)
         advance();
     }
@@ -938,6 +914,117 @@ private:
     char *receiving_ = nullptr;
     std::vector<char> owned_;
   };
+
+  /// A pipelined chain in group order from the root: each member forwards a
+  /// segment as soon as it arrives, so the root and every middle member send
+  /// the whole tensor once and the last member sends nothing. The root posts
+  /// every segment at once, the others every receive; a middle member
+  /// forwards the segments that arrived whenever progress(), wait() or
+  /// another wait of the communicator finds them.
+  class ChainBroadcast final : public StartedWork {
+  public:
+    ChainBroadcast(MpiCommunicator &comm, char *data, int64_t bytes, int64_t position,
+                   int64_t p, int prev, int next, Channel ch)
+        : comm_(comm), data_(data), bytes_(bytes), next_(next), forwards_(position != p - 1),
+          ch_(ch) {
+      int64_t segments = p == 1 ? 0 : (bytes + kSegment - 1) / kSegment;
+      if (position == 0) {
+        for (int64_t k = 0; k < segments; ++k)
+          comm_.postSend(sends_, segment(k), size(k), next_, ch_, "broadcast");
+      } else {
+        receives_.resize(size_t(segments));
+        for (int64_t k = 0; k < segments; ++k)
+          comm_.postRecv(receives_[k], segment(k), size(k), prev, ch_, "broadcast");
+      }
+      comm_.active_.push_back(this);
+    }
+    ~ChainBroadcast() override {
+      for (Pending &pending : receives_)
+        if (!pending.requests.empty())
+          comm_.abandon(pending);
+      if (!sends_.requests.empty())
+        comm_.abandon(sends_);
+      comm_.active_.erase(std::remove(comm_.active_.begin(), comm_.active_.end(), this),
+                          comm_.active_.end());
+    }
+    void advanceUnless(const Pending *) override {
+      if (!waiting_)
+        advance();
+    }
+    bool progress() override {
+      Clock::time_point start = Clock::now();
+      bool done = advance();
+      comm_.stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      return done;
+    }
+    void wait() override {
+      Clock::time_point start = Clock::now();
+      waiting_ = true;
+      for (; arrived_ < receives_.size(); ++arrived_) {
+        comm_.wait(receives_[arrived_], "broadcast");
+        forward(arrived_);
+      }
+      comm_.wait(sends_, "broadcast");
+      waiting_ = false;
+      comm_.stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+
+  private:
+    char *segment(int64_t k) const { return data_ + k * kSegment; }
+    int64_t size(int64_t k) const { return std::min(kSegment, bytes_ - k * kSegment); }
+    void forward(size_t k) {
+      if (forwards_)
+        comm_.postSend(sends_, segment(int64_t(k)), size(int64_t(k)), next_, ch_, "broadcast");
+    }
+    /// Forwards the segments that arrived, in order; true once every
+    /// message is done.
+    bool advance() {
+      for (; arrived_ < receives_.size(); ++arrived_) {
+        if (!done(receives_[arrived_]))
+          return false;
+        forward(arrived_);
+      }
+      return done(sends_);
+    }
+    static bool done(Pending &pending) {
+      if (pending.requests.empty())
+        return true;
+      int flag = 0;
+      check(MPI_Testall(int(pending.requests.size()), pending.requests.data(), &flag,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall", "broadcast");
+      if (flag)
+        pending = {};
+      return flag != 0;
+    }
+
+    MpiCommunicator &comm_;
+    char *data_;
+    int64_t bytes_;
+    int next_;
+    bool forwards_;
+    Channel ch_;
+    std::vector<Pending> receives_;
+    size_t arrived_ = 0; // receives done and forwarded
+    Pending sends_;
+    bool waiting_ = false; // in wait(), which advances it itself
+  };
+
+  /// broadcast's chain after the checks, its messages posted.
+  std::unique_ptr<ChainBroadcast> startChain(void *data, int64_t count, DType dtype, int root,
+                                             const Group &group, const Call &call) {
+    int me = member(group, call.what);
+    int64_t bytes = count * elementSize(dtype, call.what);
+    checkBuffer(data, count, call.what);
+    int64_t p = group.size();
+    if (root < 0 || root >= p)
+      throw Error("broadcast: root " + std::to_string(root) + " is not an index into group " +
+                  groupString(group));
+    Channel ch = channel(group, call.what);
+    return std::make_unique<ChainBroadcast>(*this, static_cast<char *>(data), bytes,
+                                            mod(me - root, p), p, int(mod(me - 1, p)),
+                                            int(mod(me + 1, p)), ch);
+  }
 
   /// allReduce's ring after the checks.
   std::unique_ptr<RingAllReduce> startRing(void *data, int64_t count, DType dtype, ReduceOp op,
@@ -1110,8 +1197,8 @@ private:
   int64_t held_ = 0, peakHeld_ = 0; // staging bytes, now and at most
   // sendAsync's copies and their requests; a deque keeps both in place.
   std::deque<std::pair<std::vector<char>, Pending>> asyncSends_;
-  // Started all-reduces not finished yet.
-  std::vector<RingAllReduce *> active_;
+  // Started collectives not finished yet.
+  std::vector<StartedWork *> active_;
 };
 
 } // namespace

@@ -430,6 +430,16 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
     };
   case Collective::BROADCAST: {
     int root = int(c.root());
+    if (c.overlap() && size > 1) {
+      overlapped_[stepIndex] = 1;
+      return [=] {
+        auto start = std::chrono::steady_clock::now();
+        if (index == root && in != out)
+          std::memmove(out, in, size_t(bytes));
+        workStart_[stepIndex] = start;
+        started(stepIndex, comm->startBroadcast(out, n, dtype, root, group));
+      };
+    }
     return [=] {
       if (index == root && in != out)
         std::memmove(out, in, size_t(bytes));

@@ -175,9 +175,9 @@ private:
     }
     if (next == op)
       return success();
-    if (!isa<exec::AllReduceOp, exec::ShiftOp>(started))
-      return op.emitError("the runtime overlaps all-reduces and shifts only; this wait must "
-                          "follow its communication");
+    if (!isa<exec::AllReduceOp, exec::ShiftOp, exec::BroadcastOp>(started))
+      return op.emitError("the runtime overlaps all-reduces, broadcasts and shifts only; this "
+                          "wait must follow its communication");
     program.mutable_steps(index)->mutable_collective()->set_overlap(true);
     step(op.getName())->mutable_wait()->set_collective_step(index);
     return success();

@@ -121,3 +121,41 @@ exec.program @transfers {
   exec.kernel @g "g" ins(%bh : memref<8xf32, #exec.space<host>>) outs(%gh : memref<8xf32, #exec.space<host>>)
   exec.return
 }
+
+// -----
+
+// SUMMA's double buffering: the second step's broadcasts keep running while
+// the first step's product computes. Both steps read the rank's own block,
+// so the first broadcast of each finishes before the second starts.
+// CHECK-LABEL: exec.program @summa
+// CHECK: %[[X0:.*]] = exec.broadcast from 0 "x0"
+// CHECK-NEXT: %[[W0:.*]] = exec.broadcast from 0 "w0"
+// CHECK-NEXT: exec.wait %[[X0]]
+// CHECK-NEXT: %[[X1:.*]] = exec.broadcast from 1 "x1"
+// CHECK-NEXT: exec.wait %[[W0]]
+// CHECK-NEXT: %[[W1:.*]] = exec.broadcast from 1 "w1"
+// CHECK-NEXT: exec.kernel @mm "p0"
+// CHECK-NEXT: exec.wait %[[X1]]
+// CHECK-NEXT: exec.wait %[[W1]]
+// CHECK-NEXT: exec.kernel @mm "p1"
+exec.program @summa {
+  %x = exec.buffer "x" input : memref<8xf32, #exec.space<device>>
+  %w = exec.buffer "w" state : memref<8xf32, #exec.space<device>>
+  %x0 = exec.buffer "x0.out" temp : memref<8xf32, #exec.space<device>>
+  %w0 = exec.buffer "w0.out" temp : memref<8xf32, #exec.space<device>>
+  %x1 = exec.buffer "x1.out" temp : memref<8xf32, #exec.space<device>>
+  %w1 = exec.buffer "w1.out" temp : memref<8xf32, #exec.space<device>>
+  %y0 = exec.buffer "y0" temp : memref<8xf32, #exec.space<device>>
+  %y1 = exec.buffer "y1" temp : memref<8xf32, #exec.space<device>>
+  %t0 = exec.broadcast from 0 "x0" %x -> %x0 over [1] : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>
+  exec.wait %t0 "x0.wait"
+  %t1 = exec.broadcast from 0 "w0" %w -> %w0 over [0] : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>
+  exec.wait %t1 "w0.wait"
+  %t2 = exec.broadcast from 1 "x1" %x -> %x1 over [1] : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>
+  exec.wait %t2 "x1.wait"
+  %t3 = exec.broadcast from 1 "w1" %w -> %w1 over [0] : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>
+  exec.wait %t3 "w1.wait"
+  exec.kernel @mm "p0" ins(%x0, %w0 : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>) outs(%y0 : memref<8xf32, #exec.space<device>>)
+  exec.kernel @mm "p1" ins(%x1, %w1 : memref<8xf32, #exec.space<device>>, memref<8xf32, #exec.space<device>>) outs(%y1 : memref<8xf32, #exec.space<device>>)
+  exec.return
+}

@@ -663,6 +663,36 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 
 
+def test_summa_broadcasts_overlap_the_products(baseline, tmp_path):
+    """tp2d=2's broadcasts of the next SUMMA step's blocks travel while the
+    current blocks multiply (double buffering): the profile shows broadcasts
+    in flight on the communication track with wait steps, the bytes are
+    what the compiled program's collectives move, and --no-overlap (each
+    broadcast finished in its own step) gives the same bits."""
+    tmp, path = baseline("gpt2")[:2]
+    exe = tmp_path / "tp2d"
+    run_colo("compile", path, "-o", exe, "--plan", "tp2d=2", "--train", TRAIN["adamw"])
+    outs = {}
+    for flag in ("", "--no-overlap"):
+        args = ["run", exe, "--steps", 2, "--data", tmp / "data.npz", "--threads", 1,
+                "-o", tmp_path / f"w{flag}.safetensors", "--profile", tmp_path / f"t{flag}.json"]
+        outs[flag] = run_colo(*args, *([flag] if flag else [])).stdout
+    line = re.compile(r"^communication: ([\d.]+) ms exposed of ([\d.]+) ms in flight "
+                      r"\((\d+)% overlapped\)", re.M)
+    overlapped, blocking = line.search(outs[""]), line.search(outs["--no-overlap"])
+    assert overlapped and blocking, outs
+    assert blocking[3] == "0", blocking[0]
+    assert re.search(r"^profile: .* wait ", outs[""], re.M)
+    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    in_flight = [e for e in trace if e.get("cat") == "communication"]
+    assert any("broadcast" in e["name"] for e in in_flight), {e["name"] for e in in_flight}
+    predicted = re.search(r"rank 0 sends (\d+) bytes per step by the cost model's rings, "
+                          r"(\d+) measured", outs[""])
+    assert predicted and predicted[1] == predicted[2], outs[""]
+    assert ((tmp_path / "w.safetensors").read_bytes() ==
+            (tmp_path / "w--no-overlap.safetensors").read_bytes())
+
+
 def test_ring_shifts_overlap_and_each_rank_reports_its_waits(baseline, tmp_path):
     """ring=2's next key and value blocks travel while the current ones are
     scored: the profile shows its shifts in flight on the communication

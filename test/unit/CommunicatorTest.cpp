@@ -334,6 +334,49 @@ TEST(Communicator, StartedAllReducesGiveAllReduceBits) {
     }
 }
 
+/// Started broadcasts from every root, in flight at once with a blocking
+/// all-reduce among them, advanced by progress() and finished in reverse
+/// order, give broadcast's bits and bytes: SUMMA's next blocks on a row
+/// and a column of the grid.
+TEST(Communicator, StartedBroadcastsGiveBroadcastBits) {
+  for (const Group &g : groups()) {
+    int64_t p = int64_t(g.size()), me = indexIn(g);
+    // Several segments each, the last one short; one empty.
+    for (int64_t count : {int64_t(0), int64_t(100003)}) {
+      auto block = [&](int root) { return filled<float>(g[root], count, ReduceOp::Sum); };
+      std::vector<std::vector<float>> data;
+      for (int root = 0; root < p; ++root)
+        data.push_back(me == root ? block(root) : std::vector<float>(count, -7.0f));
+      // What this rank's part of a one-element all-reduce sends alone.
+      double x = double(rank());
+      world().resetStats();
+      world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
+      int64_t reduced = world().stats().bytesSent;
+      world().resetStats();
+      std::vector<std::unique_ptr<Work>> works;
+      for (int root = 0; root < p; ++root)
+        works.push_back(world().startBroadcast(data[root].data(), count, F32, root, g));
+      x = double(rank());
+      world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
+      for (int poll = 0; poll < 100; ++poll)
+        for (auto &work : works)
+          work->progress();
+      for (size_t i = works.size(); i-- > 0;)
+        works[i]->wait();
+      int64_t bytes = count * int64_t(sizeof(float)), sent = 0;
+      for (int root = 0; root < p; ++root) {
+        EXPECT_EQ(data[root], block(root)) << where(g, count) << " root " << root;
+        sent += (me + 1) % p == root ? 0 : ringBytesSent("broadcast", bytes, p);
+      }
+      EXPECT_EQ(world().stats().bytesSent, sent + reduced);
+      double members = 0;
+      for (int m : g)
+        members += m;
+      EXPECT_EQ(x, members);
+    }
+  }
+}
+
 /// Pairs with a common member, as a mesh's row and column groups have, made
 /// up front: all-reduces started on each at once and finished in reverse
 /// order still give each pair its own sum (a message of one group matched

@@ -1377,12 +1377,14 @@ def ColoLowerToLinalg : Pass<"colo-lower-to-linalg"> {
 //===----------------------------------------------------------------------===//
 
 def ColoOverlapCollectives : Pass<"colo-overlap-collectives", "::colo::exec::ProgramOp"> {
-  let summary = "Lets all-reduces run while the steps that do not need them compute";
+  let summary = "Lets collectives run while the steps that do not need them compute";
   let description = [{
     An all-reduce whose buffers the next step does not touch (a
     data-parallel gradient bucket, reduced during the backward and read by
     the optimizer) keeps running: its `exec.wait` moves to just before the
-    first later step that touches its input or output (or to the end).
+    first later step that touches its input or output (or to the end). So
+    do broadcasts (SUMMA's blocks for the next product, which arrive while
+    the current one multiplies), shifts and transfers.
     Waits that end up before the same step keep the order of their
     collectives.
 

@@ -53,8 +53,8 @@ struct LostPeer {
 /// valid and moves nothing.
 using Group = std::vector<int>;
 
-/// A collective started by Communicator::startAllReduce and not finished
-/// yet: its buffer belongs to the communicator until progress() returned
+/// A collective started by Communicator::startAllReduce (or startShift,
+/// startBroadcast) and not finished yet: its buffer belongs to the communicator until progress() returned
 /// true or wait() returned. Work destroyed unfinished (an error elsewhere
 /// ended the step) abandons its messages, and the communicator is unusable
 /// after it, as after a timeout.
@@ -120,6 +120,12 @@ public:
   /// Member `root` (an index into group) sends `data` to all others.
   virtual void broadcast(void *data, int64_t count, DType dtype, int root,
                          const Group &group) = 0;
+  /// broadcast that returns at once, as startAllReduce: `data` belongs to
+  /// the work until it finished (SUMMA's next blocks arrive while the
+  /// current ones multiply). A backend without asynchronous collectives
+  /// broadcasts before returning.
+  virtual std::unique_ptr<Work> startBroadcast(void *data, int64_t count, DType dtype, int root,
+                                               const Group &group);
   /// Member `root` (an index into group) gets the sum of every member's
   /// `send` (`count` elements) in `recv`; the others' `recv` is their
   /// working space, left with partial sums. F32 or F64.
