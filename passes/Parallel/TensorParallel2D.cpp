@@ -16,9 +16,11 @@
 // every row, their gradients summed over "row" (colo.all_reduce_grad);
 // layer and RMS norms sum their statistics over "col"; attention is local
 // (the rank's samples and heads); a product of two feature-split operands
-// (an LM head on the tied embedding table) is summed over "col"; the
-// function's inputs are cut to the rank's samples and its results gathered
-// whole.
+// (an LM head on the tied embedding table) is summed over "col"; a
+// convolution with trainable filters (a ViT's patch embedding) computes the
+// column's output channels, and a weight broadcast to the batch (its class
+// token) the column's features of the rank's samples; the function's
+// inputs are cut to the rank's samples and its results gathered whole.
 //
 // With depth d > 1, 2.5-D tensor parallelism (Wang et al., 2021, Tesseract;
 // Colossal-AI's parallel_2p5d): d copies of the grid on the mesh axis
@@ -338,6 +340,9 @@ private:
     if (isa<EmbeddingOp, GatherOp>(op))
       if (failed(shardTable(op)))
         return failure();
+    if (auto conv = dyn_cast<Conv2dOp>(op))
+      if (failed(shardFilters(conv)))
+        return failure();
     if (auto m = dyn_cast<MatmulOp>(op); m && colOf(m.getLhs()))
       return visitProduct(m);
     if (isa<LayerNormOp, RmsNormOp>(op) && colOf(op->getOperand(0)))
@@ -355,6 +360,42 @@ private:
     if (!w || w->transpose || tensorType(table).getRank() != 2 || colOf(table))
       return success();
     return shardAlong(op, *w, 1, 1);
+  }
+
+  /// A convolution of the rank's samples with a trainable filter bank (a
+  /// ViT's patch embedding): each column computes its block of the output
+  /// channels, the filters' and the bias's dimension 0 split over "col".
+  LogicalResult shardFilters(Conv2dOp op) {
+    std::optional<Weight> w = loadedWeight(op.getFilter());
+    if (!isBatchSplit(op.getInput()) || colOf(op.getInput()) || op.getGroups() != 1 || !w ||
+        w->transpose || colOf(op.getFilter()))
+      return success();
+    if (failed(shardAlong(op, *w, 0, 1)))
+      return failure();
+    std::optional<Weight> bias = op.getBias() ? loadedWeight(op.getBias()) : std::nullopt;
+    if (op.getBias() && !colOf(op.getBias()) && (!bias || failed(shardAlong(op, *bias, 0, 1))))
+      return bias ? failure() : unsupported(op, "its bias is not a weight");
+    return success();
+  }
+
+  /// A weight broadcast to the batch that an op reads with split features
+  /// along its dimension `dim` (a ViT's class token, [1, 1, h] to [b, 1,
+  /// h]): the weight's features split alike, and, where the op splits the
+  /// batch, the broadcast to the rank's samples, the weight's gradient
+  /// summed over the rows.
+  LogicalResult localBroadcast(Operation *user, BroadcastToOp op, int64_t dim, int64_t groups,
+                               bool rows) {
+    RankedTensorType in = tensorType(op.getInput()), out = tensorType(op.getResult());
+    int64_t offset = out.getRank() - in.getRank();
+    std::optional<Weight> w = loadedWeight(op.getInput());
+    if (!w || w->transpose || dim < offset)
+      return unsupported(user, "an operand it reads whole lines up with the split features");
+    if (failed(shardAlong(op, *w, dim - offset, groups)))
+      return failure();
+    bool cut = rows && offset == 0 && in.getDimSize(0) == 1 && out.getDimSize(0) > 1;
+    if (cut)
+      op.getInputMutable().assign(batchSums.of(op.getInput()));
+    return setLayout(op.getResult(), cut, ColSplit{dim, groups}, /*check=*/false);
   }
 
   /// An op that maps dimensions (DimensionMapOpInterface): the batch stays
@@ -375,6 +416,7 @@ private:
       return visitReshape(reshape, rows);
     std::optional<DimMap> map = isa<AttentionOp>(op)   ? attentionMap(cast<AttentionOp>(op))
                                 : isa<EmbeddingOp>(op) ? embeddingMap(cast<EmbeddingOp>(op))
+                                : isa<Conv2dOp>(op)    ? convMap(cast<Conv2dOp>(op))
                                                        : dimMap(op);
     if (!map)
       return unsupported(op, "it maps no dimensions");
@@ -407,11 +449,14 @@ private:
             return failure();
         } else if (isSplat(use->get())) {
           use->set(splatBlock(use->get(), d));
+        } else if (auto b = use->get().getDefiningOp<BroadcastToOp>(); b && b->hasOneUse()) {
+          if (failed(localBroadcast(op, b, d, groups, rows)))
+            return failure();
         } else {
           return unsupported(op, "an operand it reads whole lines up with the split features");
         }
       }
-      colSums.sumGradients(a.whole);
+      sumKeepingBatch(colSums, a.whole);
       result = ColSplit{c.dim, groups};
     }
 
@@ -442,6 +487,19 @@ private:
     return setLayout(op->getResult(0), rows, result);
   }
 
+  /// Reads `uses` through `sums`; the sums of the rank's samples are.
+  void sumKeepingBatch(GradientSums &sums, ArrayRef<OpOperand *> uses) {
+    SmallVector<Value> before;
+    for (OpOperand *use : uses)
+      before.push_back(use->get());
+    sums.sumGradients(uses);
+    for (auto [use, v] : llvm::zip(uses, before))
+      if (use->get() != v && isBatchSplit(v)) {
+        batchSplit.insert(use->get());
+        whole[use->get()] = wholeType(v);
+      }
+  }
+
   /// A lookup in a table whose features are split: a row's features are
   /// the result's last dimension (the op's own map, which the other passes
   /// use, splits the ids only and leaves the table whole).
@@ -450,6 +508,15 @@ private:
     SmallVector<int64_t> identity(ids);
     std::iota(identity.begin(), identity.end(), 0);
     return {{kMixed, ids}, identity};
+  }
+
+  /// A convolution's output channels are its filters' dimension 0 (the
+  /// op's own map, which batch splitting uses, leaves the filters whole).
+  static DimMap convMap(Conv2dOp op) {
+    DimMap m{{0, kReduced, kMixed, kMixed}, {1, kReduced, kMixed, kMixed}};
+    if (op.getBias())
+      m.push_back({1});
+    return m;
   }
 
   /// Attention on the rank's samples and heads: query, key and value split

@@ -225,3 +225,43 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
   return %logits : tensor<2x4x16xf32>
 }
 
+
+// -----
+
+// A ViT's embeddings (hidden 8, 4 patches of 2 x 2, batch 2): the patch
+// convolution computes the column's output channels (its filters and bias
+// split along dimension 0 over "col", their gradients summed over "row");
+// the class token, broadcast to the batch, holds the column's features and
+// is broadcast to the row's sample; the position embeddings hold the
+// column's features.
+
+// CHECK: colo.global trainable @patch.weight : tensor<8x3x2x2xf32> {shard = #colo.shard<split_axes = {{\[}}["col"], [], [], []], parts = [2, 1, 1, 1]>}
+// CHECK: colo.global trainable @patch.bias : tensor<8xf32> {shard = #colo.shard<split_axes = {{\[}}["col"]], parts = [2]>}
+// CHECK: colo.global trainable @cls_token : tensor<1x1x8xf32> {shard = #colo.shard<split_axes = {{\[}}[], [], ["col"]], parts = [1, 1, 2]>}
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[PIXELS:.*]] = shard.all_slice %arg0 on @mesh grid_axes = [0] slice_axis = 0 : tensor<2x3x4x4xf32> -> tensor<1x3x4x4xf32>
+// CHECK: %[[W:.*]] = colo.global_load @patch.weight : tensor<4x3x2x2xf32>
+// CHECK-NEXT: %[[WR:.*]] = colo.all_reduce_grad %[[W]] on @mesh grid_axes = [0] : tensor<4x3x2x2xf32>
+// CHECK: %[[CLS:.*]] = colo.global_load @cls_token : tensor<1x1x4xf32>
+// CHECK-NEXT: %[[CLSR:.*]] = colo.all_reduce_grad %[[CLS]] on @mesh grid_axes = [0] : tensor<1x1x4xf32>
+// CHECK: %[[C:.*]] = colo.conv2d %{{.*}}, %[[WR]] bias %{{.*}} {strides = array<i64: 2, 2>} : tensor<1x3x4x4xf32>, tensor<4x3x2x2xf32>, tensor<4xf32>
+// CHECK: %[[CB:.*]] = colo.broadcast_to %[[CLSR]] : tensor<1x1x4xf32> -> tensor<1x1x4xf32>
+// CHECK-NEXT: colo.concat %[[CB]], %{{.*}} axis = 1 : tensor<1x1x4xf32>, tensor<1x4x4xf32>
+
+colo.global trainable @patch.weight : tensor<8x3x2x2xf32>
+colo.global trainable @patch.bias : tensor<8xf32>
+colo.global trainable @cls_token : tensor<1x1x8xf32>
+colo.global trainable @position_embeddings : tensor<1x5x8xf32>
+func.func @forward(%pixels: tensor<2x3x4x4xf32>) -> tensor<2x5x8xf32> {
+  %w = colo.global_load @patch.weight : tensor<8x3x2x2xf32>
+  %b = colo.global_load @patch.bias : tensor<8xf32>
+  %cls = colo.global_load @cls_token : tensor<1x1x8xf32>
+  %pos = colo.global_load @position_embeddings : tensor<1x5x8xf32>
+  %c = colo.conv2d %pixels, %w bias %b {strides = array<i64: 2, 2>} : tensor<2x3x4x4xf32>, tensor<8x3x2x2xf32>, tensor<8xf32>
+  %r = colo.reshape %c : tensor<2x8x2x2xf32> -> tensor<2x8x4xf32>
+  %t = colo.transpose %r permutation = [0, 2, 1] : tensor<2x8x4xf32>
+  %cb = colo.broadcast_to %cls : tensor<1x1x8xf32> -> tensor<2x1x8xf32>
+  %x = colo.concat %cb, %t axis = 1 : tensor<2x1x8xf32>, tensor<2x4x8xf32>
+  %y = colo.add %x, %pos : tensor<2x5x8xf32>, tensor<1x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}

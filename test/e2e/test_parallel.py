@@ -1,5 +1,6 @@
 """Parallel plans against the single-rank step: transformers GPT-2 and Llama (4
-layers) trained 5 steps under a plan on CPU ranks (mpirun) must give the
+layers; a ViT under 2-D and 2.5-D tensor parallelism) trained 5 steps under a
+plan on CPU ranks (mpirun) must give the
 per-step losses and final weights of the same model trained by one rank, within
 1e-5 (losses relative, weights relative to each tensor's largest magnitude);
 and the bytes the ranks send must equal the plan's analytic volume (ranks
@@ -30,6 +31,7 @@ from safetensors.numpy import load_file
 
 import models
 import train_ref
+import zoo
 from conftest import BIN, run_colo
 
 RTOL = 1e-5
@@ -618,6 +620,84 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
         assert comm and comm[1] == formula(params, want_w) + clip, (comm, params)
     else:
         assert comm is not None
+
+
+def tiny_vit():
+    """Hugging Face's ViT (batch first): 16 x 16 images in 4 x 4 patches, LAYERS
+    layers of hidden HIDDEN and 4 heads, a class token, 10 classes."""
+    import transformers as tf
+    torch.manual_seed(models.SEED)
+    cfg = tf.ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=HIDDEN,
+                       num_hidden_layers=LAYERS, num_attention_heads=4, intermediate_size=128,
+                       num_labels=10, hidden_dropout_prob=0.0,
+                       attention_probs_dropout_prob=0.0)
+    return zoo.PixelLogits(tf.ViTForImageClassification(cfg)).train()
+
+
+@pytest.fixture(scope="module")
+def vit(tmp_path_factory):
+    """The ViT's export, batches, one-rank AdamW run and PyTorch's float32
+    spread per tensor (as torch_distance, with the classifier's loss)."""
+    tmp = tmp_path_factory.mktemp("vit")
+    model = tiny_vit()
+    g = torch.Generator().manual_seed(2)
+    pixels = torch.randn(STEPS * BATCH, 3, 16, 16, generator=g)
+    labels = torch.randint(0, 10, (STEPS * BATCH,), generator=g)
+    models.export(model, (pixels[:BATCH],), tmp / "vit.onnx", "torchscript",
+                  input_names=["pixel_values"])
+    np.savez(tmp / "data.npz", pixel_values=pixels.numpy(), labels=labels.numpy())
+
+    def run(m, dtype):
+        m = m.to(dtype)
+        opt = torch.optim.AdamW(m.parameters(), lr=LR, weight_decay=0.01)
+        for i in range(STEPS):
+            batch = slice(i * BATCH, (i + 1) * BATCH)
+            loss = torch.nn.functional.cross_entropy(m(pixels[batch].to(dtype)), labels[batch])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return {k: v.detach().double().numpy() for k, v in m.state_dict().items()}
+
+    f64 = run(copy.deepcopy(model), torch.float64)
+    runs = [run(m, torch.float32) for m in train_ref.float32_variants(model)]
+    spread = {k: max(float(np.abs(f32[k] - f64[k]).max()) for f32 in runs) /
+              max(float(np.abs(f64[k]).max()), 1e-12) for k in f64}
+    return tmp, spread, vit_train(tmp, "", tmp / "single")
+
+
+def vit_train(tmp, plan, exe):
+    args = ["compile", tmp / "vit.onnx", "-o", exe, "--train",
+            f"loss=cross-entropy,optimizer=adamw,lr={LR}"]
+    run_colo(*args, *(["--plan", plan] if plan else []))
+    out = run_colo("run", exe, "--steps", STEPS, "--data", tmp / "data.npz", "--threads", 1,
+                   "-o", exe / "w.safetensors").stdout
+    losses = [float(x) for x in re.findall(r"^step \d+/\d+\s+loss (\S+)", out, re.M)]
+    comm = re.search(r"^communication: \d+ bytes sent per step by rank 0, (\d+) by all", out,
+                     re.M)
+    return losses, load_file(exe / "w.safetensors"), comm and int(comm[1])
+
+
+@pytest.mark.parametrize("plan", ["tp2d=2", "tp2p5d=2,2"])
+def test_vit_matches_single_rank(plan, vit, tmp_path):
+    """A ViT under 2-D and 2.5-D tensor parallelism: the patch embedding's
+    convolution splits its output channels over the grid's columns, the
+    class token is broadcast to the rank's samples with the column's
+    features, the classifier is SUMMA; losses within 1e-5 of one rank,
+    each weight within twice its PyTorch float32 spread."""
+    tmp, spread, (want, want_w, _) = vit
+    losses, weights, comm = vit_train(tmp, plan, tmp_path / "exe")
+    loss_err = float(np.max(np.abs(np.array(losses) - want) / np.abs(want)))
+    assert len(losses) == STEPS and loss_err <= RTOL, (losses, want)
+    assert set(weights) == set(want_w)
+    worst = (0.0, 0.0, 0.0, "")  # closest to its bound
+    for k, w in want_w.items():
+        err = float(np.abs(weights[k] - w).max() / max(np.abs(w).max(), 1e-12))
+        bound = max(RTOL, 2 * spread[k])
+        assert err <= bound, f"{k}: {err:.2e} > {bound:.2e}"
+        worst = max(worst, (err / bound, err, spread[k], k))
+    print(f"\nvit {plan}: losses {loss_err:.1e}; weight closest to its bound {worst[3]} "
+          f"{worst[1]:.1e} (PyTorch f32 vs f64: {worst[2]:.1e}); sent per step, all ranks {comm}")
+    assert comm
 
 
 def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):

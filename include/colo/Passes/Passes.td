@@ -1293,7 +1293,11 @@ def ColoTensorParallel2D : Pass<"colo-tensor-parallel-2d", "::mlir::ModuleOp"> {
     Attention runs on the rank's samples and heads (q divides the query and
     the key/value heads). A product of two operands split along their
     contracted features (an LM head on the tied embedding table) is summed
-    over "col". The results are gathered whole.
+    over "col". A convolution of the rank's samples with trainable filters
+    (a ViT's patch embedding) computes the column's output channels; a
+    weight broadcast to the batch (a ViT's class token) holds the column's
+    features and is broadcast to the rank's samples. The results are
+    gathered whole.
 
     Errors, on the op: sizes q does not divide, dropout, ops that mix or
     reduce the split features or the batch other than the above. The
