@@ -801,15 +801,27 @@ private:
   /// Work the communicator's waits advance while it is in flight.
   class StartedWork : public Work {
   public:
+    explicit StartedWork(MpiCommunicator &comm) : comm_(comm) {}
     /// Advances unless `pending` is its own (a wait inside it).
     virtual void advanceUnless(const Pending *pending) = 0;
+    bool progress() final {
+      Clock::time_point start = Clock::now();
+      bool done = advance();
+      comm_.stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      return done;
+    }
+
+  protected:
+    /// Moves on as far as it can without blocking; true once finished.
+    virtual bool advance() = 0;
+    MpiCommunicator &comm_;
   };
 
   class RingAllReduce final : public StartedWork {
   public:
     RingAllReduce(MpiCommunicator &comm, char *data, Chunks chunks, int64_t es, DType dtype,
                   ReduceOp op, int64_t me, Channel ch)
-        : comm_(comm), data_(data), chunks_(chunks), es_(es), dtype_(dtype), op_(op),
+        : StartedWork(comm), data_(data), chunks_(chunks), es_(es), dtype_(dtype), op_(op),
           left_(int(mod(me - 1, chunks.p))), right_(int(mod(me + 1, chunks.p))), me_(me),
           ch_(ch) {}
     ~RingAllReduce() override {
@@ -839,12 +851,6 @@ private:
       receiving_ = receiving;
       while (post())
         comm_.wait(pending_, "allReduce"), complete();
-    }
-    bool progress() override {
-      Clock::time_point start = Clock::now();
-      bool done = advance();
-      comm_.stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-      return done;
     }
     void wait() override {
       Clock::time_point start = Clock::now();
@@ -885,7 +891,7 @@ private:
       }
       ++step_;
     }
-    bool advance() {
+    bool advance() override {
       for (;;) {
         if (pending_.requests.empty() && !post())
           return true;
@@ -900,7 +906,6 @@ private:
       }
     }
 
-    MpiCommunicator &comm_;
     char *data_;
     Chunks chunks_;
     int64_t es_;
@@ -925,7 +930,7 @@ private:
   public:
     ChainBroadcast(MpiCommunicator &comm, char *data, int64_t bytes, int64_t position,
                    int64_t p, int prev, int next, Channel ch)
-        : comm_(comm), data_(data), bytes_(bytes), next_(next), forwards_(position != p - 1),
+        : StartedWork(comm), data_(data), bytes_(bytes), next_(next), forwards_(position != p - 1),
           ch_(ch) {
       int64_t segments = p == 1 ? 0 : (bytes + kSegment - 1) / kSegment;
       if (position == 0) {
@@ -951,12 +956,6 @@ private:
       if (!waiting_)
         advance();
     }
-    bool progress() override {
-      Clock::time_point start = Clock::now();
-      bool done = advance();
-      comm_.stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-      return done;
-    }
     void wait() override {
       Clock::time_point start = Clock::now();
       waiting_ = true;
@@ -978,7 +977,7 @@ private:
     }
     /// Forwards the segments that arrived, in order; true once every
     /// message is done.
-    bool advance() {
+    bool advance() override {
       for (; arrived_ < receives_.size(); ++arrived_) {
         if (!done(receives_[arrived_]))
           return false;
@@ -998,7 +997,6 @@ private:
       return flag != 0;
     }
 
-    MpiCommunicator &comm_;
     char *data_;
     int64_t bytes_;
     int next_;

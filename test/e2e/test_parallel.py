@@ -700,6 +700,22 @@ def test_vit_matches_single_rank(plan, vit, tmp_path):
     assert comm
 
 
+COMMUNICATION = re.compile(r"^communication: ([\d.]+) ms exposed of ([\d.]+) ms in flight "
+                           r"\((\d+)% overlapped\)", re.M)
+
+
+def overlapped_and_not(exe, data, tmp_path):
+    """colo run's output for 2 profiled steps with overlap (weights
+    w.safetensors, trace t.json in tmp_path) and with --no-overlap
+    (w--no-overlap.safetensors), by flag."""
+    outs = {}
+    for flag in ("", "--no-overlap"):
+        args = ["run", exe, "--steps", 2, "--data", data, "--threads", 1,
+                "-o", tmp_path / f"w{flag}.safetensors", "--profile", tmp_path / f"t{flag}.json"]
+        outs[flag] = run_colo(*args, *([flag] if flag else [])).stdout
+    return outs
+
+
 def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
     """dp=2's bucket all-reduces run while the rest of the backward computes:
     the profile shows them in flight on a track of their own, with wait steps,
@@ -708,14 +724,8 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
     exe = tmp_path / "dp2"
     run_colo("compile", path, "-o", exe, "--plan", "dp=2", "--bucket-mb", 0.05, "--train",
              TRAIN["adamw"])
-    outs = {}
-    for flag in ("", "--no-overlap"):
-        args = ["run", exe, "--steps", 2, "--data", tmp / "data.npz", "--threads", 1,
-                "-o", tmp_path / f"w{flag}.safetensors", "--profile", tmp_path / f"t{flag}.json"]
-        outs[flag] = run_colo(*args, *([flag] if flag else [])).stdout
-    line = re.compile(r"^communication: ([\d.]+) ms exposed of ([\d.]+) ms in flight "
-                      r"\((\d+)% overlapped\)", re.M)
-    overlapped, blocking = line.search(outs[""]), line.search(outs["--no-overlap"])
+    outs = overlapped_and_not(exe, tmp / "data.npz", tmp_path)
+    overlapped, blocking = (COMMUNICATION.search(outs[f]) for f in ("", "--no-overlap"))
     assert overlapped and blocking, outs
     # Blocking, each collective is in flight only inside its own step, which
     # is all exposed (the two are read from different clock samples).
@@ -752,14 +762,8 @@ def test_summa_broadcasts_overlap_the_products(baseline, tmp_path):
     tmp, path = baseline("gpt2")[:2]
     exe = tmp_path / "tp2d"
     run_colo("compile", path, "-o", exe, "--plan", "tp2d=2", "--train", TRAIN["adamw"])
-    outs = {}
-    for flag in ("", "--no-overlap"):
-        args = ["run", exe, "--steps", 2, "--data", tmp / "data.npz", "--threads", 1,
-                "-o", tmp_path / f"w{flag}.safetensors", "--profile", tmp_path / f"t{flag}.json"]
-        outs[flag] = run_colo(*args, *([flag] if flag else [])).stdout
-    line = re.compile(r"^communication: ([\d.]+) ms exposed of ([\d.]+) ms in flight "
-                      r"\((\d+)% overlapped\)", re.M)
-    overlapped, blocking = line.search(outs[""]), line.search(outs["--no-overlap"])
+    outs = overlapped_and_not(exe, tmp / "data.npz", tmp_path)
+    overlapped, blocking = (COMMUNICATION.search(outs[f]) for f in ("", "--no-overlap"))
     assert overlapped and blocking, outs
     assert blocking[3] == "0", blocking[0]
     assert re.search(r"^profile: .* wait ", outs[""], re.M)
@@ -781,11 +785,7 @@ def test_ring_shifts_overlap_and_each_rank_reports_its_waits(baseline, tmp_path)
     tmp, path = baseline("gpt2")[:2]
     exe = tmp_path / "ring2"
     run_colo("compile", path, "-o", exe, "--plan", "ring=2", "--train", TRAIN["adamw"])
-    outs = {}
-    for flag in ("", "--no-overlap"):
-        args = ["run", exe, "--steps", 2, "--data", tmp / "data.npz", "--threads", 1,
-                "-o", tmp_path / f"w{flag}.safetensors", "--profile", tmp_path / f"t{flag}.json"]
-        outs[flag] = run_colo(*args, *([flag] if flag else [])).stdout
+    outs = overlapped_and_not(exe, tmp / "data.npz", tmp_path)
     trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     shifts = [e for e in trace if e.get("cat") == "communication" and ".shift." in e["name"]]
     assert len(shifts) >= 2 * LAYERS * 2, [e["name"] for e in shifts][:4]
