@@ -318,9 +318,7 @@ public:
     checkBuffer(send, count, call.what);
     checkBuffer(recv, count, call.what);
     int64_t p = group.size();
-    if (root < 0 || root >= p)
-      throw Error("reduce: root " + std::to_string(root) + " is not an index into group " +
-                  groupString(group));
+    checkRoot(root, group, call.what);
     Channel ch = channel(group, call.what);
     char *sum = static_cast<char *>(recv);
     if (send != recv && bytes > 0)
@@ -646,6 +644,19 @@ private:
     pending.receives.push_back(receive);
   }
 
+  /// Whether every request completed (then `pending` is emptied), without
+  /// blocking.
+  static bool testAll(Pending &pending, const char *what) {
+    int done = 1;
+    if (!pending.requests.empty())
+      check(MPI_Testall(int(pending.requests.size()), pending.requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall", what);
+    if (done)
+      pending = {};
+    return done != 0;
+  }
+
   /// Polls until every request completed; throws after timeout() seconds.
   void wait(Pending &pending, const std::string &what) {
     int n = int(pending.requests.size()), left = n;
@@ -773,15 +784,7 @@ private:
       if (!pending_.requests.empty())
         comm_.abandon(pending_);
     }
-    bool progress() override {
-      int done = 0;
-      check(MPI_Testall(int(pending_.requests.size()), pending_.requests.data(), &done,
-                        MPI_STATUSES_IGNORE),
-            "MPI_Testall", "shift");
-      if (done)
-        pending_ = {};
-      return done;
-    }
+    bool progress() override { return testAll(pending_, "shift"); }
     void wait() override {
       Call call(comm_, "shift");
       comm_.wait(pending_, call.what);
@@ -895,13 +898,8 @@ private:
       for (;;) {
         if (pending_.requests.empty() && !post())
           return true;
-        int flag = 0;
-        check(MPI_Testall(int(pending_.requests.size()), pending_.requests.data(), &flag,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall", "allReduce");
-        if (!flag)
+        if (!testAll(pending_, "allReduce"))
           return false;
-        pending_ = {};
         complete();
       }
     }
@@ -979,22 +977,11 @@ private:
     /// message is done.
     bool advance() override {
       for (; arrived_ < receives_.size(); ++arrived_) {
-        if (!done(receives_[arrived_]))
+        if (!testAll(receives_[arrived_], "broadcast"))
           return false;
         forward(arrived_);
       }
-      return done(sends_);
-    }
-    static bool done(Pending &pending) {
-      if (pending.requests.empty())
-        return true;
-      int flag = 0;
-      check(MPI_Testall(int(pending.requests.size()), pending.requests.data(), &flag,
-                        MPI_STATUSES_IGNORE),
-            "MPI_Testall", "broadcast");
-      if (flag)
-        pending = {};
-      return flag != 0;
+      return testAll(sends_, "broadcast");
     }
 
     char *data_;
@@ -1008,6 +995,12 @@ private:
     bool waiting_ = false; // in wait(), which advances it itself
   };
 
+  static void checkRoot(int root, const Group &group, const std::string &what) {
+    if (root < 0 || root >= int(group.size()))
+      throw Error(what + ": root " + std::to_string(root) + " is not an index into group " +
+                  groupString(group));
+  }
+
   /// broadcast's chain after the checks, its messages posted.
   std::unique_ptr<ChainBroadcast> startChain(void *data, int64_t count, DType dtype, int root,
                                              const Group &group, const Call &call) {
@@ -1015,9 +1008,7 @@ private:
     int64_t bytes = count * elementSize(dtype, call.what);
     checkBuffer(data, count, call.what);
     int64_t p = group.size();
-    if (root < 0 || root >= p)
-      throw Error("broadcast: root " + std::to_string(root) + " is not an index into group " +
-                  groupString(group));
+    checkRoot(root, group, call.what);
     Channel ch = channel(group, call.what);
     return std::make_unique<ChainBroadcast>(*this, static_cast<char *>(data), bytes,
                                             mod(me - root, p), p, int(mod(me - 1, p)),
