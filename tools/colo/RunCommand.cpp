@@ -599,8 +599,9 @@ int run(const std::string &dir) {
     int64_t peak = session.device().usage(rt::MemorySpace::Device).peak;
     if (comm)
       comm->allReduce(&peak, 1, rt::I64, rt::ReduceOp::Max, comm->world());
-    out << formatv("device memory: {0} at most per rank of the {1} of --device-memory\n",
-                   megabytes(peak), megabytes(*deviceMemory));
+    out << formatv("device memory: {0} at most per rank ({1} bytes) of the {2} of "
+                   "--device-memory\n",
+                   megabytes(peak), peak, megabytes(*deviceMemory));
   }
   if (int64_t host = session.device().usage(rt::MemorySpace::Host).peak; host > 0 || comm) {
     if (comm)
