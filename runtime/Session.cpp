@@ -336,6 +336,15 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
   std::vector<int> axes(c.mesh_axes().begin(), c.mesh_axes().end());
   Group group = exe_->group(rank(), axes);
   Communicator *comm = comm_;
+  // A collective the step starts (`start` returns its work) and a later
+  // wait finishes, timed from the step's start.
+  auto overlapped = [this, stepIndex](std::function<std::unique_ptr<Work>()> start) {
+    overlapped_[stepIndex] = 1;
+    return std::function<void()>([this, stepIndex, start] {
+      workStart_[stepIndex] = std::chrono::steady_clock::now();
+      started(stepIndex, start());
+    });
+  };
   if (c.kind() == Collective::SEND || c.kind() == Collective::RECV) {
     if (!comm)
       throw Error("a point-to-point step needs a communicator (run with its ranks)");
@@ -362,13 +371,8 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
     if (!comm)
       throw Error("a shift step needs a communicator (run with its ranks)");
     sends_ = true;
-    if (c.overlap()) {
-      overlapped_[stepIndex] = 1;
-      return [=] {
-        workStart_[stepIndex] = std::chrono::steady_clock::now();
-        started(stepIndex, comm->startShift(in, out, bytes, to, from, tag));
-      };
-    }
+    if (c.overlap())
+      return overlapped([=] { return comm->startShift(in, out, bytes, to, from, tag); });
     return [=] {
       comm->sendAsync(in, bytes, to, tag);
       comm->recv(out, bytes, from, tag);
@@ -386,16 +390,12 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
     groups_.insert(group);
   switch (c.kind()) {
   case Collective::ALL_REDUCE:
-    if (c.overlap() && size > 1) {
-      overlapped_[stepIndex] = 1;
-      return [=] {
-        auto start = std::chrono::steady_clock::now();
+    if (c.overlap() && size > 1)
+      return overlapped([=] {
         if (in != out)
           std::memmove(out, in, size_t(bytes));
-        workStart_[stepIndex] = start;
-        started(stepIndex, comm->startAllReduce(out, n, dtype, op, group));
-      };
-    }
+        return comm->startAllReduce(out, n, dtype, op, group);
+      });
     return [=] {
       if (in != out)
         std::memmove(out, in, size_t(bytes));
@@ -430,19 +430,18 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
     };
   case Collective::BROADCAST: {
     int root = int(c.root());
-    if (c.overlap() && size > 1) {
-      overlapped_[stepIndex] = 1;
-      return [=] {
-        auto start = std::chrono::steady_clock::now();
-        if (index == root && in != out)
-          std::memmove(out, in, size_t(bytes));
-        workStart_[stepIndex] = start;
-        started(stepIndex, comm->startBroadcast(out, n, dtype, root, group));
-      };
-    }
-    return [=] {
+    // The root's block is what every member receives.
+    auto copyRoot = [=] {
       if (index == root && in != out)
         std::memmove(out, in, size_t(bytes));
+    };
+    if (c.overlap() && size > 1)
+      return overlapped([=] {
+        copyRoot();
+        return comm->startBroadcast(out, n, dtype, root, group);
+      });
+    return [=] {
+      copyRoot();
       if (size > 1)
         comm->broadcast(out, n, dtype, root, group);
     };

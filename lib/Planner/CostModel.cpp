@@ -803,8 +803,8 @@ double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, 
     perLayer += q * (collectiveTime(Collective::SendRecv, b.x, 2, 1, c) +
                      collectiveTime(Collective::SendRecv, b.w, 2, q, c));
   double stats = collectiveTime(Collective::AllReduce, s.b * m.seq / q * 4, q, 1, c);
-  double logits = s.b * m.seq * m.vocab * m.elementBytes, d = double(s.depth);
-  double head = collectiveTime(Collective::AllGather, d * logits, q * s.depth, q, c) +
+  double logits = s.b * m.seq * m.vocab * m.elementBytes;
+  double head = collectiveTime(Collective::AllGather, s.depth * logits, q * s.depth, q, c) +
                 (m.tiedParams > 0 ? collectiveTime(Collective::AllReduce, logits / q, q, 1, c) : 0);
   double shared =
       (m.pre.params + m.post.params + m.tiedParams) / q + dev.maxLayers * layerColumnParams(m) / q;
