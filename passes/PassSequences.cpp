@@ -116,9 +116,10 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
                                                  llvm::raw_ostream &errors) {
   int64_t sequenceRanks = parallel.ulysses * parallel.ring;
   if (parallel.dp > 1 || parallel.tp > 1 || parallel.pp > 1 || sequenceRanks > 1 ||
-      parallel.tp2d > 1)
-    pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{
-        parallel.dp, parallel.tp, parallel.pp, sequenceRanks, parallel.tp2d, parallel.tp2dDepth}));
+      parallel.tp2d > 1 || parallel.tp3d > 1)
+    pm.addPass(createColoCreateMesh(ColoCreateMeshOptions{parallel.dp, parallel.tp, parallel.pp,
+                                                          sequenceRanks, parallel.tp2d,
+                                                          parallel.tp2dDepth, parallel.tp3d}));
   if (parallel.dp * parallel.micro > 1)
     pm.addPass(createColoSplitBatch(ColoSplitBatchOptions{
         parallel.dp * parallel.micro, parallel.localBatchNorm ? 1 : parallel.dp}));
@@ -135,6 +136,8 @@ mlir::LogicalResult colo::buildTrainStepPipeline(mlir::OpPassManager &pm,
   if (parallel.tp2d > 1)
     pm.addPass(
         createColoTensorParallel2D(ColoTensorParallel2DOptions{parallel.tp2d, parallel.tp2dDepth}));
+  if (parallel.tp3d > 1)
+    pm.addPass(createColoTensorParallel3D(ColoTensorParallel3DOptions{parallel.tp3d}));
   // After tensor parallelism, as DeepSpeed-Ulysses composes with Megatron:
   // the all-to-alls exchange the rank's tp heads.
   if (parallel.ulysses > 1)

@@ -78,6 +78,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
            {DataParallelAttrHelper::getNameStr(), Range::Positive},
            {TensorParallelAttrHelper::getNameStr(), Range::Positive},
            {TensorParallel2dAttrHelper::getNameStr(), Range::Positive},
+           {TensorParallel3dAttrHelper::getNameStr(), Range::Positive},
            {SequenceParallelAttrHelper::getNameStr(), Range::Positive},
            {UlyssesAttrHelper::getNameStr(), Range::Positive},
            {RingAttrHelper::getNameStr(), Range::Positive},

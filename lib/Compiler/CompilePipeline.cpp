@@ -62,6 +62,7 @@ llvm::Expected<ParallelOptions> colo::parallelOptionsFor(const planner::Plan &pl
   // colo-tensor-parallel-2d reports sizes the grid's side does not divide.
   options.tp2d = plan.tp2d;
   options.tp2dDepth = plan.tp2dDepth;
+  options.tp3d = plan.tp3d;
   // The parser rejects sp without tp; colo-sequence-parallel reports token
   // counts tp does not divide, on the op.
   options.sequenceParallel = plan.sequenceParallel;

@@ -463,6 +463,14 @@ llvm::Error validatePlan(const ModelProfile &m, const ClusterSpec &c, const Plan
                  " does not divide the microbatch size " + llvm::Twine(plan.microBatch) +
                  " (the grid's rows split the samples)");
   }
+  if (int64_t q = plan.tp3d; q > 1) {
+    if (m.heads % q != 0 || m.hidden % (q * q) != 0)
+      return bad("tp3d = " + llvm::Twine(q) + " does not divide the " + llvm::Twine(m.heads) +
+                 " attention heads, or q * q the hidden size " + llvm::Twine(m.hidden));
+    if (plan.microBatch % (q * q) != 0)
+      return bad("q * q = " + llvm::Twine(q * q) + " does not divide the microbatch size " +
+                 llvm::Twine(plan.microBatch) + " (two of the cube's axes split the samples)");
+  }
   int64_t sp = plan.ulysses;
   if (sp > 1 && (m.seq % sp != 0 || (m.heads / tp) % sp != 0))
     return bad("ulysses = " + llvm::Twine(sp) + " does not divide the sequence length " +
@@ -476,6 +484,9 @@ struct Shared {
   /// Under 2-D tensor parallelism (`grid` = q > 1) tp is q * q: the layers'
   /// products, parameters and activations are split q * q ways.
   int64_t tp = 1, pp = 1, dp = 1, v = 1, grid = 1;
+  /// Under 3-D tensor parallelism (`cube` = q > 1) tp is q^3: the layers'
+  /// products, parameters and activations are split q^3 ways.
+  int64_t cube = 1;
   /// 2.5-D tensor parallelism's copies of the grid (mesh axis "depth",
   /// after sp): each runs 2-D on its part `b` of the microbatch.
   int64_t depth = 1;
@@ -507,6 +518,8 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   s.tp = plan.tp, s.pp = plan.pp, s.dp = plan.dp, s.v = plan.virtualStages;
   if (plan.tp2d > 1)
     s.grid = plan.tp2d, s.tp = plan.tp2d * plan.tp2d;
+  if (plan.tp3d > 1)
+    s.cube = plan.tp3d, s.tp = plan.tp3d * plan.tp3d * plan.tp3d;
   s.sp = plan.sequenceRanks();
   s.sequenceParallel = plan.sequenceParallel;
   s.depth = plan.tp2dDepth;
@@ -525,8 +538,9 @@ Shared sharedQuantities(const ModelProfile &m, const ClusterSpec &c, const Plan 
   // replicated (docs/parallel.md): every tensor-parallel rank runs them whole.
   // Megatron-LM splits them over the vocabulary (m.vocabParallel).
   // colo-tensor-parallel-2d splits the tables' features over the grid's
-  // columns (and the head's product q * q ways; its logits are gathered).
-  s.edge = m.vocabParallel ? s.tp : s.grid;
+  // columns (and the head's product q * q ways; its logits are gathered),
+  // colo-tensor-parallel-3d over one axis of the cube.
+  s.edge = m.vocabParallel ? s.tp : s.grid * s.cube;
   s.mcount = plan.microBatches;
   // Under Ulysses a rank's activations between layers are its positions'.
   s.boundary = s.b * m.seq * m.hidden * m.elementBytes / s.sp;
@@ -818,6 +832,54 @@ double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, 
          depthSums;
 }
 
+/// The blocks a layer's product with a weight [K, N] gathers under 3-D
+/// tensor parallelism, per microbatch, bytes: X' (the rank's samples of its
+/// x block, K / q of the features), W' (K / q x N / q), and the product
+/// before its reduce-scatter (N / q of the features).
+struct CubeBlocks {
+  double x = 0, w = 0, y = 0;
+};
+std::vector<CubeBlocks> cubeBlocks(const ModelProfile &m, const Shared &s) {
+  std::vector<CubeBlocks> blocks;
+  double q2 = double(s.cube * s.cube);
+  for (const Gemm &g : m.layer.gemms)
+    if (g.ofWeight)
+      blocks.push_back({s.b * g.rows * g.depth / q2 * m.elementBytes,
+                        g.depth * g.cols / q2 * s.weightBytes,
+                        s.b * g.rows * g.cols / q2 * m.elementBytes});
+  return blocks;
+}
+
+/// The bytes a rank with `layers` layers and `edgeParams` of the tables
+/// sends per step under 3-D tensor parallelism (colo-tensor-parallel-3d),
+/// or the time it takes with `time`: per product with a weight, forward,
+/// X' gathered over one axis, W' over "x", the product reduce-scattered
+/// over the third; backward, the adjoints (two reduce-scatters, one
+/// gather) of the same volumes; each norm's statistics summed over q
+/// ranks; per microbatch the logits (a tied head's first summed over the
+/// features' axis, an untied one's gathered over it) gathered over the q^2
+/// ranks of the samples; once per step the gradients of what the sample
+/// ranks share (per-feature weights and tables, q ways split) summed over
+/// them.
+template <typename Collect>
+double cubeTraffic(const ModelProfile &m, const Plan &plan, const Shared &s, double layers,
+                   double edgeParams, Collect collect) {
+  int64_t q = s.cube;
+  double passes = plan.recompute == Recompute::Full ? 3 : 2, perLayer = 0;
+  for (CubeBlocks b : cubeBlocks(m, s))
+    perLayer += collect(Collective::AllGather, b.x, q, q) +
+                collect(Collective::AllGather, b.w, q, q * q) +
+                collect(Collective::ReduceScatter, b.y, q, 1);
+  double stats = collect(Collective::AllReduce, s.b * m.seq / (q * q) * 4, q, 1);
+  double logits = s.b * m.seq * m.vocab * m.elementBytes;
+  double head = collect(Collective::AllGather, logits, q * q, q) +
+                (m.tiedParams > 0 ? collect(Collective::AllReduce, logits / (q * q), q, 1)
+                                  : collect(Collective::AllGather, logits / (q * q), q, 1));
+  double shared = edgeParams / q + layers * layerColumnParams(m) / q;
+  return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) + head) +
+         collect(Collective::AllReduce, s.weightBytes * shared, q * q, q);
+}
+
 /// Megatron tensor parallelism: two all-reduces of b*s*h forward, two
 /// backward per layer (all-gather + reduce-scatter pairs of the same volume
 /// with sequence parallelism, so sequence parallelism has no term of its
@@ -827,6 +889,11 @@ double tensorParallelTime(const ModelProfile &m, const ClusterSpec &c, const Pla
                           const Devices &dev, const Shared &s) {
   if (s.grid > 1)
     return summaTime(m, c, plan, dev, s);
+  if (s.cube > 1)
+    return cubeTraffic(m, plan, s, dev.maxLayers, m.pre.params + m.post.params + m.tiedParams,
+                       [&](Collective kind, double bytes, int64_t n, int64_t stride) {
+                         return collectiveTime(kind, bytes, n, stride, c);
+                       });
   double ar = collectiveTime(Collective::AllReduce, s.boundary, s.tp, 1, c);
   double perLayer = (plan.recompute == Recompute::Full ? 6 : 4) * ar;
   double time = s.mcount * dev.maxLayers * perLayer;
@@ -1102,11 +1169,15 @@ double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const
   double edgeReduces = m.vocabParallel ? (d == 0) + ((chunks - 1) % pp == d) : 0;
   double edgeParams =
       (d == 0 ? m.pre.params : 0) + ((chunks - 1) % pp == d ? m.post.params + m.tiedParams : 0);
+  auto sent = [](Collective kind, double bytes, int64_t n, int64_t) {
+    return ringBytesSent(kind, bytes, n);
+  };
   double bytes =
-      s.grid > 1 ? summaBytes(m, plan, s, layers, edgeParams)
-                 : mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) + edgeReduces) *
-                       ringBytesSent(Collective::AllReduce, boundary, tp);
-  bytes += mcount * sends * boundary / (s.grid * s.grid);
+      s.grid > 1   ? summaBytes(m, plan, s, layers, edgeParams)
+      : s.cube > 1 ? cubeTraffic(m, plan, s, layers, edgeParams, sent)
+                   : mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) + edgeReduces) *
+                         ringBytesSent(Collective::AllReduce, boundary, tp);
+  bytes += mcount * sends * boundary / (s.grid > 1 || s.cube > 1 ? s.tp : 1);
   // The first and the last stage send each other their part of the tied
   // weights' gradient.
   if (pp > 1 && (d == 0 || d == (chunks - 1) % pp))
@@ -1144,9 +1215,10 @@ double inflightMicrobatches(const Plan &plan, const Shared &s) {
 /// Bytes a part of the layers keeps for backward per microbatch.
 double layerSaved(const PartCost &part, const Plan &plan, const Shared &s) {
   double scores = plan.recompute == Recompute::Selective ? part.savedScores : 0;
-  // 2-D tensor parallelism splits every activation q * q ways.
-  return s.b * (part.savedReplicated / (plan.sequenceParallel || s.grid > 1 ? s.tp : 1) +
-                (part.savedSplit - scores) / s.tp);
+  // 2-D and 3-D tensor parallelism split every activation tp ways.
+  return s.b *
+         (part.savedReplicated / (plan.sequenceParallel || s.grid > 1 || s.cube > 1 ? s.tp : 1) +
+          (part.savedSplit - scores) / s.tp);
 }
 
 /// Bytes the embedding or the head keeps for backward per microbatch. They
@@ -1169,11 +1241,14 @@ double ringBlocksSaved(const Plan &plan, const Shared &s) {
 }
 
 /// 2-D tensor parallelism keeps, per layer, the q X blocks and q W blocks
-/// each product with a weight received (its backward reads them).
+/// each product with a weight received (its backward reads them); 3-D the
+/// gathered X' and W'.
 double summaBlocksSaved(const ModelProfile &m, const Shared &s) {
   double saved = 0;
   for (SummaBlocks b : s.grid > 1 ? summaBlocks(m, s) : std::vector<SummaBlocks>{})
     saved += double(s.grid) * (b.x + b.w);
+  for (CubeBlocks b : s.cube > 1 ? cubeBlocks(m, s) : std::vector<CubeBlocks>{})
+    saved += b.x + b.w;
   return saved;
 }
 
@@ -1182,7 +1257,8 @@ double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Pl
   double saved = first ? edgeSaved(m.pre, m, plan, s) : 0;
   for (int64_t k = d; k < ch.count; k += s.pp)
     saved += plan.recompute == Recompute::Full
-                 ? ch.layers[k] * s.boundary / (plan.sequenceParallel || s.grid > 1 ? s.tp : 1)
+                 ? ch.layers[k] * s.boundary /
+                       (plan.sequenceParallel || s.grid > 1 || s.cube > 1 ? s.tp : 1)
                  : layerSaved(ch.part[k], plan, s) +
                        ch.layers[k] * (ringBlocksSaved(plan, s) + summaBlocksSaved(m, s));
   return saved;
@@ -1538,6 +1614,7 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
   line("recompute", t.recompute);
   line(p.plan.tp2dDepth > 1 ? "2.5-D SUMMA broadcasts"
        : p.plan.tp2d > 1    ? "2-D SUMMA broadcasts"
+       : p.plan.tp3d > 1    ? "3-D gathers, scatters"
                             : "tensor-parallel comm",
        t.tensorParallel);
   if (t.ulysses > 0)

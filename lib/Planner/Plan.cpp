@@ -46,6 +46,8 @@ std::string Plan::str() const {
     s += formatv(",tp2p5d={0},{1}", tp2d, tp2dDepth).str();
   else if (tp2d > 1)
     s += formatv(",tp2d={0}", tp2d).str();
+  if (tp3d > 1)
+    s += formatv(",tp3d={0}", tp3d).str();
   if (sequenceParallel)
     s += ",sp";
   if (vocabParallel)
@@ -89,6 +91,7 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
   if (key == "ring") return number(p.ring, 1);
   if (key == "tp2d") return number(p.tp2d, 1);
   if (key == "depth") return number(p.tp2dDepth, 1);
+  if (key == "tp3d") return number(p.tp3d, 1);
   if (key == "zigzag") {
     if (value != "0" && value != "1" && value != "true" && value != "false")
       return bad(what + ": zigzag is 1 or 0 (true or false), not '" + value + "'");
@@ -163,8 +166,8 @@ static Error setField(Plan &p, StringRef key, StringRef value, StringRef what) {
     return Error::success();
   }
   return bad(what + ": unknown plan field '" + key +
-             "' (dp, tp, pp, tp2d, tp2p5d, sp, vocab, ulysses, ring, zigzag, zero, mbs, micro, "
-             "schedule, v, recompute, offload)");
+             "' (dp, tp, pp, tp2d, tp2p5d, tp3d, sp, vocab, ulysses, ring, zigzag, zero, mbs, "
+             "micro, schedule, v, recompute, offload)");
 }
 
 static Error check(Plan &p, StringRef what) {
@@ -172,9 +175,10 @@ static Error check(Plan &p, StringRef what) {
   // sizes the planner forms far from overflowing.
   constexpr int64_t kMaxDevices = int64_t(1) << 24;
   int64_t devices = 1;
-  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring, p.tp2d, p.tp2d, p.tp2dDepth}) {
+  for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring, p.tp2d, p.tp2d, p.tp2dDepth, p.tp3d,
+                    p.tp3d, p.tp3d}) {
     if (n > kMaxDevices || devices * n > kMaxDevices)
-      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring*q^2*d > "
+      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring*q^2*d*c^3 > "
                         "2^24)");
     devices *= n;
   }
@@ -190,9 +194,9 @@ static Error check(Plan &p, StringRef what) {
                       "go with schedule=interleaved");
   if (p.schedule != Schedule::Interleaved)
     p.virtualStages = 1;
-  if (p.tp2d > 1 && p.tp > 1)
-    return bad(what + ": choose one tensor parallelism: 'tp' (1-D, Megatron's) or 'tp2d' "
-                      "(2-D, a tp2d x tp2d grid) or 'tp2p5d' (2.5-D)");
+  if (int(p.tp > 1) + int(p.tp2d > 1) + int(p.tp3d > 1) > 1)
+    return bad(what + ": choose one tensor parallelism: 'tp' (1-D, Megatron's), 'tp2d' "
+                      "(2-D, a tp2d x tp2d grid), 'tp2p5d' (2.5-D) or 'tp3d' (3-D, a cube)");
   if (p.tp2dDepth > 1 && p.tp2d < 2)
     return bad(what + ": 2.5-D tensor parallelism's depth (" + Twine(p.tp2dDepth) +
                ") needs a grid of side q >= 2: tp2p5d=q,d");
@@ -225,6 +229,8 @@ Error checkCompilable(const Plan &p) {
        "ring attention with vocabulary parallelism"},
       {[](const Plan &p) { return p.tp2d > 1 && p.sequenceRanks() > 1; },
        "2-D or 2.5-D tensor parallelism with Ulysses or ring attention"},
+      {[](const Plan &p) { return p.tp3d > 1 && p.sequenceRanks() > 1; },
+       "3-D tensor parallelism with Ulysses or ring attention"},
   };
   for (const Unsupported &u : table)
     if (u.combines(p))
@@ -348,6 +354,7 @@ json::Value toJSON(const Plan &p) {
        p.tp2dDepth > 1
            ? json::Object{{"dp", p.dp}, {"tp2d", p.tp2d}, {"depth", p.tp2dDepth}, {"pp", p.pp}}
        : p.tp2d > 1 ? json::Object{{"dp", p.dp}, {"tp2d", p.tp2d}, {"pp", p.pp}}
+       : p.tp3d > 1 ? json::Object{{"dp", p.dp}, {"tp3d", p.tp3d}, {"pp", p.pp}}
                     : json::Object{{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}}},
       {"sequence_parallel", p.sequenceParallel},
       {"zero", p.zero},

@@ -20,19 +20,20 @@ std::vector<int64_t> divisors(int64_t n) {
   return d;
 }
 
-/// The plans of one mesh (dp x pp x (ulysses or ring) x tp, or a tp2d grid
-/// with its 2.5-D depth): every microbatch size,
+/// The plans of one mesh (dp x pp x (ulysses or ring) x tp, a tp2d grid
+/// with its 2.5-D depth, or a tp3d cube): every microbatch size,
 /// schedule, ZeRO stage, sequence parallelism, recomputation and offload
 /// that colo compiles with it.
 void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const ClusterSpec &c,
                   const SearchOptions &o, int64_t dp, int64_t tp, int64_t pp, int64_t ulysses,
-                  int64_t ring, int64_t tp2d = 1, int64_t depth = 1) {
+                  int64_t ring, int64_t tp2d = 1, int64_t depth = 1, int64_t tp3d = 1) {
   int64_t perRank = o.globalBatch / dp;
   for (int64_t mbs : divisors(perRank)) {
     if (mbs > 64)
       break;
-    // A 2-D grid's rows (and 2.5-D's copies) split the microbatch's samples.
-    if (mbs % (tp2d * depth) != 0)
+    // A 2-D grid's rows (and 2.5-D's copies), two axes of a 3-D cube split
+    // the microbatch's samples.
+    if (mbs % (tp2d * depth * tp3d * tp3d) != 0)
       continue;
     int64_t micro = perRank / mbs;
     std::vector<std::pair<Schedule, int64_t>> schedules;
@@ -66,6 +67,7 @@ void addMeshPlans(std::vector<Plan> &plans, const ModelProfile &m, const Cluster
                 Plan p;
                 p.dp = dp, p.tp = tp, p.pp = pp, p.sequenceParallel = sp;
                 p.ulysses = ulysses, p.ring = ring, p.tp2d = tp2d, p.tp2dDepth = depth;
+                p.tp3d = tp3d;
                 p.zero = zero, p.microBatch = mbs, p.microBatches = micro;
                 p.schedule = sched, p.virtualStages = v;
                 p.recompute = rc, p.offload = off, p.offloadActivations = activations;
@@ -120,6 +122,17 @@ std::vector<Plan> enumerate(const ModelProfile &m, const ClusterSpec &c,
         if (pp <= m.layers && o.globalBatch % dp == 0)
           addMeshPlans(plans, m, c, o, dp, 1, pp, 1, 1, q, depth);
       }
+  }
+  // 3-D tensor parallelism: a q x q x q cube in place of tp (each of its
+  // collectives runs over one axis of it).
+  for (int64_t q = 2; q * q * q <= n; ++q) {
+    if (n % (q * q * q) || m.heads % q || m.hidden % (q * q))
+      continue;
+    for (int64_t pp : divisors(n / (q * q * q))) {
+      int64_t dp = n / (q * q * q * pp);
+      if (pp <= m.layers && o.globalBatch % dp == 0)
+        addMeshPlans(plans, m, c, o, dp, 1, pp, 1, 1, 1, 1, q);
+    }
   }
   return plans;
 }

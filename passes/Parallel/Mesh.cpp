@@ -150,22 +150,24 @@ struct ColoCreateMesh : colo::impl::ColoCreateMeshBase<ColoCreateMesh> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (dp < 1 || tp < 1 || pp < 1 || sp < 1 || tp2d < 1 || depth < 1) {
+    if (dp < 1 || tp < 1 || pp < 1 || sp < 1 || tp2d < 1 || depth < 1 || tp3d < 1) {
       module.emitError() << "colo-create-mesh: axis sizes must be at least 1, got dp = "
                          << static_cast<int64_t>(dp) << ", tp = " << static_cast<int64_t>(tp)
                          << ", pp = " << static_cast<int64_t>(pp)
                          << ", sp = " << static_cast<int64_t>(sp)
                          << ", tp2d = " << static_cast<int64_t>(tp2d)
-                         << ", depth = " << static_cast<int64_t>(depth);
+                         << ", depth = " << static_cast<int64_t>(depth)
+                         << ", tp3d = " << static_cast<int64_t>(tp3d);
       return signalPassFailure();
     }
     // Megatron-LM's order: consecutive ranks share a tensor-parallel group;
     // Ulysses' sp axis sits between dp and tp; a 2-D grid's rows and
-    // columns come last, the columns fastest, after a 2.5-D grid's depth.
+    // columns come last, the columns fastest, after a 2.5-D grid's depth;
+    // a 3-D cube's axes are last.
     SmallVector<std::pair<StringRef, int64_t>> axes;
     for (auto [name, size] :
          {std::pair<StringRef, int64_t>("pp", pp), {"dp", dp}, {"sp", sp}, {"tp", tp},
-          {"depth", depth}, {"row", tp2d}, {"col", tp2d}})
+          {"depth", depth}, {"row", tp2d}, {"col", tp2d}, {"x", tp3d}, {"y", tp3d}, {"z", tp3d}})
       if (size > 1)
         axes.push_back({name, size});
     if (!axes.empty() && failed(colo::createMesh(module, axes, module)))

@@ -420,19 +420,7 @@ def two_d(q, W, dp=1, depth=1):
     q*d), and each rank's blocks of the products' weights (Llama's LM head
     among them) all-reduced over the d copies."""
     B, S, L = BATCH // (dp * depth), SEQ, LAYERS
-    shape = {k.split("layers.0.")[-1].split("h.0.")[-1]: w.shape for k, w in W.items()
-             if ".0." in k}
-    gpt2 = any("wpe" in k for k in W)
-    if gpt2:  # Conv1D weights are [in, out]
-        groups = [["attn.c_attn.weight"], ["attn.c_proj.weight"], ["mlp.c_fc.weight"],
-                  ["mlp.c_proj.weight"]]
-        linear = {n: shape[n] for g in groups for n in g}
-    else:  # nn.Linear weights are [out, in]
-        groups = [["self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                   "self_attn.v_proj.weight"], ["self_attn.o_proj.weight"],
-                  ["mlp.gate_proj.weight", "mlp.up_proj.weight"], ["mlp.down_proj.weight"]]
-        linear = {n: shape[n][::-1] for g in groups for n in g}
-    table = next(w for k, w in W.items() if "wte" in k or "embed_tokens" in k)
+    gpt2, groups, linear, table = layer_products(W)
     V, h = table.shape
     x_forward = sum(B * S * linear[g[0]][0] for g in groups)
     x_backward = sum(B * S * k for k, n in linear.values())
@@ -455,6 +443,63 @@ def two_d(q, W, dp=1, depth=1):
     held = sum(w.size for w in W.values()) + (q - 1) * shared_params(W)
     return dp * floats * 4 + depth * ring_all_reduce_bytes(dp, held) + \
         q * q * depth * ring_all_reduce_bytes(dp, 1)
+
+
+def layer_products(W):
+    """A layer's products with weights: whether the model is GPT-2, the
+    weights grouped by the input they multiply, their [in, out] shapes, and
+    the token embedding table."""
+    shape = {k.split("layers.0.")[-1].split("h.0.")[-1]: w.shape for k, w in W.items()
+             if ".0." in k}
+    gpt2 = any("wpe" in k for k in W)
+    if gpt2:  # Conv1D weights are [in, out]
+        groups = [["attn.c_attn.weight"], ["attn.c_proj.weight"], ["mlp.c_fc.weight"],
+                  ["mlp.c_proj.weight"]]
+        linear = {n: shape[n] for g in groups for n in g}
+    else:  # nn.Linear weights are [out, in]
+        groups = [["self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                   "self_attn.v_proj.weight"], ["self_attn.o_proj.weight"],
+                  ["mlp.gate_proj.weight", "mlp.up_proj.weight"], ["mlp.down_proj.weight"]]
+        linear = {n: shape[n][::-1] for g in groups for n in g}
+    table = next(w for k, w in W.items() if "wte" in k or "embed_tokens" in k)
+    return gpt2, groups, linear, table
+
+
+def three_d(q, W, dp=1):
+    """3-D tensor parallelism over a q x q x q cube, all ranks together. Per
+    product X [b*s, K] @ W [K, N]: forward, X gathered over one axis of the
+    cube ((q-1) b*s*K floats, shared by the products that read the same
+    input: Llama's q, k, v and gate, up), W over "x" ((q-1) K*N), the product
+    reduce-scattered over the third ((q-1) b*s*N); backward, the adjoints of
+    the same volumes (X's gradient, summed over the products that read it,
+    reduce-scattered once, W's reduce-scattered, Y's gathered). Per norm, its statistics all-reduced
+    over q ranks and their gradients, as 2-D's. The gradients of what the
+    sample ranks share (norm scales, biases, tables: split q ways, summed
+    over the q*q ranks of the samples). The LM head on GPT-2's tied table is
+    summed over q ranks; Llama's is a product, its logits gathered over the
+    features' axis; the logits are gathered over the q*q sample ranks. With
+    dp: that in each of the dp cubes on its b/dp samples, and each of the
+    q^3 data-parallel groups all-reduces the rank's parameters and the
+    loss."""
+    B, S, L = BATCH // dp, SEQ, LAYERS
+    gpt2, groups, linear, table = layer_products(W)
+    V, h = table.shape
+    x = sum(B * S * linear[g[0]][0] for g in groups)
+    per = sum(k * n + B * S * n for k, n in linear.values())
+    floats = L * (q - 1) * 2 * (x + per)
+    norms, stats = 2 * L + 1, (2 if gpt2 else 1)
+    floats += norms * 2 * stats * 2 * (q - 1) * B * S
+    shared = shared_params(W) - sum(w.size for k, w in W.items() if "wpe" in k)
+    if gpt2:
+        shared += table.size + S * h
+        floats += 2 * (q - 1) * B * S * V
+    else:
+        floats += 2 * (q - 1) * (B * S * h + h * V + B * S * V) + (q - 1) * B * S * V
+    floats += 2 * (q * q - 1) * shared + q * (q * q - 1) * B * S * V
+    # What the q^3 ranks of a cube hold: the shared parameters q*q times.
+    held = sum(w.size for w in W.values()) + (q * q - 1) * shared_params(W)
+    return dp * floats * 4 + ring_all_reduce_bytes(dp, held) + \
+        q ** 3 * ring_all_reduce_bytes(dp, 1)
 
 
 def shared_params(W):
@@ -549,6 +594,8 @@ PLANS = {
     "tp2d=2,pp=2,micro=2": None,
     # 2.5-D: two copies of the 2 x 2 grid.
     "tp2p5d=2,2": lambda P, W: two_d(2, W, depth=2),
+    # 3-D: a 2 x 2 x 2 cube.
+    "tp3d=2": lambda P, W: three_d(2, W),
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
@@ -572,7 +619,7 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                           "tp=2,vocab,micro=2",
                                           "tp=2,vocab,pp=2,micro=2",
                                           "ring=2", "ring=4", "ring=2,tp=2",
-                                          "tp2d=2", "dp=2,tp2d=2", "tp2p5d=2,2")] + \
+                                          "tp2d=2", "dp=2,tp2d=2", "tp2p5d=2,2", "tp3d=2")] + \
     [("gpt2", "dp=2", "sgd"), ("gpt2", "tp=2", "sgd"), ("gpt2", "tp=2,sp", "sgd"),
      ("gpt2", "tp=2,vocab", "sgd")] + \
     [("gpt2", "tp=2", "adamw-clip"), ("llama", "dp=2,tp=2", "adamw-clip"),
@@ -677,7 +724,7 @@ def vit_train(tmp, plan, exe):
     return losses, load_file(exe / "w.safetensors"), comm and int(comm[1])
 
 
-@pytest.mark.parametrize("plan", ["tp2d=2", "tp2p5d=2,2"])
+@pytest.mark.parametrize("plan", ["tp2d=2", "tp2p5d=2,2", "tp3d=2"])
 def test_vit_matches_single_rank(plan, vit, tmp_path):
     """A ViT under 2-D and 2.5-D tensor parallelism: the patch embedding's
     convolution splits its output channels over the grid's columns, the
@@ -875,6 +922,10 @@ def test_invalid_stages_are_rejected(stages, words, baseline, tmp_path):
     # 2.5-D cuts the batch (4) over the copies' rows: q * d of them.
     ("tp2p5d=2,4", ["q * depth = 8 does not divide the batch (size 4)"]),
     ("tp2p5d=2", ["tp2p5d=q,d"]),
+    # Two of the cube's axes cut the batch (4): q * q = 9 ways.
+    ("tp3d=3", ["q * q = 9 does not divide the batch (size 4)"]),
+    ("tp3d=2,tp=2", ["choose one tensor parallelism"]),
+    ("tp3d=2,ring=2", ["3-D tensor parallelism with Ulysses or ring attention"]),
 ])
 def test_invalid_plans_are_rejected(plan, words, baseline, tmp_path):
     tmp, path = baseline("gpt2")[:2]

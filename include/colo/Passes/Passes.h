@@ -41,6 +41,7 @@ struct ParallelOptions {
   int64_t tp = 1;        ///< tensor-parallel ranks (colo-tensor-parallel)
   int64_t tp2d = 1;      ///< 2-D tensor parallelism's grid side (colo-tensor-parallel-2d)
   int64_t tp2dDepth = 1; ///< 2.5-D tensor parallelism's copies of the grid (its depth)
+  int64_t tp3d = 1;      ///< 3-D tensor parallelism's cube side (colo-tensor-parallel-3d)
   double bucketMb = 25;  ///< gradient bytes per all-reduce
   int64_t zero = 0;      ///< ZeRO stage (1, 2: colo-zero instead of colo-data-parallel)
   bool sequenceParallel = false; ///< colo-sequence-parallel (needs tp > 1)

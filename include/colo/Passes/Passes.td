@@ -901,6 +901,9 @@ def ColoCreateMesh : Pass<"colo-create-mesh", "::mlir::ModuleOp"> {
     Option<"depth", "depth", "int64_t", "1",
            "2.5-D tensor parallelism's depth d: axis \"depth\" of d copies of the grid, "
            "before \"row\"">,
+    Option<"tp3d", "tp3d", "int64_t", "1",
+           "The side q of 3-D tensor parallelism's cube: axes \"x\", \"y\" and \"z\" of q "
+           "ranks each, last">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -1320,6 +1323,49 @@ def ColoTensorParallel2D : Pass<"colo-tensor-parallel-2d", "::mlir::ModuleOp"> {
     Statistic<"numNorms", "num-norms", "Norms whose statistics are summed over \"col\"">,
     Statistic<"numSummed", "num-summed",
               "Values whose gradient is summed over \"row\" or \"col\"">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def ColoTensorParallel3D : Pass<"colo-tensor-parallel-3d", "::mlir::ModuleOp"> {
+  let summary = "3-D tensor parallelism: products over a q x q x q cube of ranks";
+  let description = [{
+    3-D tensor parallelism (Bian et al., 2021; Colossal-AI's `parallel_3d`)
+    on `func` (`@forward`) before `colo-build-train-step`, over the mesh
+    axes "x", "y" and "z", `q` ranks each. An activation is in one of two
+    layouts: A, its features split over "y" and its samples over ("x",
+    "z"); B, its features over "z" and its samples over ("x", "y"). The
+    inputs are cut to A.
+
+    A product `Y = X W` of X in A with a weight [K, N] read once, whose
+    rank's block is K over ("y", "x") and N over "z":
+    ```
+    X' = shard.all_gather X over "z"        [b / q, K / q]  (samples of x)
+    W' = shard.all_gather W over "x"        [K / q, N / q]  (K block y, N block z)
+    Y  = shard.reduce_scatter (X' W') over "y" along the samples: B
+    ```
+    and a product from B to A exchanges "y" and "z". Both gathers go
+    through `colo.all_reduce_grad`, so the backward reduce-scatters their
+    gradients (dX over "z", dW over "x") and gathers Y's over "y": Colossal-AI's
+    all-gather, reduce-scatter over three axes. A weight stored [out, in] is
+    read through its transpose.
+
+    The rest keeps its value's layout, as in `colo-tensor-parallel-2d`:
+    per-feature weights hold the layout's feature block, their gradients
+    summed over its sample axes; norms sum their statistics over its
+    feature axis; attention runs on the rank's samples and heads; a product
+    of two feature-split operands (a tied LM head) is summed over the
+    feature axis; the results are gathered whole. The function records
+    `colo.tensor_parallel3d = q`; `q=1` changes nothing.
+  }];
+  let options = [
+    Option<"q", "q", "int64_t", "1", "The cube's side: q^3 ranks (mesh axes \"x\", \"y\", \"z\")">,
+    Option<"func", "func", "std::string", "\"forward\"", "Name of the function to split">,
+  ];
+  let statistics = [
+    Statistic<"numProducts", "num-products", "Products computed over the cube">,
+    Statistic<"numNorms", "num-norms", "Norms whose statistics are summed over a feature axis">,
+    Statistic<"numSummed", "num-summed", "Values whose gradient is summed over the ranks">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

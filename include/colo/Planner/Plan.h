@@ -29,6 +29,7 @@ struct Plan {
   /// 2.5-D tensor parallelism (`tp2p5d=q,d`): tp2dDepth copies of the grid
   /// (mesh axis "depth"), each on its part of the batch.
   int64_t tp2dDepth = 1;
+  int64_t tp3d = 1; // 3-D tensor parallelism: a tp3d^3 cube (mesh axes "x", "y", "z")
   bool sequenceParallel = false;
   bool vocabParallel = false; // Megatron's vocab-parallel embedding, LM head and loss
   int64_t ulysses = 1; // DeepSpeed-Ulysses sequence-parallel ranks (mesh axis "sp")
@@ -53,7 +54,9 @@ struct Plan {
   /// Layer ranges [begin, end) per pipeline stage (empty: balanced by cost).
   std::vector<std::pair<int64_t, int64_t>> stages;
 
-  int64_t worldSize() const { return dp * tp * pp * ulysses * ring * tp2d * tp2d * tp2dDepth; }
+  int64_t worldSize() const {
+    return dp * tp * pp * ulysses * ring * tp2d * tp2d * tp2dDepth * tp3d * tp3d * tp3d;
+  }
   /// The ranks of the sequence-parallel mesh axis "sp" (Ulysses' or the
   /// ring's).
   int64_t sequenceRanks() const { return ulysses * ring; }

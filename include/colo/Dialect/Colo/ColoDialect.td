@@ -45,6 +45,7 @@ def Colo_Dialect : Dialect {
     "::mlir::IntegerAttr":$data_parallel,
     "::mlir::IntegerAttr":$tensor_parallel,
     "::mlir::IntegerAttr":$tensor_parallel2d,
+    "::mlir::IntegerAttr":$tensor_parallel3d,
     "::mlir::IntegerAttr":$sequence_parallel,
     "::mlir::IntegerAttr":$ulysses,
     "::mlir::IntegerAttr":$ring,
