@@ -58,7 +58,7 @@ void compileEverySearchedPlan(const char *family, bool vocab, const char *cluste
   for (const Prediction &p : result.best) {
     if (only && !only(p.plan))
       continue;
-    grids += p.plan.tp2d > 1;
+    grids += p.plan.tp2d > 1 || p.plan.tp3d > 1;
     EXPECT_FALSE(static_cast<bool>(checkCompilable(p.plan))) << p.plan.str();
     Plan shape = p.plan;
     shape.microBatches = std::min<int64_t>(shape.microBatches, 2);
@@ -77,9 +77,9 @@ void compileEverySearchedPlan(const char *family, bool vocab, const char *cluste
     EXPECT_TRUE(succeeded(compileStepFootprint(*module, compile)))
         << family << " " << p.plan.str() << ": " << diagnostics;
   }
-  // 2-D tensor parallelism's 2 x 2 grid is among them.
+  // 2-D tensor parallelism's 2 x 2 grid (or 3-D's cube) is among them.
   EXPECT_GT(grids, 0) << family << " " << cluster;
-  std::printf("%s%s: %zu plans searched (%lld on a 2-D grid), %zu compiled\n", family,
+  std::printf("%s%s: %zu plans searched (%lld on a 2-D grid or a 3-D cube), %zu compiled\n", family,
               vocab ? " (vocab)" : "", result.best.size(), (long long)grids, compiled.size());
 }
 } // namespace
@@ -106,6 +106,8 @@ TEST(PlanSpace, TheTableRefusesWhatColoDoesNotBuild) {
   EXPECT_EQ(refused("tp2d=2,ulysses=2"),
             "2-D or 2.5-D tensor parallelism with Ulysses or ring attention");
   EXPECT_EQ(refused("tp2p5d=2,2,zero=1"), "");
+  EXPECT_EQ(refused("dp=2,tp3d=2,zero=3"), "");
+  EXPECT_EQ(refused("tp3d=2,ring=2"), "3-D tensor parallelism with Ulysses or ring attention");
 }
 
 TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesGpt) { compileEverySearchedPlan("gpt", false); }
@@ -114,6 +116,12 @@ TEST(PlanSpace, EveryTwoAndAHalfDimensionalPlanTheSearchEmitsCompiles) {
   for (const char *family : {"gpt", "llama"})
     compileEverySearchedPlan(family, false, "a100-80g:1x8",
                              [](const Plan &p) { return p.tp2dDepth > 1; });
+}
+// 3-D's smallest cube, 2 x 2 x 2, needs 8 devices; of their plans, those.
+TEST(PlanSpace, EveryThreeDimensionalPlanTheSearchEmitsCompiles) {
+  for (const char *family : {"gpt", "llama"})
+    compileEverySearchedPlan(family, false, "a100-80g:1x8",
+                             [](const Plan &p) { return p.tp3d > 1; });
 }
 TEST(PlanSpace, EveryPlanTheSearchEmitsCompilesGptVocab) {
   compileEverySearchedPlan("gpt", true);

@@ -587,6 +587,18 @@ TEST(PlannerPlan, TwoAndAHalfDimensionalInlineAndJson) {
   EXPECT_EQ(cantFail(parsePlan("tp2p5d=2,1")).str(), cantFail(parsePlan("tp2d=2")).str());
 }
 
+TEST(PlannerPlan, ThreeDimensionalInlineAndJson) {
+  Plan p = cantFail(parsePlan("dp=2,tp3d=2,zero=1,mbs=8"));
+  EXPECT_EQ(p.tp3d, 2);
+  EXPECT_EQ(p.worldSize(), 16);
+  EXPECT_EQ(p.str(), "dp=2,tp=1,pp=1,tp3d=2,zero=1,mbs=8,micro=1");
+  EXPECT_EQ(cantFail(parsePlanJSON(llvm::formatv("{0}", toJSON(p)).str(), "test")).str(), p.str());
+  EXPECT_EQ(cantFail(parsePlan(p.str())).str(), p.str());
+  auto error = parsePlan("tp3d=2,tp2d=2");
+  ASSERT_FALSE(static_cast<bool>(error));
+  EXPECT_NE(toString(error.takeError()).find("choose one tensor parallelism"), std::string::npos);
+}
+
 TEST(PlannerPlan, InvalidPlansNameTheConstraint) {
   auto message = [](const char *text) {
     auto p = parsePlan(text);
