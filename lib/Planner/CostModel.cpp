@@ -136,6 +136,11 @@ void addCost(PartCost &c, Operation *op) {
       g.depth = lhs.getShape().back();
       g.cols = result.getShape().back();
       g.ofWeight = weightSource(mm.getRhs()) != nullptr;
+      g.sharesInput = g.ofWeight && llvm::any_of(mm.getLhs().getUsers(), [&](Operation *user) {
+                        auto other = dyn_cast<MatmulOp>(user);
+                        return other && other->getBlock() == mm->getBlock() &&
+                               other->isBeforeInBlock(mm) && weightSource(other.getRhs());
+                      });
       // Against a weight every leading dimension of the activation is rows
       // (tokens); between activations they are the batch.
       double leading = result.getNumElements() / g.cols;
@@ -832,21 +837,24 @@ double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, 
          depthSums;
 }
 
-/// The blocks a layer's product with a weight [K, N] gathers under 3-D
-/// tensor parallelism, per microbatch, bytes: X' (the rank's samples of its
-/// x block, K / q of the features), W' (K / q x N / q), and the product
-/// before its reduce-scatter (N / q of the features).
+/// The blocks a product with a weight [K, N] gathers under 3-D tensor
+/// parallelism, per microbatch, bytes: X' (the rank's samples of its x
+/// block, K / q of the features; none where an earlier product gathered the
+/// same input), W' (K / q x N / q), and the product before its
+/// reduce-scatter (N / q of the features).
 struct CubeBlocks {
   double x = 0, w = 0, y = 0;
 };
+CubeBlocks cubeBlocks(const Gemm &g, const ModelProfile &m, const Shared &s) {
+  double q2 = double(s.cube * s.cube);
+  return {g.sharesInput ? 0 : s.b * g.rows * g.depth / q2 * m.elementBytes,
+          g.depth * g.cols / q2 * s.weightBytes, s.b * g.rows * g.cols / q2 * m.elementBytes};
+}
 std::vector<CubeBlocks> cubeBlocks(const ModelProfile &m, const Shared &s) {
   std::vector<CubeBlocks> blocks;
-  double q2 = double(s.cube * s.cube);
   for (const Gemm &g : m.layer.gemms)
     if (g.ofWeight)
-      blocks.push_back({s.b * g.rows * g.depth / q2 * m.elementBytes,
-                        g.depth * g.cols / q2 * s.weightBytes,
-                        s.b * g.rows * g.cols / q2 * m.elementBytes});
+      blocks.push_back(cubeBlocks(g, m, s));
   return blocks;
 }
 
@@ -860,22 +868,33 @@ std::vector<CubeBlocks> cubeBlocks(const ModelProfile &m, const Shared &s) {
 /// features' axis, an untied one's gathered over it) gathered over the q^2
 /// ranks of the samples; once per step the gradients of what the sample
 /// ranks share (per-feature weights and tables, q ways split) summed over
-/// them.
+/// them. `edgeParams`: the tables and the head the rank holds a part of
+/// (an untied head, which is a product, among them where `last`).
 template <typename Collect>
 double cubeTraffic(const ModelProfile &m, const Plan &plan, const Shared &s, double layers,
-                   double edgeParams, Collect collect) {
+                   double edgeParams, bool last, Collect collect) {
   int64_t q = s.cube;
   double passes = plan.recompute == Recompute::Full ? 3 : 2, perLayer = 0;
+  auto product = [&](CubeBlocks b) {
+    return collect(Collective::AllGather, b.x, q, q) +
+           collect(Collective::AllGather, b.w, q, q * q) +
+           collect(Collective::ReduceScatter, b.y, q, 1);
+  };
   for (CubeBlocks b : cubeBlocks(m, s))
-    perLayer += collect(Collective::AllGather, b.x, q, q) +
-                collect(Collective::AllGather, b.w, q, q * q) +
-                collect(Collective::ReduceScatter, b.y, q, 1);
+    perLayer += product(b);
   double stats = collect(Collective::AllReduce, s.b * m.seq / (q * q) * 4, q, 1);
-  double logits = s.b * m.seq * m.vocab * m.elementBytes;
-  double head = collect(Collective::AllGather, logits, q * q, q) +
-                (m.tiedParams > 0 ? collect(Collective::AllReduce, logits / (q * q), q, 1)
-                                  : collect(Collective::AllGather, logits / (q * q), q, 1));
-  double shared = edgeParams / q + layers * layerColumnParams(m) / q;
+  double logits = s.b * m.seq * m.vocab * m.elementBytes, head = 0, headParams = 0;
+  if (last && m.tiedParams > 0) {
+    head = collect(Collective::AllReduce, logits / (q * q), q, 1);
+  } else if (last) {
+    Gemm g{double(m.seq), double(m.hidden), double(m.vocab), 1, true};
+    head =
+        2 * product(cubeBlocks(g, m, s)) + collect(Collective::AllGather, logits / (q * q), q, 1);
+    headParams = double(m.hidden) * m.vocab;
+  }
+  if (last)
+    head += collect(Collective::AllGather, logits, q * q, q);
+  double shared = (edgeParams - headParams) / q + layers * layerColumnParams(m) / q;
   return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) + head) +
          collect(Collective::AllReduce, s.weightBytes * shared, q * q, q);
 }
@@ -890,7 +909,7 @@ double tensorParallelTime(const ModelProfile &m, const ClusterSpec &c, const Pla
   if (s.grid > 1)
     return summaTime(m, c, plan, dev, s);
   if (s.cube > 1)
-    return cubeTraffic(m, plan, s, dev.maxLayers, m.pre.params + m.post.params + m.tiedParams,
+    return cubeTraffic(m, plan, s, dev.maxLayers, m.pre.params + m.post.params + m.tiedParams, true,
                        [&](Collective kind, double bytes, int64_t n, int64_t stride) {
                          return collectiveTime(kind, bytes, n, stride, c);
                        });
@@ -1174,7 +1193,7 @@ double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const
   };
   double bytes =
       s.grid > 1   ? summaBytes(m, plan, s, layers, edgeParams)
-      : s.cube > 1 ? cubeTraffic(m, plan, s, layers, edgeParams, sent)
+      : s.cube > 1 ? cubeTraffic(m, plan, s, layers, edgeParams, (chunks - 1) % pp == d, sent)
                    : mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) + edgeReduces) *
                          ringBytesSent(Collective::AllReduce, boundary, tp);
   bytes += mcount * sends * boundary / (s.grid > 1 || s.cube > 1 ? s.tp : 1);

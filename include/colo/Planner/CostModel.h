@@ -20,6 +20,9 @@ namespace colo::planner {
 struct Gemm {
   double rows = 0, depth = 0, cols = 0, batch = 1;
   bool ofWeight = false;
+  /// A product with a weight whose input an earlier one multiplies too
+  /// (Llama's k and v after q): 3-D tensor parallelism gathers it once.
+  bool sharesInput = false;
 };
 
 /// One convolution of a part: its FLOPs per sample (among matmulFlops) and,
