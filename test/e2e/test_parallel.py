@@ -596,6 +596,9 @@ PLANS = {
     "tp2p5d=2,2": lambda P, W: two_d(2, W, depth=2),
     # 3-D: a 2 x 2 x 2 cube.
     "tp3d=2": lambda P, W: three_d(2, W),
+    # 16 ranks: two stages, each on a cube (the batch of 4 allows no dp or
+    # microbatches: q * q = 4 cuts it).
+    "tp3d=2,pp=2": None,
     "tp=2,vocab,micro=2": lambda P, W: megatron_vocab(2, W),
     "tp=2,vocab,pp=2,micro=2": lambda P, W: megatron_vocab(2, W) + vocab_pipeline(2, 2, W),
     "tp=2,vocab,pp=2,micro=4,schedule=interleaved,v=2":
