@@ -298,6 +298,23 @@ LogicalResult TensorGrid::shardAlong(Operation *user, Weight w, int64_t dim, int
   return w.transpose ? transposeLayout(w.transpose) : success();
 }
 
+FailureOr<int64_t> TensorGrid::shardProductWeight(MatmulOp op, Weight w,
+                                                  SmallVector<StringRef, 2> in,
+                                                  SmallVector<StringRef, 2> out) {
+  int64_t groups = inferSliceGroups(op.getResult(), tensorType(op.getResult()).getRank() - 1);
+  SmallVector<SmallVector<StringRef, 2>> axes{in, out};
+  if (w.transpose) {
+    if (groups > 1)
+      return unsupported(op, "a fused projection stored [out, in] (its groups would be "
+                             "on the first of two split dimensions)");
+    std::swap(axes[0], axes[1]);
+  }
+  if (failed(shardGlobal(op, w.global, axes, groups, std::nullopt)) ||
+      (w.transpose && failed(transposeLayout(w.transpose))))
+    return failure();
+  return groups;
+}
+
 LogicalResult TensorGrid::transposeLayout(TransposeOp t) {
   RankedTensorType in = tensorType(t.getInput());
   whole[t.getResult()] = RankedTensorType::get(

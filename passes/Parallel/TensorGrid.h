@@ -103,6 +103,12 @@ protected:
   mlir::LogicalResult shardGlobal(mlir::Operation *user, GlobalOp global,
                                   llvm::ArrayRef<llvm::SmallVector<llvm::StringRef, 2>> axes,
                                   int64_t groups, std::optional<FeatureSplit> features);
+  /// Shards the weight [in, out] that `op` alone reads as `in` and `out`
+  /// say (read transposed from [out, in]); the groups of `op`'s output
+  /// features (a fused q|k|v's).
+  mlir::FailureOr<int64_t> shardProductWeight(MatmulOp op, Weight w,
+                                              llvm::SmallVector<llvm::StringRef, 2> in,
+                                              llvm::SmallVector<llvm::StringRef, 2> out);
   /// A transpose [1, 0] of a sharded load takes the transposed block.
   mlir::LogicalResult transposeLayout(TransposeOp t);
 

@@ -55,18 +55,9 @@ public:
 private:
   LogicalResult product(MatmulOp op, Weight w, unsigned layout, bool batch) override {
     int64_t n = tensorType(op.getResult()).getRank() - 1;
-    int64_t groups = inferSliceGroups(op.getResult(), n);
-    // [in, out] split over ("row", "col"); read transposed from [out, in].
-    SmallVector<SmallVector<StringRef, 2>> axes{{"row"}, {"col"}};
-    if (w.transpose) {
-      if (groups > 1)
-        return unsupported(op, "a fused projection stored [out, in] (its groups would be "
-                               "on the first of two split dimensions)");
-      std::swap(axes[0], axes[1]);
-    }
-    if (failed(shardGlobal(op, w.global, axes, groups, std::nullopt)))
-      return failure();
-    if (w.transpose && failed(transposeLayout(w.transpose)))
+    // [in, out] split over ("row", "col").
+    FailureOr<int64_t> groups = shardProductWeight(op, w, {"row"}, {"col"});
+    if (failed(groups))
       return failure();
     // Whole on every copy of a 2.5-D grid, which each reads with its samples.
     if (depthSums)
@@ -86,7 +77,7 @@ private:
       return std::make_pair(x, y);
     };
     std::optional<unsigned> rows = batch ? std::optional<unsigned>(layout) : std::nullopt;
-    FeatureSplit split{n, groups, layout};
+    FeatureSplit split{n, *groups, layout};
     if (failed(setLayout(op.getResult(), rows, split)))
       return failure();
     Type type = op.getResult().getType();

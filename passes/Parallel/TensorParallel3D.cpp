@@ -49,19 +49,10 @@ private:
     unsigned next = 1 - layout;
     const GridLayout &from = layouts[layout], &to = layouts[next];
     int64_t n = tensorType(op.getResult()).getRank() - 1;
-    int64_t groups = inferSliceGroups(op.getResult(), n);
-    // [in, out]: in over (from's features, "x"), out over to's; read
-    // transposed from [out, in].
-    SmallVector<SmallVector<StringRef, 2>> axes{{from.featuresName, "x"}, {to.featuresName}};
-    if (w.transpose) {
-      if (groups > 1)
-        return unsupported(op, "a fused projection stored [out, in] (its groups would be "
-                               "on the first of two split dimensions)");
-      std::swap(axes[0], axes[1]);
-    }
-    if (failed(shardGlobal(op, w.global, axes, groups, std::nullopt)))
-      return failure();
-    if (w.transpose && failed(transposeLayout(w.transpose)))
+    // [in, out]: in over (from's features, "x"), out over to's.
+    FailureOr<int64_t> groups =
+        shardProductWeight(op, w, {from.featuresName, "x"}, {to.featuresName});
+    if (failed(groups))
       return failure();
 
     OpBuilder b(op);
@@ -82,7 +73,7 @@ private:
     if (!lhs)
       lhs = gather(op.getLhs(), to.features);
     Value rhs = gather(op.getRhs(), x);
-    FeatureSplit split{n, groups, next};
+    FeatureSplit split{n, *groups, next};
     if (failed(setLayout(op.getResult(), next, split, /*check=*/false)))
       return failure();
     RankedTensorType local = tensorType(op.getResult());

@@ -427,11 +427,9 @@ def two_d(q, W, dp=1, depth=1):
     weights = sum(2 * k * n for k, n in linear.values())
     floats = L * (q - 1) * (x_forward + x_backward + weights)
     blocks = L * sum(k * n for k, n in linear.values())  # the weights split q*q ways
-    norms, stats = 2 * L + 1, (2 if gpt2 else 1)
-    floats += norms * 2 * stats * 2 * (q - 1) * B * S
-    shared = shared_params(W) - sum(w.size for k, w in W.items() if "wpe" in k)
+    floats += norm_stats(q, B, gpt2)
+    shared = shared_gradients(W, gpt2, table)
     if gpt2:
-        shared += table.size + S * h
         floats += 2 * (q - 1) * B * S * V
     else:
         floats += 2 * (q - 1) * (B * S * h + h * V) + (q - 1) * B * S * V
@@ -443,6 +441,22 @@ def two_d(q, W, dp=1, depth=1):
     held = sum(w.size for w in W.values()) + (q - 1) * shared_params(W)
     return dp * floats * 4 + depth * ring_all_reduce_bytes(dp, held) + \
         q * q * depth * ring_all_reduce_bytes(dp, 1)
+
+
+def norm_stats(q, B, gpt2):
+    """Floats the norms' statistics (2 for a layer norm, 1 for RMS; b*s/q per
+    rank, the final norm's too) and their gradients send in all-reduces over
+    q ranks."""
+    return (2 * LAYERS + 1) * 2 * (2 if gpt2 else 1) * 2 * (q - 1) * B * SEQ
+
+
+def shared_gradients(W, gpt2, table):
+    """The gradients of what the ranks of the samples share under 2-D and
+    3-D tensor parallelism: norm scales, biases, the embedding table, and
+    GPT-2's tied table again as the LM head and its position embeddings as
+    looked up (s*h)."""
+    shared = shared_params(W) - sum(w.size for k, w in W.items() if "wpe" in k)
+    return shared + (table.size + SEQ * table.shape[1] if gpt2 else 0)
 
 
 def layer_products(W):
@@ -487,11 +501,9 @@ def three_d(q, W, dp=1):
     x = sum(B * S * linear[g[0]][0] for g in groups)
     per = sum(k * n + B * S * n for k, n in linear.values())
     floats = L * (q - 1) * 2 * (x + per)
-    norms, stats = 2 * L + 1, (2 if gpt2 else 1)
-    floats += norms * 2 * stats * 2 * (q - 1) * B * S
-    shared = shared_params(W) - sum(w.size for k, w in W.items() if "wpe" in k)
+    floats += norm_stats(q, B, gpt2)
+    shared = shared_gradients(W, gpt2, table)
     if gpt2:
-        shared += table.size + S * h
         floats += 2 * (q - 1) * B * S * V
     else:
         floats += 2 * (q - 1) * (B * S * h + h * V + B * S * V) + (q - 1) * B * S * V
