@@ -66,7 +66,7 @@ def tiny(name):
 LOSS = "<loss>"  # torch_distance's key for the losses' spread (bf16)
 
 
-def torch_distance(model, data, clip=None, bf16=False):
+def torch_distance(model, data, clip=None, bf16=False, batch=BATCH):
     """Per tensor: how far PyTorch float32 AdamW (clipping gradients to norm
     `clip`; with `bf16`, under bf16 autocast) ends from float64 (relative to
     the tensor's largest magnitude) on this training, the furthest of
@@ -76,7 +76,7 @@ def torch_distance(model, data, clip=None, bf16=False):
         opt = torch.optim.AdamW(m.parameters(), lr=LR, weight_decay=0.01)
         autocast = bf16 and dtype == torch.float32
         for i in range(STEPS):
-            ids = data[i * BATCH:(i + 1) * BATCH]
+            ids = data[i * batch:(i + 1) * batch]
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
                 logits = m(ids).to(dtype)
             loss = torch.nn.functional.cross_entropy(
@@ -103,26 +103,28 @@ def torch_distance(model, data, clip=None, bf16=False):
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
-    """Per model and optimizer: the ONNX export, the data, the single-rank run
-    and (AdamW) PyTorch's float32 distance per tensor."""
+    """Per model and optimizer (and batch size, if not BATCH): the ONNX
+    export, the data, the single-rank run and (AdamW) PyTorch's float32
+    distance per tensor."""
     cache = {}
 
-    def get(name, opt="adamw"):
+    def get(model_name, opt="adamw", batch=BATCH):
+        name = model_name if batch == BATCH else f"{model_name}-batch{batch}"
         if name not in cache:
             tmp = tmp_path_factory.mktemp(name)
-            model = tiny(name).train()
+            model = tiny(model_name).train()
             path = tmp / "model.onnx"
-            ids = torch.randint(0, 256, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+            ids = torch.randint(0, 256, (batch, SEQ), generator=torch.Generator().manual_seed(1))
             # The dynamo exporter's optimizer turns norm scales, biases and
             # position embeddings into constants; test_zoo exports without it.
             dynamo = {"optimize": False} if name.endswith("-dynamo") else {}
             models.export(model, (ids,), path, "dynamo" if dynamo else "torchscript",
                           input_names=["input_ids"], **dynamo)
-            data = torch.randint(0, 256, (STEPS * BATCH, SEQ),
+            data = torch.randint(0, 256, (STEPS * batch, SEQ),
                                  generator=torch.Generator().manual_seed(2))
             np.savez(tmp / "data.npz", input_ids=data.numpy())
             params = sum(p.numel() for p in model.parameters())
-            cache[name] = (tmp, path, params, torch_distance(model, data))
+            cache[name] = (tmp, path, params, torch_distance(model, data, batch=batch))
             cache[name, "torch"] = model, data
         if (name, opt) not in cache:
             tmp, path = cache[name][:2]
@@ -395,7 +397,7 @@ def zero3_tp(dp, tp, W):
         tp * ring_all_reduce_bytes(dp, 1)
 
 
-def two_d(q, W, dp=1, depth=1):
+def two_d(q, W, dp=1, depth=1, batch=BATCH):
     """2-D tensor parallelism (SUMMA) over a q x q grid, all ranks together.
     Per product X [b*s, K] @ W [K, N]: forward, q broadcasts of X's blocks in
     each row and of W's in each column, (q-1) b*s*K and (q-1) K*N floats (a
@@ -419,7 +421,7 @@ def two_d(q, W, dp=1, depth=1):
     what the rows share summed over the copies' rows together (groups of
     q*d), and each rank's blocks of the products' weights (Llama's LM head
     among them) all-reduced over the d copies."""
-    B, S, L = BATCH // (dp * depth), SEQ, LAYERS
+    B, S, L = batch // (dp * depth), SEQ, LAYERS
     gpt2, groups, linear, table = layer_products(W)
     V, h = table.shape
     x_forward = sum(B * S * linear[g[0]][0] for g in groups)
@@ -479,7 +481,7 @@ def layer_products(W):
     return gpt2, groups, linear, table
 
 
-def three_d(q, W, dp=1):
+def three_d(q, W, dp=1, batch=BATCH):
     """3-D tensor parallelism over a q x q x q cube, all ranks together. Per
     product X [b*s, K] @ W [K, N]: forward, X gathered over one axis of the
     cube ((q-1) b*s*K floats, shared by the products that read the same
@@ -495,7 +497,7 @@ def three_d(q, W, dp=1):
     dp: that in each of the dp cubes on its b/dp samples, and each of the
     q^3 data-parallel groups all-reduces the rank's parameters and the
     loss."""
-    B, S, L = BATCH // dp, SEQ, LAYERS
+    B, S, L = batch // dp, SEQ, LAYERS
     gpt2, groups, linear, table = layer_products(W)
     V, h = table.shape
     x = sum(B * S * linear[g[0]][0] for g in groups)
@@ -647,26 +649,31 @@ CASES = [("gpt2", p, "adamw") for p in PLANS] + \
                                             "pp=2,micro=2,schedule=gpipe")]
 
 
-@pytest.mark.parametrize("name,plan,opt", CASES, ids=["-".join(c) for c in CASES])
-def test_plan_matches_single_rank(name, plan, opt, baseline):
-    tmp, path, params, floor, (want, want_w, _) = baseline(name, opt)
-    exe = tmp / f"{plan.replace(',', '_')}-{opt}"
-    losses, weights, comm = train(tmp, path, plan, opt, exe)
+def matches_one_rank(what, opt, losses, weights, want, want_w, floor, comm):
+    """The run's losses within RTOL of one rank's, each weight within twice
+    its own PyTorch float32 spread (Adam amplifies rounding where gradients
+    are small), as test_train does."""
     loss_err = float(np.max(np.abs(np.array(losses) - want) / np.abs(want)))
     assert set(weights) == set(want_w)
     worst = (0.0, 0.0, "")
     for k, w in want_w.items():
         err = float(np.abs(weights[k] - w).max() / max(np.abs(w).max(), 1e-12))
-        # Each tensor within twice its own PyTorch float32 spread (Adam
-        # amplifies rounding where gradients are small), as test_train does.
         bound = max(RTOL, 2 * floor[k]) if opt.startswith("adamw") else RTOL
         assert err <= bound, f"{k}: {err:.2e} > {bound:.2e}"
         worst = max(worst, (err, floor[k], k))
-    print(f"\n{name} {plan} {opt}: losses {loss_err:.1e}; worst weight {worst[2]} "
+    print(f"\n{what}: losses {loss_err:.1e}; worst weight {worst[2]} "
           f"{worst[0]:.1e} (PyTorch f32 vs f64: {worst[1]:.1e}); sent per step {comm}")
     # In bf16, within twice PyTorch's own bf16 spread of the losses.
     loss_bound = max(RTOL, 2 * floor[LOSS]) if opt == "adamw-bf16" else RTOL
     assert len(losses) == STEPS and loss_err <= loss_bound, (losses, want)
+
+
+@pytest.mark.parametrize("name,plan,opt", CASES, ids=["-".join(c) for c in CASES])
+def test_plan_matches_single_rank(name, plan, opt, baseline):
+    tmp, path, params, floor, (want, want_w, _) = baseline(name, opt)
+    exe = tmp / f"{plan.replace(',', '_')}-{opt}"
+    losses, weights, comm = train(tmp, path, plan, opt, exe)
+    matches_one_rank(f"{name} {plan} {opt}", opt, losses, weights, want, want_w, floor, comm)
     formula = PLANS[plan]
     if formula and formula(params, want_w) == 0:
         assert comm is None  # one rank
@@ -682,6 +689,26 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
         assert comm and comm[1] == formula(params, want_w) + clip, (comm, params)
     else:
         assert comm is not None
+
+
+# 16 ranks on a batch of 8: two data-parallel copies of a 3-D cube or of a
+# 2.5-D grid (a cube's q * q = 4 sample blocks leave the suite's batch of 4
+# no room for a second data-parallel rank).
+GRIDS_WITH_DP = {
+    "dp=2,tp3d=2": lambda W: three_d(2, W, dp=2, batch=8),
+    "dp=2,tp3d=2,zero=1": lambda W: three_d(2, W, dp=2, batch=8),
+    "dp=2,tp2p5d=2,2": lambda W: two_d(2, W, dp=2, depth=2, batch=8),
+}
+
+
+@pytest.mark.parametrize("plan", list(GRIDS_WITH_DP))
+def test_grids_compose_with_data_parallelism(plan, baseline):
+    tmp, path, params, floor, (want, want_w, _) = baseline("gpt2", "adamw", batch=8)
+    exe = tmp / f"{plan.replace(',', '_')}-adamw"
+    losses, weights, comm = train(tmp, path, plan, "adamw", exe)
+    matches_one_rank(f"gpt2 (batch 8) {plan}", "adamw", losses, weights, want, want_w, floor,
+                     comm)
+    assert comm and comm[1] == GRIDS_WITH_DP[plan](want_w), comm
 
 
 def tiny_vit():
