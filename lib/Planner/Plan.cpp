@@ -178,8 +178,8 @@ static Error check(Plan &p, StringRef what) {
   for (int64_t n : {p.dp, p.tp, p.pp, p.ulysses, p.ring, p.tp2d, p.tp2d, p.tp2dDepth, p.tp3d,
                     p.tp3d, p.tp3d}) {
     if (n > kMaxDevices || devices * n > kMaxDevices)
-      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring*q^2*d*c^3 > "
-                        "2^24)");
+      return bad(what + ": the plan uses too many devices (dp*tp*pp*ulysses*ring times a "
+                        "grid's q^2*d or a cube's q^3 > 2^24)");
     devices *= n;
   }
   if (p.microBatch > kMaxDevices || p.microBatches > kMaxDevices || p.virtualStages > 1024)

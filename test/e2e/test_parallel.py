@@ -481,7 +481,7 @@ def layer_products(W):
     return gpt2, groups, linear, table
 
 
-def three_d(q, W, dp=1, batch=BATCH):
+def tensor_3d(q, W, dp=1, batch=BATCH):
     """3-D tensor parallelism over a q x q x q cube, all ranks together. Per
     product X [b*s, K] @ W [K, N]: forward, X gathered over one axis of the
     cube ((q-1) b*s*K floats, shared by the products that read the same
@@ -609,7 +609,7 @@ PLANS = {
     # 2.5-D: two copies of the 2 x 2 grid.
     "tp2p5d=2,2": lambda P, W: two_d(2, W, depth=2),
     # 3-D: a 2 x 2 x 2 cube.
-    "tp3d=2": lambda P, W: three_d(2, W),
+    "tp3d=2": lambda P, W: tensor_3d(2, W),
     # 16 ranks: two stages, each on a cube (the batch of 4 allows no dp or
     # microbatches: q * q = 4 cuts it).
     "tp3d=2,pp=2": None,
@@ -695,8 +695,8 @@ def test_plan_matches_single_rank(name, plan, opt, baseline):
 # 2.5-D grid (a cube's q * q = 4 sample blocks leave the suite's batch of 4
 # no room for a second data-parallel rank).
 GRIDS_WITH_DP = {
-    "dp=2,tp3d=2": lambda W: three_d(2, W, dp=2, batch=8),
-    "dp=2,tp3d=2,zero=1": lambda W: three_d(2, W, dp=2, batch=8),
+    "dp=2,tp3d=2": lambda W: tensor_3d(2, W, dp=2, batch=8),
+    "dp=2,tp3d=2,zero=1": lambda W: tensor_3d(2, W, dp=2, batch=8),
     "dp=2,tp2p5d=2,2": lambda W: two_d(2, W, dp=2, depth=2, batch=8),
 }
 

@@ -81,8 +81,11 @@ def test_plan_returns_ranked_plans():
     assert 0 < len(plans) <= 5
     times = [p["step_time_s"] for p in plans]
     assert times == sorted(times)
-    assert plans[0]["plan_file"]["mesh"]["dp"] * plans[0]["plan_file"]["mesh"]["tp"] * \
-        plans[0]["plan_file"]["mesh"]["pp"] == 8
+    # Whichever tensor parallelism the best plan has: tp, a tp2d x tp2d grid
+    # (2.5-D: depth copies) or a tp3d cube.
+    mesh = plans[0]["plan_file"]["mesh"]
+    assert mesh["dp"] * mesh["pp"] * mesh.get("tp", 1) * mesh.get("tp2d", 1) ** 2 * \
+        mesh.get("depth", 1) * mesh.get("tp3d", 1) ** 3 == 8, mesh
     with pytest.raises(colo.ColoError, match="unknown"):
         colo.plan(m, cluster="no-such-gpu", global_batch=16)
 
