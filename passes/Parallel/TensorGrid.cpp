@@ -315,6 +315,15 @@ FailureOr<int64_t> TensorGrid::shardProductWeight(MatmulOp op, Weight w,
   return groups;
 }
 
+void TensorGrid::erase(Operation *op) {
+  for (Value v : op->getResults()) {
+    batchSplit.erase(v);
+    featureSplit.erase(v);
+    whole.erase(v);
+  }
+  op->erase();
+}
+
 LogicalResult TensorGrid::transposeLayout(TransposeOp t) {
   RankedTensorType in = tensorType(t.getInput());
   whole[t.getResult()] = RankedTensorType::get(
@@ -689,7 +698,7 @@ LogicalResult TensorGrid::visitNorm(Operation *op) {
     y = make<AddOp>(b, loc, y, bias);
   copyLayout(y, x, batch, FeatureSplit{last, 1, split.layout});
   op->getResult(0).replaceAllUsesWith(y);
-  op->erase();
+  erase(op);
   ++numNorms;
   return success();
 }

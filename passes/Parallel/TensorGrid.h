@@ -109,6 +109,9 @@ protected:
   mlir::FailureOr<int64_t> shardProductWeight(MatmulOp op, Weight w,
                                               llvm::SmallVector<llvm::StringRef, 2> in,
                                               llvm::SmallVector<llvm::StringRef, 2> out);
+  /// Erases `op` and what the walk recorded of its results: a value created
+  /// later may reuse their storage, and with it their keys.
+  void erase(mlir::Operation *op);
   /// A transpose [1, 0] of a sharded load takes the transposed block.
   mlir::LogicalResult transposeLayout(TransposeOp t);
 

@@ -92,7 +92,7 @@ private:
     }
     op.getResult().replaceAllUsesWith(sum);
     copyLayout(sum, op.getResult(), rows, split);
-    op.erase();
+    erase(op);
     ++numProducts;
     return success();
   }

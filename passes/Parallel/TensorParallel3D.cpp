@@ -83,7 +83,7 @@ private:
                                            shard::ReductionKind::Sum, APInt(64, 0));
     op.getResult().replaceAllUsesWith(y);
     copyLayout(y, op.getResult(), next, split);
-    op.erase();
+    erase(op);
     ++numProducts;
     return success();
   }
