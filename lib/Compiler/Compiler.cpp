@@ -5,6 +5,7 @@
 #include "ExecutableBuilder.h"
 #include "StateWriter.h"
 
+#include "colo/Analysis/ActivationStash.h"
 #include "colo/Codegen/KernelCompiler.h"
 #include "colo/Passes/Passes.h"
 #include "colo/Runtime/Verify.h"
@@ -207,10 +208,21 @@ FailureOr<CompiledStep> colo::compileStepFootprint(ModuleOp module,
   KernelLibrary kernels(module.getContext());
   runtime::Program program;
   TimingScope untimed;
-  if (failed(buildProgram(module, *options, untimed,
-                          [](StringRef, Operation *) { return success(); }, kernels, program)))
-    return failure();
   CompiledStep step;
+  // The stash is read where the train step is built, before its lowering.
+  auto measureStash = [&](StringRef phase, Operation *) {
+    auto train = module.lookupSymbol<func::FuncOp>("train_step");
+    Operation *loss = returnedLoss(train);
+    if (phase != "1-train-step.mlir" || options->plan.pp > 1 || options->plan.microBatches > 1 ||
+        !loss)
+      return success();
+    step.stashBytes = 0;
+    for (const StashedActivation &a : stashedActivations(train, loss))
+      step.stashBytes += a.bytes;
+    return success();
+  };
+  if (failed(buildProgram(module, *options, untimed, measureStash, kernels, program)))
+    return failure();
   step.memory = runtime::plannedMemory(program);
   const runtime::Program *most = &program;
   for (const runtime::Program &stage : program.stages())

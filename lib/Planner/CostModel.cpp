@@ -36,6 +36,9 @@ PartCost &PartCost::operator+=(const PartCost &o) {
   savedReplicated += o.savedReplicated;
   savedSplit += o.savedSplit;
   savedScores += o.savedScores;
+  savedProductInputs += o.savedProductInputs;
+  savedNormInputs += o.savedNormInputs;
+  normStats += o.normStats;
   fusedBytes += o.fusedBytes;
   scoreBytes += o.scoreBytes;
   return *this;
@@ -195,6 +198,29 @@ void addCost(PartCost &c, Operation *op) {
 }
 
 
+/// The values of a forward that depend on its inputs (the batch), not on
+/// parameters and constants alone: what its backward keeps is among them.
+class Varying {
+public:
+  explicit Varying(ModuleOp module) : module(module) {}
+  void add(Operation *op) {
+    if (llvm::any_of(op->getOperands(), [&](Value v) { return contains(v); }))
+      ops.insert(op);
+  }
+  bool contains(Value v) const {
+    Operation *def = v.getDefiningOp();
+    return !def || ops.contains(def);
+  }
+  bool trained(GlobalLoadOp load) const {
+    auto global = module.lookupSymbol<GlobalOp>(load.getGlobal());
+    return global && global.getTrainable();
+  }
+
+private:
+  mutable ModuleOp module;
+  llvm::DenseSet<Operation *> ops;
+};
+
 /// Adds the forward values that `op`'s backward reads to the bytes kept for
 /// backward, each value once (`kept`); a reshape is a view of its operand, so
 /// the operand's buffer is what is kept. Linear and data-movement ops (adds,
@@ -203,22 +229,46 @@ void addCost(PartCost &c, Operation *op) {
 /// Attention is differentiated as colo-decompose-attention writes it: its
 /// matmuls read q, k, v and the probabilities, which the softmax backward
 /// reads too (in f32, and again in the 16-bit type the second matmul takes).
-void addSaved(PartCost &c, Operation *op, int64_t hidden, llvm::DenseSet<Value> &kept) {
+void addSaved(PartCost &c, Operation *op, int64_t hidden, const Varying &varying,
+              llvm::DenseSet<Value> &kept) {
   if (isa<AddOp, SubOp, NegOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, BroadcastToOp,
           ReduceSumOp, ReduceMeanOp, ConvertOp, GlobalLoadOp, ConstantOp>(op))
     return;
-  auto keep = [&](Value v) {
+  // A product or quotient of an activation by what does not depend on the
+  // batch (Llama's rotary cos and sin, a scale) reads only the latter
+  // backward, unless the latter is trained.
+  if (isa<MulOp, DivOp>(op) && llvm::any_of(op->getOperands(), [&](Value v) {
+        auto load = dyn_cast_or_null<GlobalLoadOp>(weightSource(v));
+        return !varying.contains(v) && !(load && varying.trained(load));
+      }))
+    return;
+  auto keep = [&](Value v, double copies = 1) -> double {
     while (auto reshape = v.getDefiningOp<ReshapeOp>())
       v = reshape->getOperand(0);
     auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || weightSource(v) || !kept.insert(v).second)
-      return;
-    (t.getRank() > 0 && t.getShape().back() == hidden ? c.savedReplicated
-                                                      : c.savedSplit) += bytesOf(t);
+    if (!t || !varying.contains(v) || !kept.insert(v).second)
+      return 0;
+    double bytes = copies * double(bytesOf(t));
+    (t.getRank() > 0 && t.getShape().back() == hidden ? c.savedReplicated : c.savedSplit) +=
+        bytes;
+    return bytes;
   };
+  if (isa<LayerNormOp, RmsNormOp>(op)) {
+    auto t = cast<RankedTensorType>(op->getOperand(0).getType());
+    c.savedNormInputs += bytesOf(t);
+    c.normStats += 4.0 * double(t.getNumElements() / std::max<int64_t>(1, t.getShape().back()));
+  }
+  if (auto mm = dyn_cast<MatmulOp>(op); mm && weightSource(mm.getRhs())) {
+    c.savedProductInputs += keep(mm.getLhs());
+    return;
+  }
   if (auto attention = dyn_cast<AttentionOp>(op)) {
-    for (Value v : {attention.getQuery(), attention.getKey(), attention.getValue()})
-      keep(v);
+    // Grouped keys and values are repeated to the queries' heads first.
+    keep(attention.getQuery());
+    double groups = double(cast<RankedTensorType>(attention.getQuery().getType()).getDimSize(1)) /
+                    double(cast<RankedTensorType>(attention.getKey().getType()).getDimSize(1));
+    keep(attention.getKey(), groups);
+    keep(attention.getValue(), groups);
     int64_t bits =
         cast<RankedTensorType>(attention.getQuery().getType()).getElementTypeBitWidth();
     double perScore = 4 + (bits < 32 ? bits / 8 : 0);
@@ -260,6 +310,9 @@ void scale(PartCost &c, double f) {
   c.savedReplicated *= f;
   c.savedSplit *= f;
   c.savedScores *= f;
+  c.savedProductInputs *= f;
+  c.savedNormInputs *= f;
+  c.normStats *= f;
   c.fusedBytes *= f;
   c.scoreBytes *= f;
 }
@@ -307,16 +360,18 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
   bool seenLayer = false;
   llvm::StringSet<llvm::MallocAllocator> preGlobals, postGlobals;
   llvm::DenseSet<Value> kept;
+  Varying varying(module);
   func.walk([&](Operation *op) {
     if (isa<func::FuncOp, func::ReturnOp>(op))
       return;
+    varying.add(op);
     std::string path = modulePath(op->getLoc());
     if (std::optional<int64_t> layer = blocks.blockOf(path)) {
       seenLayer = true;
       if (*layer == 0) {
         PartCost &segment = p.segments.back();
         addCost(segment, op);
-        addSaved(segment, op, p.hidden, kept);
+        addSaved(segment, op, p.hidden, varying, kept);
         addParams(segment, op, module, layerGlobals);
         if (cutAfter.contains(op) && segment.ops > 0)
           p.segments.emplace_back();
@@ -326,7 +381,7 @@ FailureOr<ModelProfile> profileModel(ModuleOp module) {
     if (isa<GlobalLoadOp>(op))
       return;
     addCost(seenLayer ? p.post : p.pre, op);
-    addSaved(seenLayer ? p.post : p.pre, op, p.hidden, kept);
+    addSaved(seenLayer ? p.post : p.pre, op, p.hidden, varying, kept);
     for (Value v : op->getOperands())
       if (auto load = v.getDefiningOp<GlobalLoadOp>())
         (seenLayer ? postGlobals : preGlobals).insert(load.getGlobal());
@@ -1231,19 +1286,59 @@ double inflightMicrobatches(const Plan &plan, const Shared &s) {
   return inflight;
 }
 
+/// Bytes a part of the model keeps for backward per microbatch under 2-D
+/// and 3-D tensor parallelism: every activation split tp ways, the blocks
+/// the products receive kept instead of their inputs (gridBlocksSaved); a
+/// norm keeps one more block and its statistics, split with the samples
+/// (all ranks but a feature group's q).
+double gridSaved(const PartCost &part, double scores, const Shared &s) {
+  double features = double(std::max(s.grid, s.cube));
+  return s.b * ((part.savedReplicated + part.savedSplit - scores - part.savedProductInputs +
+                 part.savedNormInputs) /
+                    s.tp +
+                part.normStats * features / s.tp);
+}
+
 /// Bytes a part of the layers keeps for backward per microbatch.
 double layerSaved(const PartCost &part, const Plan &plan, const Shared &s) {
   double scores = plan.recompute == Recompute::Selective ? part.savedScores : 0;
-  // 2-D and 3-D tensor parallelism split every activation tp ways.
-  return s.b *
-         (part.savedReplicated / (plan.sequenceParallel || s.grid > 1 || s.cube > 1 ? s.tp : 1) +
-          (part.savedSplit - scores) / s.tp);
+  if (s.grid > 1 || s.cube > 1)
+    return gridSaved(part, scores, s);
+  return s.b * (part.savedReplicated / (plan.sequenceParallel ? s.tp : 1) +
+                (part.savedSplit - scores) / s.tp);
+}
+
+/// The blocks of `part`'s products with weights that 2-D and 3-D tensor
+/// parallelism keep for the backward, per microbatch: of the inputs (X),
+/// the q blocks each SUMMA product received (3-D: the gathered X'), once
+/// per input the products share; of the weights (W), the q blocks each
+/// received (3-D: the gathered W').
+SummaBlocks gridBlocksSaved(const PartCost &part, const ModelProfile &m, const Shared &s) {
+  SummaBlocks saved;
+  double q = double(s.grid), q2 = q * q;
+  for (const Gemm &g : part.gemms) {
+    if (!g.ofWeight)
+      continue;
+    if (s.grid > 1) {
+      saved.x += g.sharesInput ? 0 : q * s.b * g.rows * g.depth / q2 * m.elementBytes;
+      saved.w += q * g.depth * g.cols / q2 * s.weightBytes;
+    } else if (s.cube > 1) {
+      CubeBlocks b = cubeBlocks(g, m, s);
+      saved.x += b.x, saved.w += b.w;
+    }
+  }
+  return saved;
 }
 
 /// Bytes the embedding or the head keeps for backward per microbatch. They
-/// are replicated by tensor parallelism, unless vocabulary-parallel.
+/// are replicated by tensor parallelism, unless vocabulary-parallel; split
+/// as the layers are by 2-D and 3-D tensor parallelism, an untied head
+/// keeping the blocks its product received (a tied one sums its features'
+/// partial logits instead).
 double edgeSaved(const PartCost &part, const ModelProfile &m, const Plan &plan,
                  const Shared &s) {
+  if (s.grid > 1 || s.cube > 1)
+    return gridSaved(part, 0, s) + (m.tiedParams > 0 ? 0 : gridBlocksSaved(part, m, s).x);
   return m.vocabParallel ? s.b * (part.savedReplicated / (plan.sequenceParallel ? s.tp : 1) +
                                   part.savedSplit / s.tp)
                          : s.b * (part.savedReplicated + part.savedSplit);
@@ -1254,21 +1349,22 @@ double edgeSaved(const PartCost &part, const ModelProfile &m, const Plan &plan,
 /// layer's input only), and the embedding's on the first stage.
 /// Ring attention keeps, per layer, the key and value blocks of the other
 /// ranks it scored against (its own are the layer's): 2 (ring - 1) blocks of
-/// b*s/ring*h/tp (k and v at the hidden size).
-double ringBlocksSaved(const Plan &plan, const Shared &s) {
-  return plan.ring > 1 ? 2.0 * double(plan.ring - 1) * s.boundary / s.tp : 0;
+/// b*s/ring*h/tp (k and v at the hidden size); and of its online softmax
+/// the normalized output (one more such block) and, per head and position,
+/// each step's running maximum or sum (4 bytes each, ring of them).
+double ringBlocksSaved(const ModelProfile &m, const Plan &plan, const Shared &s) {
+  if (plan.ring <= 1)
+    return 0;
+  double stats = s.b * double(m.heads) / double(s.tp) * double(m.seq) * 4;
+  return (2.0 * double(plan.ring - 1) + 1) * s.boundary / s.tp + stats;
 }
 
-/// 2-D tensor parallelism keeps, per layer, the q X blocks and q W blocks
-/// each product with a weight received (its backward reads them); 3-D the
-/// gathered X' and W'.
-double summaBlocksSaved(const ModelProfile &m, const Shared &s) {
-  double saved = 0;
-  for (SummaBlocks b : s.grid > 1 ? summaBlocks(m, s) : std::vector<SummaBlocks>{})
-    saved += double(s.grid) * (b.x + b.w);
-  for (CubeBlocks b : s.cube > 1 ? cubeBlocks(m, s) : std::vector<CubeBlocks>{})
-    saved += b.x + b.w;
-  return saved;
+/// Layers of device d's chunks.
+double layersOn(int64_t d, const Chunks &ch, const Shared &s) {
+  double layers = 0;
+  for (int64_t k = d; k < ch.count; k += s.pp)
+    layers += ch.layers[k];
+  return layers;
 }
 
 double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Plan &plan,
@@ -1279,7 +1375,7 @@ double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Pl
                  ? ch.layers[k] * s.boundary /
                        (plan.sequenceParallel || s.grid > 1 || s.cube > 1 ? s.tp : 1)
                  : layerSaved(ch.part[k], plan, s) +
-                       ch.layers[k] * (ringBlocksSaved(plan, s) + summaBlocksSaved(m, s));
+                       ch.layers[k] * (ringBlocksSaved(m, plan, s) + gridBlocksSaved(m.layer, m, s).x);
   return saved;
 }
 
@@ -1294,6 +1390,19 @@ double inflightAt(int64_t d, double inflight, const Plan &plan) {
   return plan.schedule == Schedule::ZeroBubbleH1 ? inflight : std::max(1.0, inflight - d);
 }
 
+/// The logits of a microbatch the head's rank holds: its share of them; 2-D
+/// and 3-D tensor parallelism gather them whole, of all the copies' samples
+/// under 2.5-D.
+double logitElements(const ModelProfile &m, const Shared &s) {
+  double all = s.b * double(s.depth) * double(m.seq) * double(m.vocab);
+  return s.grid > 1 || s.cube > 1 ? all : all / double(s.edge);
+}
+
+/// The fp32 logits the loss keeps for its backward; a fused loss keeps none.
+double lossSaved(const ModelProfile &m, const ClusterSpec &c, const Shared &s) {
+  return c.fusedLoss > 0 ? 0 : 4.0 * logitElements(m, s);
+}
+
 /// Activations device d keeps: its stash (split by tp and, sequence-parallel,
 /// the hidden-size ones too) times the microbatches in flight there; under
 /// full recompute also one layer's working set; the head's on the last
@@ -1301,13 +1410,13 @@ double inflightAt(int64_t d, double inflight, const Plan &plan) {
 /// the device holds the chunk the backward reads and the one being fetched
 /// (colo-offload-activations); the loss's logits stay.
 double activationMemory(int64_t d, bool first, bool last, double inflight,
-                        const ModelProfile &m, const Plan &plan, const Chunks &ch,
-                        const Shared &s) {
+                        const ModelProfile &m, const ClusterSpec &c, const Plan &plan,
+                        const Chunks &ch, const Shared &s) {
   double stash = inflightAt(d, inflight, plan) * stashPerMicrobatch(d, first, m, plan, ch, s);
   if (plan.offloadActivations)
     stash = std::min(stash, 2 * kChunkBytes);
   return stash + (plan.recompute == Recompute::Full ? layerSaved(m.layer, plan, s) : 0) +
-         (last ? edgeSaved(m.post, m, plan, s) : 0);
+         (last ? edgeSaved(m.post, m, plan, s) + lossSaved(m, c, s) : 0);
 }
 
 /// Buffers of a device: the workspace, the loss's logits on the last stage,
@@ -1315,12 +1424,12 @@ double activationMemory(int64_t d, bool first, bool last, double inflight,
 double bufferMemory(bool first, bool last, const ModelProfile &m, const ClusterSpec &c,
                     const Plan &plan, const Shared &s) {
   int64_t tp = s.tp, edge = s.edge;
-  // Workspace, plus the fp32 log-probabilities the loss keeps and their
-  // gradient, written next to them when backward starts (the head's share of
-  // them); a fused loss keeps none and writes the gradient in the training
-  // precision.
-  double logitBytes = c.fusedLoss > 0 ? m.elementBytes : 2 * 4.0;
-  double buffers = c.workspace + (last ? s.b * m.seq * m.vocab * logitBytes / edge : 0);
+  // Workspace, plus the gradient of the logits, written next to them when
+  // backward starts (the head's share of them; the fp32 logits the loss
+  // keeps are activations, lossSaved); a fused loss writes it in the
+  // training precision.
+  double gradientBytes = c.fusedLoss > 0 ? m.elementBytes : 4.0;
+  double buffers = c.workspace + (last ? gradientBytes * logitElements(m, s) : 0);
   // ZeRO-3 also holds whole (tp-shared) parameters: those of the part that
   // computes and of the one prefetched, and the gradient of the part being
   // reduce-scattered; three times the largest part (a layer, the embedding
@@ -1368,8 +1477,11 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
   bool first = d == 0, last = (ch.count - 1) % s.pp == d;
   MemoryBreakdown mem =
       modelStateMemory(dev.params[d], plan.zero, s.dp, plan.offload, m.elementBytes);
-  mem.activations = activationMemory(d, first, last, inflight, m, plan, ch, s);
-  mem.buffers = bufferMemory(first, last, m, c, plan, s);
+  mem.activations = activationMemory(d, first, last, inflight, m, c, plan, ch, s);
+  // The weight blocks a grid's products received, read again backward:
+  // parameters, not activations, but held per microbatch in flight.
+  mem.buffers = bufferMemory(first, last, m, c, plan, s) +
+                inflightAt(d, inflight, plan) * layersOn(d, ch, s) * gridBlocksSaved(m.layer, m, s).w;
   if (c.collectiveStaging > 0)
     mem.staging = stagingMemory(d, first, last, m, c, plan, ch, dev, s);
   return mem;

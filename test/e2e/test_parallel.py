@@ -834,6 +834,70 @@ def test_gradient_all_reduces_overlap_the_backward(baseline, tmp_path):
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 
 
+def gpt2_layer_activations(plan, b=BATCH, s=SEQ, h=HIDDEN, heads=4, f=4 * HIDDEN):
+    """Bytes (f32) one GPT-2 layer keeps for its backward on a rank
+    (docs/parallel.md, "Activation memory"): on one rank the inputs of its
+    four products (3h + f), q, k and v (3h), the norms' inputs (2h), the
+    GELU's input (f) per token and the scores (heads x s) per token. The
+    grids keep the blocks their products received instead of the products'
+    inputs, a norm two blocks and a statistic per row; the ring its key and
+    value blocks received, its normalized output and per head and position
+    a statistic per step."""
+    ms = dict(kv.split("=", 1) for kv in plan.split(",") if "=" in kv)
+    tokens = b * s
+    inputs, rest = tokens * (3 * h + f), tokens * (7 * h + f + heads * s)
+    if "tp2d" in ms or "tp2p5d" in ms:
+        q, d = (int(ms["tp2d"]), 1) if "tp2d" in ms else \
+            map(int, plan.split("tp2p5d=")[1].split(",")[:2])
+        return 4 * (inputs // (q * d) + rest // (q * q * d) + 2 * tokens // (q * d))
+    if "tp3d" in ms:
+        q = int(ms["tp3d"])
+        return 4 * (inputs // q ** 2 + rest // q ** 3 + 2 * tokens // q ** 2)
+    n = int(ms.get("ring", 1))
+    single = tokens * (8 * h + 2 * f) + b * heads * s * s
+    return 4 * (single // n + (2 * (n - 1) + 1) * tokens * h // n + b * heads * s) if n > 1 \
+        else 4 * single
+
+
+def explained(model, plan, ranks):
+    """colo plan --explain PLAN --train's JSON: the prediction and the step
+    it compiles (the microbatch is the batch's)."""
+    return json.loads(run_colo(
+        "plan", model, "--cluster", f"local-cpu:1x{ranks}", "--explain", f"{plan},mbs={BATCH}",
+        "--train", TRAIN["adamw"], "--json").stdout)
+
+
+ACTIVATION_PLANS = [("tp2d=2", 4), ("tp2p5d=2,2", 8), ("tp3d=2", 8), ("ring=2", 2), ("ring=4", 4)]
+
+
+def test_activation_memory_matches_the_formulas_and_the_planner(baseline, tmp_path):
+    """The activations each rank keeps for its backward under the grids and
+    ring attention (colo plan --explain --train: what the compiled step
+    keeps between the loss and the backward's reads): a GPT-2 layer's equal
+    gpt2_layer_activations exactly (two layers' against four), and the
+    planner's prediction of the whole step's is within 5% of the compiled
+    one for GPT-2 and Llama, as for one rank and tp=2."""
+    torch.manual_seed(models.SEED)
+    two = tmp_path / "gpt2-2.onnx"
+    models.export(train_ref._hf("gpt2", 2), (torch.zeros(BATCH, SEQ, dtype=torch.long),), two,
+                  "torchscript", input_names=["input_ids"])
+    gib = 2 ** 30
+    for plan, ranks in ACTIVATION_PLANS:
+        four = explained(baseline("gpt2")[1], plan, ranks)["compiled"]["memory_gib"]
+        per_layer = round((four["activations"] - explained(two, plan, ranks)["compiled"][
+            "memory_gib"]["activations"]) * gib / 2)
+        print(f"\ngpt2 {plan}: a layer keeps {per_layer} bytes")
+        assert per_layer == gpt2_layer_activations(plan)
+    for name in ("gpt2", "llama"):
+        for plan, ranks in ACTIVATION_PLANS + [("dp=1", 1), ("tp=2", 2)]:
+            out = explained(baseline(name)[1], plan, ranks)
+            predicted = out["memory_gib"]["activations"]
+            compiled = out["compiled"]["memory_gib"]["activations"]
+            print(f"{name} {plan}: compiled {compiled * gib:.0f} bytes, predicted "
+                  f"{predicted * gib:.0f} ({100 * (predicted / compiled - 1):+.1f}%)")
+            assert abs(predicted - compiled) <= 0.05 * compiled
+
+
 def test_summa_broadcasts_overlap_the_products(baseline, tmp_path):
     """tp2d=2's broadcasts of the next SUMMA step's blocks travel while the
     current blocks multiply (double buffering): the profile shows broadcasts

@@ -294,12 +294,14 @@ TEST(PlannerPredict, VocabParallelSplitsEmbeddingAndHead) {
               1e-12);
   EXPECT_NEAR(r.commBytesDevice, (m.layers * 4 + 2) * bytes, 1);
   // The logits' gradient is split too: in the training precision, as the
-  // GPU presets' fused loss writes it, and as float32 log-probabilities and
-  // their gradient where the loss is not fused.
+  // GPU presets' fused loss writes it, and in float32 where the loss is not
+  // fused, which also keeps the float32 logits (an activation).
   EXPECT_NEAR(r.memory.buffers, c.workspace + 2.0 * m.seq * m.vocab * m.elementBytes / 2, 1);
   c.fusedLoss = 0;
   Prediction unfused = cantFail(predict(m, c, cantFail(parsePlan("dp=1,tp=2,mbs=2,micro=1"))));
-  EXPECT_NEAR(unfused.memory.buffers, c.workspace + 2 * 2.0 * m.seq * m.vocab * 4 / 2, 1);
+  EXPECT_NEAR(unfused.memory.buffers, c.workspace + 2.0 * m.seq * m.vocab * 4 / 2, 1);
+  EXPECT_NEAR(unfused.memory.activations - r.memory.activations, 2.0 * m.seq * m.vocab * 4 / 2,
+              1);
 }
 
 // An A100 computes 108 output tiles of 256 x 128 at once: a product of 109

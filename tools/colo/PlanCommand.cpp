@@ -124,11 +124,13 @@ mlir::FailureOr<colo::CompiledStep> compileForExplain(mlir::ModuleOp module, con
 json::Value compiledJSON(const colo::CompiledStep &c, const StepTimes &t) {
   auto gib = [](double b) { return b / (1 << 30); };
   const colo::runtime::PlannedMemory &m = c.memory;
-  return json::Object{{"memory_gib", json::Object{{"total", gib(double(m.total()))},
-                                                  {"arena", gib(double(m.arena))},
-                                                  {"state_and_inputs",
-                                                   gib(double(m.stateAndInputs))},
-                                                  {"scratch", gib(double(m.scratch))}}},
+  json::Object memory{{"total", gib(double(m.total()))},
+                      {"arena", gib(double(m.arena))},
+                      {"state_and_inputs", gib(double(m.stateAndInputs))},
+                      {"scratch", gib(double(m.scratch))}};
+  if (c.stashBytes >= 0)
+    memory["activations"] = gib(double(c.stashBytes));
+  return json::Object{{"memory_gib", std::move(memory)},
                       {"host_memory_gib", gib(double(m.host))},
                       {"link_bytes_per_step", m.linkBytes},
                       {"recomputed_ops", c.recomputedOps},
@@ -141,6 +143,9 @@ void printCompiled(const colo::CompiledStep &c, const StepTimes &t, raw_ostream 
   os << formatv("compiled     {0:F2} GiB per device (the rank that plans most): arena {1:F2}, "
                 "state and inputs {2:F2}, operand scratch {3:F2}\n",
                 gib(m.total()), gib(m.arena), gib(m.stateAndInputs), gib(m.scratch));
+  if (c.stashBytes >= 0)
+    os << formatv("             activations kept for the backward {0:F4} GiB (in the arena)\n",
+                  gib(c.stashBytes));
   os << formatv("             host {0:F2} GiB, {1:F1} MB over the link per step, {2} ops "
                 "recomputed\n",
                 gib(m.host), double(m.linkBytes) / 1e6, c.recomputedOps);

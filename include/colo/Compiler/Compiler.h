@@ -98,6 +98,10 @@ struct CompiledStep {
   /// The step program of the rank (the pipeline stage) that plans most.
   runtime::Program program;
   int64_t recomputedOps = 0;
+  /// The bytes of the activations the step keeps from its forward for its
+  /// backward (colo/Analysis/ActivationStash.h), on a plan of one stage and
+  /// one microbatch; -1 on others (their forwards and backwards interleave).
+  int64_t stashBytes = -1;
   /// The generated kernels of every rank, before their lowering (what
   /// compileKernels and compileCudaKernels take).
   mlir::OwningOpRef<mlir::ModuleOp> kernels;

@@ -64,6 +64,13 @@ struct PartCost {
   /// so its softmax output is kept, unless selective recompute recomputes
   /// the attention core (Korthikanti et al.'s 5as/h term).
   double savedScores = 0;
+  /// Of the kept bytes, the inputs of products with weights that nothing
+  /// else reads backward: 2-D and 3-D tensor parallelism keep the blocks
+  /// the product received instead. And the inputs of layer and RMS norms,
+  /// with their statistics (4 bytes per normalized row): a grid's norms,
+  /// written as the ops they stand for, keep one more block each and their
+  /// statistics.
+  double savedProductInputs = 0, savedNormInputs = 0, normStats = 0;
   /// Memory-bound bytes per sample as fused kernels move them: only the
   /// operands a matrix product, a parameter or an input produced, and the
   /// results something other than a memory-bound op reads
