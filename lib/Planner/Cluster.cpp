@@ -280,6 +280,7 @@ const Field deviceFields[] = {
      false},
     {"collective_staging", &ClusterSpec::collectiveStaging, 1,
      FieldKind::Flag, false},
+    {"gemm_scratch", &ClusterSpec::gemmScratch, 1, FieldKind::Flag, false},
     {"fused_attention", &ClusterSpec::fusedAttention, 1, FieldKind::Flag,
      false},
     {"fused_loss", &ClusterSpec::fusedLoss, 1, FieldKind::Flag, false},
@@ -685,6 +686,8 @@ void colo::planner::printCluster(const ClusterSpec &spec,
   row("workspace per device", num(spec.workspace / GB) + " GB");
   if (spec.collectiveStaging > 0)
     row("collective staging", "received chunks in device memory");
+  if (spec.gemmScratch > 0)
+    row("matrix products", "copy transposed operands to scratch");
   row("attention", spec.fusedAttention > 0
                        ? "fused (no s x s probabilities kept for the backward)" +
                              eff(spec.attentionEfficiency)
@@ -907,6 +910,7 @@ ClusterSpec colo::planner::measureLocalCpu(double *allCoreGemmFlops) {
   // workspace; its MPI collectives stage received chunks in host memory.
   c.workspace = 0;
   c.collectiveStaging = 1;
+  c.gemmScratch = 1;
   c.fusedElementwise = 1;
   c.timedHere = 1;
   return c;

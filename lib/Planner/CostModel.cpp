@@ -1426,10 +1426,15 @@ double bufferMemory(bool first, bool last, const ModelProfile &m, const ClusterS
   int64_t tp = s.tp, edge = s.edge;
   // Workspace, plus the gradient of the logits, written next to them when
   // backward starts (the head's share of them; the fp32 logits the loss
-  // keeps are activations, lossSaved); a fused loss writes it in the
+  // keeps are activations, lossSaved), and its transposed copy where the
+  // matrix products make one (ClusterSpec::gemmScratch) for the head's
+  // weight gradient (whole but under 2-D and 3-D tensor parallelism, whose
+  // head reads a block of it: not counted); a fused loss writes it in the
   // training precision.
   double gradientBytes = c.fusedLoss > 0 ? m.elementBytes : 4.0;
-  double buffers = c.workspace + (last ? gradientBytes * logitElements(m, s) : 0);
+  bool copied = c.gemmScratch > 0 && s.grid == 1 && s.cube == 1;
+  double buffers =
+      c.workspace + (last ? (copied ? 2 : 1) * gradientBytes * logitElements(m, s) : 0);
   // ZeRO-3 also holds whole (tp-shared) parameters: those of the part that
   // computes and of the one prefetched, and the gradient of the part being
   // reduce-scattered; three times the largest part (a layer, the embedding
@@ -1484,6 +1489,15 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
                 inflightAt(d, inflight, plan) * layersOn(d, ch, s) * gridBlocksSaved(m.layer, m, s).w;
   if (c.collectiveStaging > 0)
     mem.staging = stagingMemory(d, first, last, m, c, plan, ch, dev, s);
+  // A microbatch's backward frees its activations layer by layer as it
+  // writes the gradients: past the head's (written before anything is
+  // freed), the gradients take at most the memory of one microbatch's
+  // stash (the others in flight, and offloaded ones, stay where they are).
+  if (!plan.offloadActivations && dev.params[d] > 0) {
+    double early = last ? mem.grads * (m.post.params + m.tiedParams) / s.edge / dev.params[d] : 0;
+    double stash = stashPerMicrobatch(d, first, m, plan, ch, s) + (last ? lossSaved(m, c, s) : 0);
+    mem.reused = std::clamp(mem.grads - early, 0.0, std::min(stash, mem.activations));
+  }
   return mem;
 }
 
@@ -1529,7 +1543,8 @@ BudgetedLayers budgetLayers(int64_t d, double inflight, const ModelProfile &m,
                        int64_t(perLayer - perLayerSelective), core});
   choices.push_back({int64_t(held * input), int64_t(perLayer), forward});
   std::vector<std::vector<RecomputeChoice>> chain(n, choices);
-  double budget = kAllocatableShare * c.deviceMemory - (mem.total() - out.kept);
+  // Without the gradients' reuse of the activations the budget changes.
+  double budget = kAllocatableShare * c.deviceMemory - (mem.total() + mem.reused - out.kept);
   std::optional<RecomputeSolution> solved =
       solveRecompute(chain, int64_t(std::max(0.0, budget)));
   // None fits: every layer recomputed, which the prediction then finds
@@ -1669,7 +1684,8 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   for (int64_t d = 0; d < s.pp; ++d) {
     MemoryBreakdown mem = deviceMemory(d, inflight, m, c, plan, ch, dev, s);
     if (!budgeted.empty())
-      mem.activations += budgeted[d].activations - budgeted[d].kept;
+      mem.activations += budgeted[d].activations - budgeted[d].kept,
+          mem.reused = std::min(mem.reused, mem.activations);
     if (mem.total() > worst.total())
       worst = mem;
   }
@@ -1731,6 +1747,8 @@ void printExplanation(const ModelProfile &m, const ClusterSpec &c, const Predict
                      gb(mem.buffers));
   if (c.collectiveStaging > 0)
     os << llvm::format("  staging    %9.2f GiB\n", gb(mem.staging));
+  if (mem.reused > 0)
+    os << llvm::format("  gradients in freed activations %.2f GiB less\n", gb(mem.reused));
   if (p.hostMemory > 0)
     os << llvm::format("host memory  %.2f GiB per device offloaded, %.2f GiB per node of %.2f "
                        "GiB\n",

@@ -175,6 +175,7 @@ json::Value predictionJSON(const Prediction &p) {
        json::Object{{"total", gib(p.memory.total())},
                     {"parameters", gib(p.memory.params)},
                     {"gradients", gib(p.memory.grads)},
+                    {"reused", gib(p.memory.reused)},
                     {"optimizer", gib(p.memory.optimizer)},
                     {"activations", gib(p.memory.activations)},
                     {"buffers", gib(p.memory.buffers)},

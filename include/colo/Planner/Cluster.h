@@ -83,6 +83,12 @@ struct ClusterSpec {
   /// two for a reduce-scatter over more than two ranks), 0 where the
   /// library's buffers are part of the workspace (NCCL on a GPU).
   double collectiveStaging = 0;
+  /// 1 where a matrix product copies an operand it reads transposed into
+  /// scratch memory of the device beside the step's tensors (oneDNN's
+  /// matmul on `local-cpu`: the largest is the head's weight gradient
+  /// reading the logits' gradient); 0 where the library reads it in place
+  /// (cuBLASLt's transpose flags).
+  double gemmScratch = 0;
   /// 1 where attention runs as one fused kernel (FlashAttention, cuDNN's
   /// fused attention: what colo's CUDA target calls, and every GPU training
   /// stack of the published runs), which keeps no s x s probabilities for

@@ -128,8 +128,11 @@ struct MemoryBreakdown {
   /// The communicator's staging of received chunks (ClusterSpec::
   /// collectiveStaging): one chunk of the largest reduction.
   double staging = 0;
+  /// Of the gradients, the bytes written where the backward has freed
+  /// activations: the two peak together below their sum.
+  double reused = 0;
   double total() const {
-    return params + grads + optimizer + activations + buffers + staging;
+    return params + grads + optimizer + activations + buffers + staging - reused;
   }
 };
 
