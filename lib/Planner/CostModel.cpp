@@ -757,6 +757,19 @@ double deviceTime(int64_t d, int what, const ModelProfile &m, const Chunks &ch,
   return time;
 }
 
+/// The head's parameters a rank holds: their edge share; under 2-D and 3-D
+/// tensor parallelism an untied head is a product, its weight split over
+/// all tp ranks as a layer's are.
+double headParams(const ModelProfile &m, const Shared &s) {
+  if ((s.grid == 1 && s.cube == 1) || m.tiedParams > 0)
+    return m.post.params / double(s.edge);
+  double weights = 0;
+  for (const Gemm &g : m.post.gemms)
+    weights += g.ofWeight ? g.depth * g.cols : 0;
+  weights = std::min(weights, m.post.params);
+  return weights / double(s.tp) + (m.post.params - weights) / double(s.edge);
+}
+
 /// Parameters held by device d of a tensor-parallel group: its layers'
 /// share, the embedding and head whole (or their share, vocabulary-parallel).
 double stageParams(int64_t d, const ModelProfile &m, const Chunks &ch, const Shared &s) {
@@ -765,7 +778,7 @@ double stageParams(int64_t d, const ModelProfile &m, const Chunks &ch, const Sha
   for (int64_t k = d; k < chunks; k += s.pp)
     params += ch.part[k].params / tp +
               (k == 0 ? m.pre.params / edge : 0) +
-              (k == chunks - 1 ? m.post.params / edge : 0) +
+              (k == chunks - 1 ? headParams(m, s) : 0) +
               (k == chunks - 1 && chunks > 1 ? m.tiedParams / edge : 0);
   return params;
 }
@@ -1494,7 +1507,8 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
   // freed), the gradients take at most the memory of one microbatch's
   // stash (the others in flight, and offloaded ones, stay where they are).
   if (!plan.offloadActivations && dev.params[d] > 0) {
-    double early = last ? mem.grads * (m.post.params + m.tiedParams) / s.edge / dev.params[d] : 0;
+    double head = headParams(m, s) + m.tiedParams / double(s.edge);
+    double early = last ? mem.grads * head / dev.params[d] : 0;
     double stash = stashPerMicrobatch(d, first, m, plan, ch, s) + (last ? lossSaved(m, c, s) : 0);
     mem.reused = std::clamp(mem.grads - early, 0.0, std::min(stash, mem.activations));
   }
