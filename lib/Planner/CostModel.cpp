@@ -197,7 +197,6 @@ void addCost(PartCost &c, Operation *op) {
       c.fusedBytes += bytesOf(r.getType());
 }
 
-
 /// The values of a forward that depend on its inputs (the batch), not on
 /// parameters and constants alone: what its backward keeps is among them.
 class Varying {
@@ -249,8 +248,7 @@ void addSaved(PartCost &c, Operation *op, int64_t hidden, const Varying &varying
     if (!t || !varying.contains(v) || !kept.insert(v).second)
       return 0;
     double bytes = copies * double(bytesOf(t));
-    (t.getRank() > 0 && t.getShape().back() == hidden ? c.savedReplicated : c.savedSplit) +=
-        bytes;
+    (t.getRank() > 0 && t.getShape().back() == hidden ? c.savedReplicated : c.savedSplit) += bytes;
     return bytes;
   };
   if (isa<LayerNormOp, RmsNormOp>(op)) {
@@ -776,8 +774,7 @@ double stageParams(int64_t d, const ModelProfile &m, const Chunks &ch, const Sha
   int64_t chunks = ch.count, tp = s.tp, edge = s.edge;
   double params = 0;
   for (int64_t k = d; k < chunks; k += s.pp)
-    params += ch.part[k].params / tp +
-              (k == 0 ? m.pre.params / edge : 0) +
+    params += ch.part[k].params / tp + (k == 0 ? m.pre.params / edge : 0) +
               (k == chunks - 1 ? headParams(m, s) : 0) +
               (k == chunks - 1 && chunks > 1 ? m.tiedParams / edge : 0);
   return params;
@@ -1384,11 +1381,12 @@ double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Pl
                           const Chunks &ch, const Shared &s) {
   double saved = first ? edgeSaved(m.pre, m, plan, s) : 0;
   for (int64_t k = d; k < ch.count; k += s.pp)
-    saved += plan.recompute == Recompute::Full
-                 ? ch.layers[k] * s.boundary /
-                       (plan.sequenceParallel || s.grid > 1 || s.cube > 1 ? s.tp : 1)
-                 : layerSaved(ch.part[k], plan, s) +
-                       ch.layers[k] * (ringBlocksSaved(m, plan, s) + gridBlocksSaved(m.layer, m, s).x);
+    saved +=
+        plan.recompute == Recompute::Full
+            ? ch.layers[k] * s.boundary /
+                  (plan.sequenceParallel || s.grid > 1 || s.cube > 1 ? s.tp : 1)
+            : layerSaved(ch.part[k], plan, s) +
+                  ch.layers[k] * (ringBlocksSaved(m, plan, s) + gridBlocksSaved(m.layer, m, s).x);
   return saved;
 }
 
@@ -1422,9 +1420,8 @@ double lossSaved(const ModelProfile &m, const ClusterSpec &c, const Shared &s) {
 /// stage. With the activations offloaded the stash waits on the host and
 /// the device holds the chunk the backward reads and the one being fetched
 /// (colo-offload-activations); the loss's logits stay.
-double activationMemory(int64_t d, bool first, bool last, double inflight,
-                        const ModelProfile &m, const ClusterSpec &c, const Plan &plan,
-                        const Chunks &ch, const Shared &s) {
+double activationMemory(int64_t d, bool first, bool last, double inflight, const ModelProfile &m,
+                        const ClusterSpec &c, const Plan &plan, const Chunks &ch, const Shared &s) {
   double stash = inflightAt(d, inflight, plan) * stashPerMicrobatch(d, first, m, plan, ch, s);
   if (plan.offloadActivations)
     stash = std::min(stash, 2 * kChunkBytes);
@@ -1498,8 +1495,9 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
   mem.activations = activationMemory(d, first, last, inflight, m, c, plan, ch, s);
   // The weight blocks a grid's products received, read again backward:
   // parameters, not activations, but held per microbatch in flight.
+  double weightBlocks = layersOn(d, ch, s) * gridBlocksSaved(m.layer, m, s).w;
   mem.buffers = bufferMemory(first, last, m, c, plan, s) +
-                inflightAt(d, inflight, plan) * layersOn(d, ch, s) * gridBlocksSaved(m.layer, m, s).w;
+                inflightAt(d, inflight, plan) * weightBlocks;
   if (c.collectiveStaging > 0)
     mem.staging = stagingMemory(d, first, last, m, c, plan, ch, dev, s);
   // A microbatch's backward frees its activations layer by layer as it

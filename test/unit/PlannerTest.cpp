@@ -300,8 +300,7 @@ TEST(PlannerPredict, VocabParallelSplitsEmbeddingAndHead) {
   c.fusedLoss = 0;
   Prediction unfused = cantFail(predict(m, c, cantFail(parsePlan("dp=1,tp=2,mbs=2,micro=1"))));
   EXPECT_NEAR(unfused.memory.buffers, c.workspace + 2.0 * m.seq * m.vocab * 4 / 2, 1);
-  EXPECT_NEAR(unfused.memory.activations - r.memory.activations, 2.0 * m.seq * m.vocab * 4 / 2,
-              1);
+  EXPECT_NEAR(unfused.memory.activations - r.memory.activations, 2.0 * m.seq * m.vocab * 4 / 2, 1);
 }
 
 // An A100 computes 108 output tiles of 256 x 128 at once: a product of 109

@@ -27,8 +27,7 @@ struct StashedActivation {
 /// did not compute it receives it from the pipeline's send with its
 /// forward). `colo-offload-activations` moves them to the host;
 /// `colo plan --explain --train` reports their bytes beside the planner's.
-std::vector<StashedActivation> stashedActivations(mlir::func::FuncOp step,
-                                                  mlir::Operation *lossOp);
+std::vector<StashedActivation> stashedActivations(mlir::func::FuncOp step, mlir::Operation *lossOp);
 
 /// The op that computes the loss @train_step returns first, or null.
 mlir::Operation *returnedLoss(mlir::func::FuncOp step);
