@@ -211,10 +211,11 @@ FailureOr<CompiledStep> colo::compileStepFootprint(ModuleOp module,
   CompiledStep step;
   // The stash is read where the train step is built, before its lowering.
   auto measureStash = [&](StringRef phase, Operation *) {
+    if (phase != "1-train-step.mlir" || options->plan.pp > 1 || options->plan.microBatches > 1)
+      return success();
     auto train = module.lookupSymbol<func::FuncOp>("train_step");
     Operation *loss = returnedLoss(train);
-    if (phase != "1-train-step.mlir" || options->plan.pp > 1 || options->plan.microBatches > 1 ||
-        !loss)
+    if (!loss)
       return success();
     step.stashBytes = 0;
     for (const StashedActivation &a : stashedActivations(train, loss))
