@@ -1369,14 +1369,6 @@ double ringBlocksSaved(const ModelProfile &m, const Plan &plan, const Shared &s)
   return (2.0 * double(plan.ring - 1) + 1) * s.boundary / s.tp + stats;
 }
 
-/// Layers of device d's chunks.
-double layersOn(int64_t d, const Chunks &ch, const Shared &s) {
-  double layers = 0;
-  for (int64_t k = d; k < ch.count; k += s.pp)
-    layers += ch.layers[k];
-  return layers;
-}
-
 double stashPerMicrobatch(int64_t d, bool first, const ModelProfile &m, const Plan &plan,
                           const Chunks &ch, const Shared &s) {
   double saved = first ? edgeSaved(m.pre, m, plan, s) : 0;
@@ -1414,18 +1406,19 @@ double lossSaved(const ModelProfile &m, const ClusterSpec &c, const Shared &s) {
   return c.fusedLoss > 0 ? 0 : 4.0 * logitElements(m, s);
 }
 
-/// Activations device d keeps: its stash (split by tp and, sequence-parallel,
-/// the hidden-size ones too) times the microbatches in flight there; under
+/// Activations device d keeps: its `stash` per microbatch (stashPerMicrobatch:
+/// split by tp and, sequence-parallel, the hidden-size ones too) times the
+/// microbatches in flight there; under
 /// full recompute also one layer's working set; the head's on the last
 /// stage. With the activations offloaded the stash waits on the host and
 /// the device holds the chunk the backward reads and the one being fetched
 /// (colo-offload-activations); the loss's logits stay.
-double activationMemory(int64_t d, bool first, bool last, double inflight, const ModelProfile &m,
-                        const ClusterSpec &c, const Plan &plan, const Chunks &ch, const Shared &s) {
-  double stash = inflightAt(d, inflight, plan) * stashPerMicrobatch(d, first, m, plan, ch, s);
+double activationMemory(int64_t d, bool last, double inflight, double stash, const ModelProfile &m,
+                        const ClusterSpec &c, const Plan &plan, const Shared &s) {
+  double held = inflightAt(d, inflight, plan) * stash;
   if (plan.offloadActivations)
-    stash = std::min(stash, 2 * kChunkBytes);
-  return stash + (plan.recompute == Recompute::Full ? layerSaved(m.layer, plan, s) : 0) +
+    held = std::min(held, 2 * kChunkBytes);
+  return held + (plan.recompute == Recompute::Full ? layerSaved(m.layer, plan, s) : 0) +
          (last ? edgeSaved(m.post, m, plan, s) + lossSaved(m, c, s) : 0);
 }
 
@@ -1492,10 +1485,11 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
   bool first = d == 0, last = (ch.count - 1) % s.pp == d;
   MemoryBreakdown mem =
       modelStateMemory(dev.params[d], plan.zero, s.dp, plan.offload, m.elementBytes);
-  mem.activations = activationMemory(d, first, last, inflight, m, c, plan, ch, s);
+  double stash = stashPerMicrobatch(d, first, m, plan, ch, s);
+  mem.activations = activationMemory(d, last, inflight, stash, m, c, plan, s);
   // The weight blocks a grid's products received, read again backward:
   // parameters, not activations, but held per microbatch in flight.
-  double weightBlocks = layersOn(d, ch, s) * gridBlocksSaved(m.layer, m, s).w;
+  double weightBlocks = dev.layers[d] * gridBlocksSaved(m.layer, m, s).w;
   mem.buffers = bufferMemory(first, last, m, c, plan, s) +
                 inflightAt(d, inflight, plan) * weightBlocks;
   if (c.collectiveStaging > 0)
@@ -1507,8 +1501,8 @@ MemoryBreakdown deviceMemory(int64_t d, double inflight, const ModelProfile &m,
   if (!plan.offloadActivations && dev.params[d] > 0) {
     double head = headParams(m, s) + m.tiedParams / double(s.edge);
     double early = last ? mem.grads * head / dev.params[d] : 0;
-    double stash = stashPerMicrobatch(d, first, m, plan, ch, s) + (last ? lossSaved(m, c, s) : 0);
-    mem.reused = std::clamp(mem.grads - early, 0.0, std::min(stash, mem.activations));
+    double freed = stash + (last ? lossSaved(m, c, s) : 0);
+    mem.reused = std::clamp(mem.grads - early, 0.0, std::min(freed, mem.activations));
   }
   return mem;
 }
@@ -1695,9 +1689,10 @@ llvm::Expected<Prediction> predict(const ModelProfile &given, const ClusterSpec 
   MemoryBreakdown worst;
   for (int64_t d = 0; d < s.pp; ++d) {
     MemoryBreakdown mem = deviceMemory(d, inflight, m, c, plan, ch, dev, s);
-    if (!budgeted.empty())
-      mem.activations += budgeted[d].activations - budgeted[d].kept,
-          mem.reused = std::min(mem.reused, mem.activations);
+    if (!budgeted.empty()) {
+      mem.activations += budgeted[d].activations - budgeted[d].kept;
+      mem.reused = std::min(mem.reused, mem.activations);
+    }
     if (mem.total() > worst.total())
       worst = mem;
   }
