@@ -93,7 +93,8 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
                          << cast<IntegerAttr>(value).getInt();
     return success();
   }
-  if (name == AxesAttrHelper::getNameStr() || name == KernelsAttrHelper::getNameStr())
+  if (name == AxesAttrHelper::getNameStr() || name == KernelsAttrHelper::getNameStr() ||
+      name == LossSampleAxesAttrHelper::getNameStr())
     return verifyStrings(value, name, emitError);
   if (name == ZeroGatherAttrHelper::getNameStr()) {
     auto phase = dyn_cast<StringAttr>(value);
@@ -102,7 +103,7 @@ LogicalResult ColoDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     return success();
   }
   for (StringRef known : {ParamNameAttrHelper::getNameStr(), SourceAttrHelper::getNameStr(),
-                          RecomputedAttrHelper::getNameStr(),
+                          RecomputedAttrHelper::getNameStr(), LossClassAxisAttrHelper::getNameStr(),
                           ProducerAttrHelper::getNameStr(), FamilyAttrHelper::getNameStr()})
     if (name == known) {
       if (!isa<StringAttr>(value))

@@ -872,13 +872,14 @@ double layerColumnParams(const ModelProfile &m) { return m.layer.params - layerG
 /// them one after the other, unoverlapped), forward, the reduces of their
 /// gradients backward, and the forward's again under full recompute; each
 /// norm's two statistics summed over the rank's row of the grid in each
-/// pass; per microbatch the logits gathered over the rows (a tied head's
-/// first summed over the columns); once per step the all-reduce over the
-/// rows of the gradients of what the rows share (the columns' blocks of the
-/// tables, a tied table again as the head's, norm scales and biases). Under
-/// 2.5-D the logits are gathered and the shared gradients summed over the
-/// copies too, and each copy's grid weights' gradients are summed over
-/// "depth".
+/// pass; per microbatch the loss on the rank's block of the logits (a tied
+/// head's logits summed over the columns, an untied head's split over them,
+/// the loss summing three values per token over the columns) and its sum
+/// and count over the rows; once per step the all-reduce over the rows of
+/// the gradients of what the rows share (the columns' blocks of the tables,
+/// a tied table again as the head's, norm scales and biases). Under 2.5-D
+/// the loss's sums and the shared gradients are over the copies' rows too,
+/// and each copy's grid weights' gradients are summed over "depth".
 double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, const Devices &dev,
                  const Shared &s) {
   int64_t q = s.grid;
@@ -887,9 +888,11 @@ double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, 
     perLayer += q * (collectiveTime(Collective::SendRecv, b.x, 2, 1, c) +
                      collectiveTime(Collective::SendRecv, b.w, 2, q, c));
   double stats = collectiveTime(Collective::AllReduce, s.b * m.seq / q * 4, q, 1, c);
-  double logits = s.b * m.seq * m.vocab * m.elementBytes;
-  double head = collectiveTime(Collective::AllGather, s.depth * logits, q * s.depth, q, c) +
-                (m.tiedParams > 0 ? collectiveTime(Collective::AllReduce, logits / q, q, 1, c) : 0);
+  double tokens = s.b * m.seq * m.elementBytes;
+  double head =
+      (m.tiedParams > 0 ? collectiveTime(Collective::AllReduce, tokens * m.vocab / q, q, 1, c)
+                        : 3 * collectiveTime(Collective::AllReduce, tokens / q, q, 1, c)) +
+      2 * collectiveTime(Collective::AllReduce, m.elementBytes, q * s.depth, q, c);
   double shared =
       (m.pre.params + m.post.params + m.tiedParams) / q + dev.maxLayers * layerColumnParams(m) / q;
   double depthSums =
@@ -929,9 +932,10 @@ std::vector<CubeBlocks> cubeBlocks(const ModelProfile &m, const Shared &s) {
 /// X' gathered over one axis, W' over "x", the product reduce-scattered
 /// over the third; backward, the adjoints (two reduce-scatters, one
 /// gather) of the same volumes; each norm's statistics summed over q
-/// ranks; per microbatch the logits (a tied head's first summed over the
-/// features' axis, an untied one's gathered over it) gathered over the q^2
-/// ranks of the samples; once per step the gradients of what the sample
+/// ranks; per microbatch the loss on the rank's block of the logits (a tied
+/// head's summed over the features' axis, an untied one's split over it,
+/// the loss summing three values per token over it) and its sum and count
+/// over the q^2 ranks of the samples; once per step the gradients of what the sample
 /// ranks share (per-feature weights and tables, q ways split) summed over
 /// them. `edgeParams`: the tables and the head the rank holds a part of
 /// (an untied head, which is a product, among them where `last`).
@@ -948,17 +952,17 @@ double cubeTraffic(const ModelProfile &m, const Plan &plan, const Shared &s, dou
   for (CubeBlocks b : cubeBlocks(m, s))
     perLayer += product(b);
   double stats = collect(Collective::AllReduce, s.b * m.seq / (q * q) * 4, q, 1);
-  double logits = s.b * m.seq * m.vocab * m.elementBytes, head = 0, headParams = 0;
+  double tokens = s.b * m.seq * m.elementBytes, head = 0, headParams = 0;
   if (last && m.tiedParams > 0) {
-    head = collect(Collective::AllReduce, logits / (q * q), q, 1);
+    head = collect(Collective::AllReduce, tokens * m.vocab / (q * q), q, 1);
   } else if (last) {
     Gemm g{double(m.seq), double(m.hidden), double(m.vocab), 1, true};
-    head =
-        2 * product(cubeBlocks(g, m, s)) + collect(Collective::AllGather, logits / (q * q), q, 1);
+    head = 2 * product(cubeBlocks(g, m, s)) +
+           3 * collect(Collective::AllReduce, tokens / (q * q), q, 1);
     headParams = double(m.hidden) * m.vocab;
   }
   if (last)
-    head += collect(Collective::AllGather, logits, q * q, q);
+    head += 2 * collect(Collective::AllReduce, m.elementBytes, q * q, q);
   double shared = (edgeParams - headParams) / q + layers * layerColumnParams(m) / q;
   return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) + head) +
          collect(Collective::AllReduce, s.weightBytes * shared, q * q, q);
@@ -1220,10 +1224,11 @@ double summaBytes(const ModelProfile &m, const Plan &plan, const Shared &s, doub
   for (SummaBlocks b : summaBlocks(m, s))
     perLayer += (q - 1) * (b.x + b.w);
   double stats = ringBytesSent(Collective::AllReduce, s.b * m.seq / q * 4, q);
-  double logits = s.b * m.seq * m.vocab * m.elementBytes;
-  return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) +
-                     ringBytesSent(Collective::AllGather, s.depth * logits, q * s.depth) +
-                     (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, logits / q, q) : 0)) +
+  double tokens = s.b * m.seq * m.elementBytes;
+  double loss = (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, tokens * m.vocab / q, q)
+                                  : 3 * ringBytesSent(Collective::AllReduce, tokens / q, q)) +
+                2 * ringBytesSent(Collective::AllReduce, m.elementBytes, q * s.depth);
+  return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) + loss) +
          ringBytesSent(Collective::AllReduce,
                        s.weightBytes * (edgeParams + layers * layerColumnParams(m)) / q,
                        q * s.depth) +
@@ -1394,11 +1399,27 @@ double inflightAt(int64_t d, double inflight, const Plan &plan) {
 }
 
 /// The logits of a microbatch the head's rank holds: its share of them; 2-D
-/// and 3-D tensor parallelism gather them whole, of all the copies' samples
-/// under 2.5-D.
+/// and 3-D tensor parallelism's, its samples' (of all the copies' under
+/// 2.5-D), an untied head's split over the features' axis too.
 double logitElements(const ModelProfile &m, const Shared &s) {
   double all = s.b * double(s.depth) * double(m.seq) * double(m.vocab);
-  return s.grid > 1 || s.cube > 1 ? all : all / double(s.edge);
+  int64_t q = std::max(s.grid, s.cube);
+  if (q == 1)
+    return all / double(s.edge);
+  double samples = s.grid > 1 ? double(q * s.depth) : double(q * q);
+  return all / samples / (m.tiedParams > 0 ? 1.0 : double(q));
+}
+
+/// The elements of the head's weight (a tied table's) the rank's product
+/// reads: under Megatron's tensor parallelism all, or its vocabulary's block;
+/// under 2-D and 3-D a tied table's features' block, an untied head's block
+/// of both dimensions (3-D's gathered over "x").
+double headWeightElements(const ModelProfile &m, const Shared &s) {
+  double all = double(m.vocab) * double(m.hidden);
+  int64_t q = std::max(s.grid, s.cube);
+  if (q == 1)
+    return all / double(s.edge);
+  return all / double(m.tiedParams > 0 ? q : q * q);
 }
 
 /// The fp32 logits the loss keeps for its backward; a fused loss keeps none.
@@ -1429,15 +1450,14 @@ double bufferMemory(bool first, bool last, const ModelProfile &m, const ClusterS
   int64_t tp = s.tp, edge = s.edge;
   // Workspace, plus the gradient of the logits, written next to them when
   // backward starts (the head's share of them; the fp32 logits the loss
-  // keeps are activations, lossSaved), and its transposed copy where the
-  // matrix products make one (ClusterSpec::gemmScratch) for the head's
-  // weight gradient (whole but under 2-D and 3-D tensor parallelism, whose
-  // head reads a block of it: not counted); a fused loss writes it in the
-  // training precision.
+  // keeps are activations, lossSaved), and where the matrix products copy
+  // an operand they read transposed (ClusterSpec::gemmScratch) the largest
+  // of the head's: the logits' gradient or the block of its weight the
+  // rank's product reads. A fused loss writes the gradient in the training
+  // precision.
   double gradientBytes = c.fusedLoss > 0 ? m.elementBytes : 4.0;
-  bool copied = c.gemmScratch > 0 && s.grid == 1 && s.cube == 1;
-  double buffers =
-      c.workspace + (last ? (copied ? 2 : 1) * gradientBytes * logitElements(m, s) : 0);
+  double scratch = c.gemmScratch > 0 ? std::max(logitElements(m, s), headWeightElements(m, s)) : 0;
+  double buffers = c.workspace + (last ? gradientBytes * (logitElements(m, s) + scratch) : 0);
   // ZeRO-3 also holds whole (tp-shared) parameters: those of the part that
   // computes and of the one prefetched, and the gradient of the part being
   // reduce-scattered; three times the largest part (a layer, the embedding

@@ -17,31 +17,71 @@ namespace colo {
 using namespace mlir;
 using namespace colo;
 
-FailureOr<colo::MeshAxis> colo::getOrCreateMeshAxis(ModuleOp module, StringRef name,
-                                                    int64_t size, Operation *user) {
+FailureOr<colo::MeshAxis> colo::findMeshAxis(ModuleOp module, StringRef name, Operation *user) {
   auto grids = module.getOps<shard::GridOp>();
-  if (grids.empty()) {
-    std::pair<StringRef, int64_t> axis(name, size);
-    FailureOr<shard::GridOp> grid = createMesh(module, axis, user);
-    if (failed(grid))
-      return failure();
-    return MeshAxis{*grid, 0, size};
-  }
+  if (grids.empty())
+    return user->emitError() << "the module has no mesh (a shard.grid with a '" << name
+                             << "' axis)";
   if (std::next(grids.begin()) != grids.end())
     return user->emitError("the module has more than one shard.grid");
   shard::GridOp grid = *grids.begin();
   ArrayAttr axes = ColoDialect::AxesAttrHelper(module.getContext()).getAttr(grid);
   if (!axes || axes.size() != grid.getShape().size())
     return grid.emitError("the mesh needs colo.axes, one name per axis");
-  for (auto [i, axis] : llvm::enumerate(axes.getAsValueRange<StringAttr>())) {
-    if (axis != name)
-      continue;
-    if (grid.getShape()[i] != size)
-      return user->emitError() << "the mesh's '" << name << "' axis has size "
-                               << grid.getShape()[i] << ", the plan says " << size;
-    return MeshAxis{grid, static_cast<shard::GridAxis>(i), size};
-  }
+  for (auto [i, axis] : llvm::enumerate(axes.getAsValueRange<StringAttr>()))
+    if (axis == name)
+      return MeshAxis{grid, static_cast<shard::GridAxis>(i), grid.getShape()[i]};
   return user->emitError() << "the mesh has no '" << name << "' axis";
+}
+
+FailureOr<colo::MeshAxis> colo::getOrCreateMeshAxis(ModuleOp module, StringRef name,
+                                                    int64_t size, Operation *user) {
+  if (module.getOps<shard::GridOp>().empty()) {
+    std::pair<StringRef, int64_t> axis(name, size);
+    FailureOr<shard::GridOp> grid = createMesh(module, axis, user);
+    if (failed(grid))
+      return failure();
+    return MeshAxis{*grid, 0, size};
+  }
+  FailureOr<MeshAxis> axis = findMeshAxis(module, name, user);
+  if (succeeded(axis) && axis->size != size)
+    return user->emitError() << "the mesh's '" << name << "' axis has size " << axis->size
+                             << ", the plan says " << size;
+  return axis;
+}
+
+Value colo::gatherWhole(OpBuilder &b, Location loc, Value v, shard::GridOp grid,
+                        std::optional<MeshAxis> features, int64_t featureDim,
+                        ArrayRef<shard::GridAxis> samples) {
+  auto transpose = [&](Value x, ArrayRef<int64_t> perm) -> Value {
+    auto t = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(t.getDimSize(p));
+    return TransposeOp::create(b, loc, t.clone(shape), x, b.getDenseI64ArrayAttr(perm));
+  };
+  auto gather = [&](Value x, ArrayRef<shard::GridAxis> axes) -> Value {
+    auto t = cast<RankedTensorType>(x.getType());
+    int64_t parts = 1;
+    for (shard::GridAxis a : axes)
+      parts *= grid.getShape()[a];
+    SmallVector<int64_t> shape(t.getShape());
+    shape[0] *= parts;
+    return shard::AllGatherOp::create(b, loc, t.clone(shape), grid.getSymName(), axes, x,
+                                      APInt(64, 0));
+  };
+  if (features) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    SmallVector<int64_t> perm{featureDim};
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != featureDim)
+        perm.push_back(d);
+    SmallVector<int64_t> back(rank);
+    for (auto [i, p] : llvm::enumerate(perm))
+      back[p] = int64_t(i);
+    v = transpose(gather(transpose(v, perm), {features->axis}), back);
+  }
+  return samples.empty() ? v : gather(v, samples);
 }
 
 FailureOr<shard::GridOp>

@@ -28,6 +28,19 @@ mlir::FailureOr<MeshAxis> getOrCreateMeshAxis(mlir::ModuleOp module,
                                               llvm::StringRef name, int64_t size,
                                               mlir::Operation *user);
 
+/// The axis `name` of the module's mesh, whatever its size; an error at
+/// `user` where there is no mesh or no such axis.
+mlir::FailureOr<MeshAxis> findMeshAxis(mlir::ModuleOp module, llvm::StringRef name,
+                                       mlir::Operation *user);
+
+/// `v`, split over the mesh `grid`'s axis `features` along dimension
+/// `featureDim` (where given) and over `samples` along dimension 0,
+/// gathered whole: the features brought outermost for their gather, as
+/// the runtime joins tensors along their outermost dimension.
+mlir::Value gatherWhole(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                        mlir::shard::GridOp grid, std::optional<MeshAxis> features,
+                        int64_t featureDim, llvm::ArrayRef<mlir::shard::GridAxis> samples);
+
 /// The module's mesh with exactly `axes` (name, size), in order: created as
 /// `shard.grid @mesh` if the module has none, an error at `user` if it has
 /// another.

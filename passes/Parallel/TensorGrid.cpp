@@ -184,48 +184,44 @@ LogicalResult TensorGrid::cutInputs() {
   return success();
 }
 
-/// The results, gathered whole: the features over their axis (brought
-/// outermost, as the runtime joins tensors along their outermost
-/// dimension), then the samples.
+/// The results, gathered whole; but the first, where its samples are split
+/// and its last dimension (the classes) split or whole, stays the rank's
+/// block: the loss is computed on the blocks, the function marked with
+/// their axes (colo.loss_sample_axes, colo.loss_class_axis).
 LogicalResult TensorGrid::gatherResults(func::ReturnOp ret) {
   OpBuilder b(ret);
+  shard::GridOp grid = layouts.front().features.grid;
   for (OpOperand &result : ret->getOpOperands()) {
     Value v = result.get();
-    if (std::optional<FeatureSplit> c = featuresOf(v)) {
-      if (c->groups != 1)
-        return unsupported(ret, "a result split in groups");
-      RankedTensorType t = tensorType(v);
-      SmallVector<int64_t> perm{c->dim};
-      for (int64_t d = 0; d < t.getRank(); ++d)
-        if (d != c->dim)
-          perm.push_back(d);
-      Value front = transpose(b, ret.getLoc(), v, perm);
-      RankedTensorType ft = tensorType(front);
-      Value gathered = make<shard::AllGatherOp>(
-          b, ret.getLoc(), withDim(ft, 0, ft.getDimSize(0) * q), gridName(),
-          ArrayRef<int16_t>{layouts[c->layout].features.axis}, front, APInt(64, 0));
-      SmallVector<int64_t> back(t.getRank());
-      for (auto [i, p] : llvm::enumerate(perm))
-        back[p] = int64_t(i);
-      v = transpose(b, ret.getLoc(), gathered, back);
+    std::optional<FeatureSplit> c = featuresOf(v);
+    std::optional<unsigned> batch = batchOf(v);
+    if (c && c->groups != 1)
+      return unsupported(ret, "a result split in groups");
+    RankedTensorType t = tensorType(v);
+    if (result.getOperandNumber() == 0 && batch && t.getRank() >= 2 &&
+        isa<FloatType>(t.getElementType()) && (!c || c->dim == t.getRank() - 1)) {
+      ArrayAttr names = ColoDialect::AxesAttrHelper(func.getContext()).getAttr(grid);
+      SmallVector<Attribute> samples;
+      for (shard::GridAxis a : layouts[*batch].batchAxes)
+        samples.push_back(names[a]);
+      ColoDialect::LossSampleAxesAttrHelper(func.getContext())
+          .setAttr(func, b.getArrayAttr(samples));
+      if (c)
+        ColoDialect::LossClassAxisAttrHelper(func.getContext())
+            .setAttr(func, b.getStringAttr(layouts[c->layout].featuresName));
+      continue;
     }
-    if (std::optional<unsigned> batch = batchOf(result.get())) {
-      const GridLayout &l = layouts[*batch];
-      RankedTensorType t = tensorType(v);
-      v = make<shard::AllGatherOp>(b, ret.getLoc(), withDim(t, 0, t.getDimSize(0) * l.batchParts),
-                                   gridName(), l.batchAxes, v, APInt(64, 0));
-    }
-    result.set(v);
+    std::optional<MeshAxis> features;
+    if (c)
+      features = layouts[c->layout].features;
+    ArrayRef<shard::GridAxis> samples;
+    if (batch)
+      samples = layouts[*batch].batchAxes;
+    result.set(gatherWhole(b, ret.getLoc(), v, grid, features, c ? c->dim : 0, samples));
   }
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), func.getArgumentTypes(), ret->getOperandTypes()));
   return success();
-}
-
-Value TensorGrid::transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
-  RankedTensorType t = tensorType(v);
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm)
-    shape.push_back(t.getDimSize(p));
-  return make<TransposeOp>(b, loc, t.clone(shape), v, b.getDenseI64ArrayAttr(perm));
 }
 
 LogicalResult TensorGrid::shardGlobal(Operation *user, GlobalOp global,

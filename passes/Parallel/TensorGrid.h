@@ -19,7 +19,8 @@
 // embedding) computes the rank's output channels, and a weight broadcast to
 // the batch (its class token) the rank's features of its samples; the
 // function's inputs are cut to the first layout's samples and its results
-// gathered whole.
+// gathered whole, but for the first (the logits), which the loss reads as
+// the rank's block (buildSplitCrossEntropy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,8 +139,6 @@ protected:
 private:
   mlir::LogicalResult cutInputs();
   mlir::LogicalResult gatherResults(mlir::func::ReturnOp ret);
-  mlir::Value transpose(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
-                        llvm::ArrayRef<int64_t> perm);
   llvm::SmallVector<GlobalLoadOp> loadsOf(GlobalOp global);
   mlir::LogicalResult shardAlong(mlir::Operation *user, Weight w, int64_t dim, int64_t groups,
                                  unsigned layout);

@@ -303,80 +303,126 @@ struct ColoVocabParallel : SplittingPass<colo::impl::ColoVocabParallelBase<ColoV
 };
 } // namespace
 
-FailureOr<Value> colo::buildVocabParallelCrossEntropy(OpBuilder &b, Location loc,
-                                                      func::FuncOp func, Value logits,
-                                                      Value labels, int64_t ignoreIndex,
-                                                      double labelSmoothing) {
-  IntegerAttr tp = ColoDialect::VocabParallelAttrHelper(func.getContext()).getAttr(func);
-  if (!tp)
-    return func.emitError("buildVocabParallelCrossEntropy: the function is not vocab-parallel");
-  FailureOr<MeshAxis> axis =
-      getOrCreateMeshAxis(func->getParentOfType<ModuleOp>(), "tp", tp.getInt(), func);
-  if (failed(axis))
-    return failure();
+FailureOr<LossSplit> colo::lossSplitOf(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  auto module = func->getParentOfType<ModuleOp>();
+  LossSplit split;
+  auto classAxis = [&](StringRef name, std::optional<int64_t> size) -> LogicalResult {
+    FailureOr<MeshAxis> axis =
+        size ? getOrCreateMeshAxis(module, name, *size, func) : findMeshAxis(module, name, func);
+    if (failed(axis))
+      return failure();
+    split.classes = *axis;
+    return success();
+  };
+  if (IntegerAttr tp = ColoDialect::VocabParallelAttrHelper(ctx).getAttr(func))
+    if (failed(classAxis("tp", tp.getInt())))
+      return failure();
+  if (StringAttr name = ColoDialect::LossClassAxisAttrHelper(ctx).getAttr(func))
+    if (failed(classAxis(name.getValue(), std::nullopt)))
+      return failure();
+  if (ArrayAttr samples = ColoDialect::LossSampleAxesAttrHelper(ctx).getAttr(func))
+    for (StringRef name : samples.getAsValueRange<StringAttr>()) {
+      FailureOr<MeshAxis> axis = findMeshAxis(module, name, func);
+      if (failed(axis))
+        return failure();
+      split.grid = axis->grid;
+      split.samples.push_back(axis->axis);
+      split.sampleParts *= axis->size;
+    }
+  if (split.classes)
+    split.grid = split.classes->grid;
+  return split;
+}
+
+Value colo::gatherLossInput(OpBuilder &b, Location loc, const LossSplit &split, Value v) {
+  shard::GridOp grid = split.grid;
+  return gatherWhole(b, loc, v, grid, split.classes, tensorType(v).getRank() - 1, split.samples);
+}
+
+FailureOr<Value> colo::buildSplitCrossEntropy(OpBuilder &b, Location loc, func::FuncOp func,
+                                              const LossSplit &split, Value logits, Value labels,
+                                              int64_t ignoreIndex, double labelSmoothing) {
   RankedTensorType lt = tensorType(logits);
   Type element = lt.getElementType();
   int64_t last = lt.getRank() - 1, block = lt.getShape().back();
-  StringRef grid = axis->grid.getSymName();
-  auto reduce = [&](Value v, shard::ReductionKind kind) -> Value {
-    return shard::AllReduceOp::create(b, loc, v, grid, {axis->axis}, kind);
+  int64_t classes = block * (split.classes ? split.classes->size : 1);
+  shard::GridOp gridOp = split.grid;
+  StringRef grid = gridOp ? gridOp.getSymName() : StringRef();
+  // Over the classes' ranks, where the classes are split.
+  auto overClasses = [&](Value v, shard::ReductionKind kind) -> Value {
+    if (!split.classes)
+      return v;
+    return shard::AllReduceOp::create(b, loc, v, grid, {split.classes->axis}, kind);
   };
   auto overBlock = [&](Value v) -> Value {
     return ReduceSumOp::create(b, loc, v, b.getDenseI64ArrayAttr({last}), b.getUnitAttr());
   };
   auto scalar = [&](double v) { return floatScalar(b, loc, element, v); };
 
+  // Labels no longer reach a colo.cross_entropy: keep their range for the
+  // compiler's data checks. Then the rank's samples of them.
+  if (auto arg = dyn_cast<BlockArgument>(labels); arg && arg.getOwner() == &func.front()) {
+    func.setArgAttr(arg.getArgNumber(), ColoDialect::IntMaxAttrHelper::getNameStr(),
+                    b.getI64IntegerAttr(classes));
+    func.setArgAttr(arg.getArgNumber(), ColoDialect::IntIgnoredAttrHelper::getNameStr(),
+                    b.getI64IntegerAttr(ignoreIndex));
+  }
+  if (!split.samples.empty()) {
+    RankedTensorType t = tensorType(labels);
+    labels = shard::AllSliceOp::create(b, loc, withDim(t, 0, t.getDimSize(0) / split.sampleParts),
+                                       labels, grid, split.samples, int64_t(0));
+  }
+
   // Shifted by the largest logit over all ranks for range, which the loss
   // does not depend on: no gradient flows into the shift.
   Value localMax = ReduceMaxOp::create(b, loc, logits, b.getDenseI64ArrayAttr({last}),
                                        b.getUnitAttr());
-  Value max = reduce(localMax, shard::ReductionKind::Max);
+  Value max = overClasses(localMax, shard::ReductionKind::Max);
   max = StopGradientOp::create(b, loc, max.getType(), max);
   Value z = SubOp::create(b, loc, logits, max);
-  Value sumExp = reduce(overBlock(ExpOp::create(b, loc, z)), shard::ReductionKind::Sum);
+  Value sumExp = overClasses(overBlock(ExpOp::create(b, loc, z)), shard::ReductionKind::Sum);
   Value perToken = LogOp::create(b, loc, sumExp);
 
   // The target's shifted logit, from the rank whose block holds the label.
-  // Labels no longer reach a colo.cross_entropy: keep their range for the
-  // compiler's data checks.
-  if (auto arg = dyn_cast<BlockArgument>(labels); arg && arg.getOwner() == &func.front()) {
-    func.setArgAttr(arg.getArgNumber(), ColoDialect::IntMaxAttrHelper::getNameStr(),
-                    b.getI64IntegerAttr(block * tp.getInt()));
-    func.setArgAttr(arg.getArgNumber(), ColoDialect::IntIgnoredAttrHelper::getNameStr(),
-                    b.getI64IntegerAttr(ignoreIndex));
-  }
   labels = asI64(b, loc, labels);
   RankedTensorType labelType = tensorType(labels);
   SmallVector<int64_t> column(labelType.getShape());
   column.push_back(1);
-  Value local = SubOp::create(b, loc, labels, blockStart(b, loc, *axis, block));
+  Value local = labels;
+  if (split.classes)
+    local = SubOp::create(b, loc, labels, blockStart(b, loc, *split.classes, block));
   local = ReshapeOp::create(b, loc, labelType.clone(column), local);
   SmallVector<int64_t> ids(block);
   std::iota(ids.begin(), ids.end(), 0);
   auto idsType = RankedTensorType::get({block}, labelType.getElementType());
   Value blockIds = ConstantOp::create(b, loc, DenseElementsAttr::get(idsType, ArrayRef(ids)));
   Value isTarget = CompareOp::create(b, loc, ComparePredicate::eq, local, blockIds);
-  Value target = reduce(overBlock(SelectOp::create(b, loc, isTarget, z, scalar(0.0))),
-                        shard::ReductionKind::Sum);
+  Value target = overClasses(overBlock(SelectOp::create(b, loc, isTarget, z, scalar(0.0))),
+                             shard::ReductionKind::Sum);
   double eps = labelSmoothing;
   if (eps == 0) {
     perToken = SubOp::create(b, loc, perToken, target);
   } else {
     // (1 - eps) (lse - z_t) + eps mean_c (lse - z_c).
-    Value sumZ = reduce(overBlock(z), shard::ReductionKind::Sum);
-    double vocab = static_cast<double>(block * tp.getInt());
+    Value sumZ = overClasses(overBlock(z), shard::ReductionKind::Sum);
     perToken = SubOp::create(b, loc, perToken, MulOp::create(b, loc, target, scalar(1 - eps)));
-    perToken = SubOp::create(b, loc, perToken, MulOp::create(b, loc, sumZ, scalar(eps / vocab)));
+    perToken =
+        SubOp::create(b, loc, perToken, MulOp::create(b, loc, sumZ, scalar(eps / double(classes))));
   }
   perToken = ReshapeOp::create(b, loc, labelType.clone(element), perToken);
 
-  // The mean over the positions whose label is not ignore_index.
+  // The mean over the positions whose label is not ignore_index, of all the
+  // samples' ranks.
   Value counted = CompareOp::create(b, loc, ComparePredicate::ne, labels,
                                     i64Scalar(b, loc, ignoreIndex));
   SmallVector<int64_t> all(labelType.getRank());
   std::iota(all.begin(), all.end(), 0);
   auto total = [&](Value v) -> Value {
-    return ReduceSumOp::create(b, loc, v, b.getDenseI64ArrayAttr(all), nullptr);
+    v = ReduceSumOp::create(b, loc, v, b.getDenseI64ArrayAttr(all), nullptr);
+    if (split.samples.empty())
+      return v;
+    return shard::AllReduceOp::create(b, loc, v, grid, split.samples, shard::ReductionKind::Sum);
   };
   Value count = total(ConvertOp::create(b, loc, labelType.clone(element), counted));
   Value sum = total(SelectOp::create(b, loc, counted, perToken, scalar(0.0)));

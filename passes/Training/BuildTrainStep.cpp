@@ -111,10 +111,13 @@ private:
     Location lossLoc = NameLoc::get(b.getStringAttr("loss"));
     bool vocabParallel =
         ColoDialect::VocabParallelAttrHelper(step.getContext()).isAttrPresent(step);
+    FailureOr<LossSplit> split = lossSplitOf(step);
+    if (failed(split))
+      return failure();
     auto crossEntropy = [&](Value logits, Value labels) -> FailureOr<Value> {
-      if (vocabParallel)
-        return buildVocabParallelCrossEntropy(b, lossLoc, step, logits, labels, o.ignoreIndex,
-                                              o.labelSmoothing);
+      if (split->any())
+        return buildSplitCrossEntropy(b, lossLoc, step, *split, logits, labels, o.ignoreIndex,
+                                      o.labelSmoothing);
       return CrossEntropyOp::create(b, lossLoc, logits, labels,
                                     b.getI64IntegerAttr(o.ignoreIndex),
                                     b.getF64FloatAttr(o.labelSmoothing))
@@ -125,6 +128,12 @@ private:
       return step.emitError() << "loss=" << lossName << " of vocab-parallel logits (each tp "
                               << "rank holds a block of the vocabulary): use loss=lm or "
                               << "cross-entropy";
+    // A tensor grid's blocks, which only the cross-entropies read split.
+    if (split->any() && o.loss != Loss::CrossEntropy && o.loss != Loss::Lm) {
+      output = gatherLossInput(b, lossLoc, *split, output);
+      out = tensorType(output);
+      *split = LossSplit();
+    }
     if (o.loss == Loss::Output) {
       if (out.getRank() != 0 || !isa<FloatType>(out.getElementType()))
         return step.emitError() << "loss=output needs a scalar float first result, got "
@@ -137,7 +146,9 @@ private:
         !isa<FloatType>(out.getElementType()))
       return step.emitError() << "loss=" << lossName
                               << " needs logits [N, C] or [B, S, C], got " << out;
-    ArrayRef<int64_t> positions = out.getShape().drop_back();
+    // The labels' shape: every sample's positions.
+    SmallVector<int64_t> positions(out.getShape().drop_back());
+    positions[0] *= split->sampleParts;
     if (o.loss == Loss::CrossEntropy)
       return crossEntropy(output, addArgument(RankedTensorType::get(
                                                   positions, b.getIntegerType(64)),
@@ -147,7 +158,7 @@ private:
       return step.emitError() << "loss=lm needs logits [B, S, V] with S >= 2, got " << out;
     auto ids = llvm::find_if(step.getArguments(), [&](BlockArgument arg) {
       RankedTensorType t = tensorType(arg);
-      return isa<IntegerType>(t.getElementType()) && t.getShape() == positions;
+      return isa<IntegerType>(t.getElementType()) && t.getShape() == ArrayRef<int64_t>(positions);
     });
     if (ids == step.getArguments().end())
       return step.emitError() << "loss=lm needs an integer input of shape ["
@@ -158,7 +169,7 @@ private:
                                    ArrayRef<int64_t>{batch, seq - 1, vocab},
                                    ArrayRef<int64_t>{1, 1, 1});
     Value labels = SliceOp::create(b, lossLoc, *ids, ArrayRef<int64_t>{0, 1},
-                                   ArrayRef<int64_t>{batch, seq}, ArrayRef<int64_t>{1, 1});
+                                   ArrayRef<int64_t>{positions[0], seq}, ArrayRef<int64_t>{1, 1});
     return crossEntropy(logits, labels);
   }
 

@@ -9,8 +9,10 @@
 // one sample a rank; the linear weight is split over ("row", "col") as in
 // 2-D, whole on each copy, so its gradient is summed over "depth" before
 // SUMMA's broadcasts read it; the norm's scale and the table, replicated
-// over the copies' rows, have their gradients summed over ("depth", "row");
-// the result is gathered over "col", then over ("depth", "row").
+// over the copies' rows, have their gradients summed over ("depth", "row").
+// The first result (the logits) stays the rank's block, marked with its
+// axes for the loss; the second is gathered over "col", then over ("depth",
+// "row").
 
 // MESH: shard.grid @mesh(shape = 2x2x2x2) {colo.axes = ["dp", "depth", "row", "col"]}
 
@@ -18,6 +20,7 @@
 // CHECK: colo.global trainable @wte : tensor<16x8xf32> {shard = #colo.shard<split_axes = {{\[}}[], ["col"]], parts = [1, 2]>}
 // CHECK: colo.global trainable @fc.weight : tensor<8x8xf32> {shard = #colo.shard<split_axes = {{\[}}["row"], ["col"]], parts = [2, 2]>}
 // CHECK-LABEL: func.func @forward
+// CHECK-SAME: -> (tensor<1x4x4xf32>, tensor<4x4x8xf32>) attributes {colo.loss_class_axis = "col", colo.loss_sample_axes = ["depth", "row"], colo.tensor_parallel2d = 2 : i64}
 // CHECK: %[[IDS:.*]] = shard.all_slice %arg0 on @mesh grid_axes = [0, 1] slice_axis = 0 : tensor<4x4xi64> -> tensor<1x4xi64>
 // CHECK: %[[WTE:.*]] = colo.global_load @wte : tensor<16x4xf32>
 // CHECK-NEXT: colo.all_reduce_grad %[[WTE]] on @mesh grid_axes = [0, 1] : tensor<16x4xf32>
@@ -28,15 +31,17 @@
 // CHECK: colo.embedding {{.*}}, %[[IDS]] : tensor<16x4xf32>, tensor<1x4xi64>
 // CHECK: shard.broadcast %{{.*}} on @mesh grid_axes = [2] root = [0] : (tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: shard.broadcast %[[WD]] on @mesh grid_axes = [1] root = [0] : (tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK: %[[Y:.*]] = colo.reshape %{{.*}} : tensor<4x4xf32> -> tensor<1x4x4xf32>
 // CHECK: %[[C:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [2] gather_axis = 0 : tensor<4x1x4xf32> -> tensor<8x1x4xf32>
-// CHECK: shard.all_gather %{{.*}} on @mesh grid_axes = [0, 1] gather_axis = 0 : tensor<1x4x8xf32> -> tensor<4x4x8xf32>
+// CHECK: %[[H:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0, 1] gather_axis = 0 : tensor<1x4x8xf32> -> tensor<4x4x8xf32>
+// CHECK: return %[[Y]], %[[H]] : tensor<1x4x4xf32>, tensor<4x4x8xf32>
 
 // DIVIDE: colo-tensor-parallel-2d: q * depth = 8 does not divide the batch (size 4) of input 0
 
 colo.global trainable @wte : tensor<16x8xf32>
 colo.global trainable @ln.weight : tensor<8xf32>
 colo.global trainable @fc.weight : tensor<8x8xf32>
-func.func @forward(%ids: tensor<4x4xi64>) -> tensor<4x4x8xf32> {
+func.func @forward(%ids: tensor<4x4xi64>) -> (tensor<4x4x8xf32>, tensor<4x4x8xf32>) {
   %wte = colo.global_load @wte : tensor<16x8xf32>
   %lnw = colo.global_load @ln.weight : tensor<8xf32>
   %w = colo.global_load @fc.weight : tensor<8x8xf32>
@@ -45,5 +50,5 @@ func.func @forward(%ids: tensor<4x4xi64>) -> tensor<4x4x8xf32> {
   %h2 = colo.reshape %h : tensor<4x4x8xf32> -> tensor<16x8xf32>
   %y = colo.matmul %h2, %w : tensor<16x8xf32>, tensor<8x8xf32>
   %y3 = colo.reshape %y : tensor<16x8xf32> -> tensor<4x4x8xf32>
-  return %y3 : tensor<4x4x8xf32>
+  return %y3, %h : tensor<4x4x8xf32>, tensor<4x4x8xf32>
 }

@@ -9,8 +9,8 @@
 // the biases, norm scales and the embedding table hold the column's
 // features with their gradients summed over "row", the layer norms sum
 // their statistics over "col", the attention runs on the rank's 2 heads,
-// and the LM head on the tied table is summed over "col" before the rows'
-// logits are gathered.
+// and the LM head on the tied table is summed over "col": the logits stay
+// the row's samples, the function marked for the loss to read them so.
 
 // MESH: shard.grid @mesh(shape = 2x2x2) {colo.axes = ["dp", "row", "col"]}
 // MESH: shard.broadcast {{.*}} on @mesh grid_axes = [2] root = [0]
@@ -25,7 +25,7 @@
 // CHECK: colo.global trainable @mlp.c_proj.weight : tensor<32x8xf32> {shard = #colo.shard<split_axes = {{\[}}["row"], ["col"]], parts = [2, 2]>}
 
 // CHECK-LABEL: func.func @forward
-// CHECK-SAME: attributes {colo.tensor_parallel2d = 2 : i64}
+// CHECK-SAME: -> tensor<1x4x16xf32> attributes {colo.loss_sample_axes = ["row"], colo.tensor_parallel2d = 2 : i64}
 // CHECK: %[[IDS:.*]] = shard.all_slice %arg0 on @mesh grid_axes = [0] slice_axis = 0 : tensor<2x4xi64> -> tensor<1x4xi64>
 // CHECK: %[[WTE:.*]] = colo.global_load @wte : tensor<16x4xf32>
 // CHECK-NEXT: %[[WTER:.*]] = colo.all_reduce_grad %[[WTE]] on @mesh grid_axes = [0] : tensor<16x4xf32>
@@ -53,8 +53,7 @@
 // CHECK-NEXT: %[[WTR:.*]] = colo.all_reduce_grad %[[WT]] on @mesh grid_axes = [0] : tensor<4x16xf32>
 // CHECK-NEXT: %[[L:.*]] = colo.matmul %{{.*}}, %[[WTR]] : tensor<1x4x4xf32>, tensor<4x16xf32>
 // CHECK-NEXT: %[[LS:.*]] = shard.all_reduce %[[L]] on @mesh grid_axes = [1] : tensor<1x4x16xf32> -> tensor<1x4x16xf32>
-// CHECK-NEXT: %[[LG:.*]] = shard.all_gather %[[LS]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<1x4x16xf32> -> tensor<2x4x16xf32>
-// CHECK-NEXT: return %[[LG]] : tensor<2x4x16xf32>
+// CHECK-NEXT: return %[[LS]] : tensor<1x4x16xf32>
 
 colo.global trainable @wte : tensor<16x8xf32>
 colo.global trainable @ln_1.weight : tensor<8xf32>
@@ -129,24 +128,23 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
 // through their transposes; rotary embedding and the grouped-query
 // attention run on the rank's 2 query heads and 1 key/value head; the RMS
 // norms sum their squares over "col"; the untied LM head is SUMMA too, and
-// its logits are gathered over "col" (brought outermost) and then "row".
+// its logits stay the rank's block: the row's samples, the column's
+// vocabulary.
 
 // CHECK: colo.global trainable @self_attn.q_proj.weight : tensor<8x8xf32> {shard = #colo.shard<split_axes = {{\[}}["col"], ["row"]], parts = [2, 2]>}
 // CHECK: colo.global trainable @self_attn.k_proj.weight : tensor<4x8xf32> {shard = #colo.shard<split_axes = {{\[}}["col"], ["row"]], parts = [2, 2]>}
 // CHECK: colo.global trainable @lm_head.weight : tensor<16x8xf32> {shard = #colo.shard<split_axes = {{\[}}["col"], ["row"]], parts = [2, 2]>}
 
 // CHECK-LABEL: func.func @forward
+// CHECK-SAME: -> tensor<1x4x8xf32> attributes {colo.loss_class_axis = "col", colo.loss_sample_axes = ["row"], colo.tensor_parallel2d = 2 : i64}
 // CHECK: %[[WQ:.*]] = colo.global_load @self_attn.q_proj.weight : tensor<4x4xf32>
 // CHECK: colo.reduce_sum %{{.*}} dims = [2] {keep_dims} : tensor<1x4x4xf32>
 // CHECK: %[[WQT:.*]] = colo.transpose %[[WQ]] permutation = [1, 0] : tensor<4x4xf32>
 // CHECK-NEXT: shard.broadcast %{{.*}} on @mesh grid_axes = [1] root = [0] : (tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
 // CHECK-NEXT: shard.broadcast %[[WQT]] on @mesh grid_axes = [0] root = [0] : (tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK: colo.attention %{{.*}} : tensor<1x2x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>
-// CHECK: %[[T:.*]] = colo.transpose %{{.*}} permutation = [2, 0, 1] : tensor<1x4x8xf32>
-// CHECK-NEXT: %[[G:.*]] = shard.all_gather %[[T]] on @mesh grid_axes = [1] gather_axis = 0 : tensor<8x1x4xf32> -> tensor<16x1x4xf32>
-// CHECK-NEXT: %[[B:.*]] = colo.transpose %[[G]] permutation = [1, 2, 0] : tensor<16x1x4xf32>
-// CHECK-NEXT: %[[R:.*]] = shard.all_gather %[[B]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<1x4x16xf32> -> tensor<2x4x16xf32>
-// CHECK-NEXT: return %[[R]] : tensor<2x4x16xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: return %{{.*}} : tensor<1x4x8xf32>
 
 colo.global trainable @embed_tokens.weight : tensor<16x8xf32>
 colo.global trainable @input_layernorm.weight : tensor<8xf32>

@@ -410,15 +410,17 @@ def two_d(q, W, dp=1, depth=1, batch=BATCH):
     rows share (norm scales, biases, the embedding table, and GPT-2's tied table
     again as the LM head and its position embeddings as looked up, s*h). The LM
     head on GPT-2's tied table is summed over the columns (b*s*V over q groups);
-    Llama's is SUMMA, its logits gathered over the columns; the logits are
-    gathered over the rows. With dp: that in each of the dp grids on its
-    b/dp samples, and each of the q*q data-parallel groups all-reduces the
-    rank's parameters (a block of each weight, a column's block of what the
-    rows share) and the loss.
+    Llama's is SUMMA, and its logits stay split over the columns: the loss
+    sums 3 values per predicted token over them (the largest logit, the sum
+    of exponentials, the target's logit). The loss's sum and count are
+    summed over the rows (one float each). With dp: that in each of the dp
+    grids on its b/dp samples, and each of the q*q data-parallel groups
+    all-reduces the rank's parameters (a block of each weight, a column's
+    block of what the rows share) and the loss.
 
     2.5-D (depth d): each of the d copies of the grid runs the above on its
-    b/d samples, except that the logits are gathered and the gradients of
-    what the rows share summed over the copies' rows together (groups of
+    b/d samples, except that the loss's sum and count and the gradients of
+    what the rows share are summed over the copies' rows together (groups of
     q*d), and each rank's blocks of the products' weights (Llama's LM head
     among them) all-reduced over the d copies."""
     B, L = batch // (dp * depth), LAYERS
@@ -435,10 +437,10 @@ def two_d(q, W, dp=1, depth=1, batch=BATCH):
     if gpt2:
         floats += 2 * (q - 1) * B * S * V
     else:
-        floats += 2 * (q - 1) * (B * R * h + h * V) + (q - 1) * B * R * V
+        floats += 2 * (q - 1) * (B * R * h + h * V) + 3 * 2 * (q - 1) * B * loss_rows(W)
         blocks += h * V  # the untied LM head is SUMMA's too
     n = q * depth  # the ranks of a column of the grid and its copies
-    floats = depth * floats + 2 * (n - 1) * shared + q * (n - 1) * depth * B * R * V + \
+    floats = depth * floats + 2 * (n - 1) * shared + 2 * q * 2 * (n - 1) + \
         2 * (depth - 1) * blocks
     # What the q*q ranks of a grid hold: the shared parameters on every row.
     held = sum(w.size for w in W.values()) + (q - 1) * shared_params(W)
@@ -500,6 +502,12 @@ def tokens_and_head_rows(W):
     return (SEQ, SEQ) if pos is None else (pos.shape[1], 1)
 
 
+def loss_rows(W):
+    """Positions per sample the loss predicts: all but the last token (loss=lm),
+    the ViT's one class."""
+    return SEQ - 1 if tokens_and_head_rows(W)[1] > 1 else 1
+
+
 def tensor_3d(q, W, dp=1, batch=BATCH):
     """3-D tensor parallelism over a q x q x q cube, all ranks together. Per
     product X [b*s, K] @ W [K, N]: forward, X gathered over one axis of the
@@ -511,8 +519,9 @@ def tensor_3d(q, W, dp=1, batch=BATCH):
     over q ranks and their gradients, as 2-D's. The gradients of what the
     sample ranks share (norm scales, biases, tables: split q ways, summed
     over the q*q ranks of the samples). The LM head on GPT-2's tied table is
-    summed over q ranks; Llama's is a product, its logits gathered over the
-    features' axis; the logits are gathered over the q*q sample ranks. With
+    summed over q ranks; Llama's is a product, and its logits stay split
+    over the features' axis: the loss sums 3 values per predicted token over
+    it, and its sum and count over the q*q sample ranks. With
     dp: that in each of the dp cubes on its b/dp samples, and each of the
     q^3 data-parallel groups all-reduces the rank's parameters and the
     loss."""
@@ -528,8 +537,8 @@ def tensor_3d(q, W, dp=1, batch=BATCH):
     if gpt2:
         floats += 2 * (q - 1) * B * S * V
     else:
-        floats += 2 * (q - 1) * (B * R * h + h * V + B * R * V) + (q - 1) * B * R * V
-    floats += 2 * (q * q - 1) * shared + q * (q * q - 1) * B * R * V
+        floats += 2 * (q - 1) * (B * R * h + h * V + B * R * V) + 3 * 2 * (q - 1) * B * loss_rows(W)
+    floats += 2 * (q * q - 1) * shared + 2 * q * 2 * (q * q - 1)
     # What the q^3 ranks of a cube hold: the shared parameters q*q times.
     held = sum(w.size for w in W.values()) + (q * q - 1) * shared_params(W)
     return dp * floats * 4 + ring_all_reduce_bytes(dp, held) + \

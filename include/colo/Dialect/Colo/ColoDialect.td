@@ -50,6 +50,13 @@ def Colo_Dialect : Dialect {
     "::mlir::IntegerAttr":$ulysses,
     "::mlir::IntegerAttr":$ring,
     "::mlir::IntegerAttr":$vocab_parallel,
+    // @forward / @train_step whose first result a tensor grid left split
+    // (colo-tensor-parallel-2d/-3d): the mesh axes its samples are split
+    // over, and the one its last dimension (the classes) is split over,
+    // absent when each rank holds all of them. The loss is computed on the
+    // blocks (buildSplitCrossEntropy).
+    "::mlir::ArrayAttr":$loss_sample_axes,
+    "::mlir::StringAttr":$loss_class_axis,
     // @train_step after colo-zero: the ZeRO stage.
     "::mlir::IntegerAttr":$zero,
     // A ZeRO all-gather: the phase it serves ("forward", "backward").
