@@ -872,10 +872,10 @@ double layerColumnParams(const ModelProfile &m) { return m.layer.params - layerG
 /// them one after the other, unoverlapped), forward, the reduces of their
 /// gradients backward, and the forward's again under full recompute; each
 /// norm's two statistics summed over the rank's row of the grid in each
-/// pass; per microbatch the loss on the rank's block of the logits (a tied
-/// head's logits summed over the columns, an untied head's split over them,
-/// the loss summing three values per token over the columns) and its sum
-/// and count over the rows; once per step the all-reduce over the rows of
+/// pass; per microbatch the loss on the rank's block of the logits (split
+/// over the columns: a tied head's reduce-scattered there, then gathered
+/// backward; the loss summing three values per token over the columns) and
+/// its sum and count over the rows; once per step the all-reduce over the rows of
 /// the gradients of what the rows share (the columns' blocks of the tables,
 /// a tied table again as the head's, norm scales and biases). Under 2.5-D
 /// the loss's sums and the shared gradients are over the copies' rows too,
@@ -891,7 +891,8 @@ double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, 
   double tokens = s.b * m.seq * m.elementBytes;
   double head =
       (m.tiedParams > 0 ? collectiveTime(Collective::AllReduce, tokens * m.vocab / q, q, 1, c)
-                        : 3 * collectiveTime(Collective::AllReduce, tokens / q, q, 1, c)) +
+                        : 0) +
+      3 * collectiveTime(Collective::AllReduce, tokens / q, q, 1, c) +
       2 * collectiveTime(Collective::AllReduce, m.elementBytes, q * s.depth, q, c);
   double shared =
       (m.pre.params + m.post.params + m.tiedParams) / q + dev.maxLayers * layerColumnParams(m) / q;
@@ -932,9 +933,10 @@ std::vector<CubeBlocks> cubeBlocks(const ModelProfile &m, const Shared &s) {
 /// X' gathered over one axis, W' over "x", the product reduce-scattered
 /// over the third; backward, the adjoints (two reduce-scatters, one
 /// gather) of the same volumes; each norm's statistics summed over q
-/// ranks; per microbatch the loss on the rank's block of the logits (a tied
-/// head's summed over the features' axis, an untied one's split over it,
-/// the loss summing three values per token over it) and its sum and count
+/// ranks; per microbatch the loss on the rank's block of the logits (split
+/// over the features' axis: a tied head's reduce-scattered there, then
+/// gathered backward; the loss summing three values per token over it) and
+/// its sum and count
 /// over the q^2 ranks of the samples; once per step the gradients of what the sample
 /// ranks share (per-feature weights and tables, q ways split) summed over
 /// them. `edgeParams`: the tables and the head the rank holds a part of
@@ -957,12 +959,12 @@ double cubeTraffic(const ModelProfile &m, const Plan &plan, const Shared &s, dou
     head = collect(Collective::AllReduce, tokens * m.vocab / (q * q), q, 1);
   } else if (last) {
     Gemm g{double(m.seq), double(m.hidden), double(m.vocab), 1, true};
-    head = 2 * product(cubeBlocks(g, m, s)) +
-           3 * collect(Collective::AllReduce, tokens / (q * q), q, 1);
+    head = 2 * product(cubeBlocks(g, m, s));
     headParams = double(m.hidden) * m.vocab;
   }
   if (last)
-    head += 2 * collect(Collective::AllReduce, m.elementBytes, q * q, q);
+    head += 3 * collect(Collective::AllReduce, tokens / (q * q), q, 1) +
+            2 * collect(Collective::AllReduce, m.elementBytes, q * q, q);
   double shared = (edgeParams - headParams) / q + layers * layerColumnParams(m) / q;
   return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) + head) +
          collect(Collective::AllReduce, s.weightBytes * shared, q * q, q);
@@ -1225,9 +1227,10 @@ double summaBytes(const ModelProfile &m, const Plan &plan, const Shared &s, doub
     perLayer += (q - 1) * (b.x + b.w);
   double stats = ringBytesSent(Collective::AllReduce, s.b * m.seq / q * 4, q);
   double tokens = s.b * m.seq * m.elementBytes;
-  double loss = (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, tokens * m.vocab / q, q)
-                                  : 3 * ringBytesSent(Collective::AllReduce, tokens / q, q)) +
-                2 * ringBytesSent(Collective::AllReduce, m.elementBytes, q * s.depth);
+  double loss =
+      (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, tokens * m.vocab / q, q) : 0) +
+      3 * ringBytesSent(Collective::AllReduce, tokens / q, q) +
+      2 * ringBytesSent(Collective::AllReduce, m.elementBytes, q * s.depth);
   return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) + loss) +
          ringBytesSent(Collective::AllReduce,
                        s.weightBytes * (edgeParams + layers * layerColumnParams(m)) / q,
@@ -1400,14 +1403,13 @@ double inflightAt(int64_t d, double inflight, const Plan &plan) {
 
 /// The logits of a microbatch the head's rank holds: its share of them; 2-D
 /// and 3-D tensor parallelism's, its samples' (of all the copies' under
-/// 2.5-D), an untied head's split over the features' axis too.
+/// 2.5-D) and its block of the vocabulary.
 double logitElements(const ModelProfile &m, const Shared &s) {
   double all = s.b * double(s.depth) * double(m.seq) * double(m.vocab);
   int64_t q = std::max(s.grid, s.cube);
   if (q == 1)
     return all / double(s.edge);
-  double samples = s.grid > 1 ? double(q * s.depth) : double(q * q);
-  return all / samples / (m.tiedParams > 0 ? 1.0 : double(q));
+  return all / (s.grid > 1 ? double(q * s.depth) : double(q * q)) / double(q);
 }
 
 /// The elements of the head's weight (a tied table's) the rank's product

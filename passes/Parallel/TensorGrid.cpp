@@ -619,6 +619,8 @@ LogicalResult TensorGrid::visitProduct(MatmulOp op) {
       return failure();
     OpBuilder b(op);
     b.setInsertionPointAfter(op);
+    if (batch && isLogits(op.getResult()) && tensorType(op.getResult()).getShape().back() % q == 0)
+      return scatterLogits(b, op, *batch, x.layout);
     Value sum =
         make<shard::AllReduceOp>(b, op.getLoc(), op.getResult(), gridName(),
                                  ArrayRef<int16_t>{l.features.axis}, shard::ReductionKind::Sum);
@@ -631,6 +633,58 @@ LogicalResult TensorGrid::visitProduct(MatmulOp op) {
       (w->transpose && !w->transpose.getInput().hasOneUse()))
     return unsupported(op, "its right operand is not a weight read once");
   return product(op, *w, x.layout, batch.has_value());
+}
+
+/// Whether `v` is the function's first result, through reshapes that keep
+/// its last dimension: the logits, which the loss reads split.
+bool TensorGrid::isLogits(Value v) const {
+  int64_t last = tensorType(v).getShape().back();
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (auto ret = dyn_cast<func::ReturnOp>(user))
+      return ret->getOperand(0) == v;
+    auto reshape = dyn_cast<ReshapeOp>(user);
+    if (!reshape || tensorType(reshape.getResult()).getShape().back() != last)
+      return false;
+    v = reshape.getResult();
+  }
+  return false;
+}
+
+/// The logits of a tied head, partial sums over the feature axis,
+/// reduce-scattered along the classes over it rather than all-reduced: each
+/// rank gets its block of the classes' sums, half the all-reduce's bytes,
+/// and the loss reads them split. The classes are brought outermost for the
+/// collective, as the runtime splits tensors along their outermost
+/// dimension.
+LogicalResult TensorGrid::scatterLogits(OpBuilder &b, MatmulOp op, unsigned batch,
+                                        unsigned layout) {
+  Location loc = op.getLoc();
+  RankedTensorType t = tensorType(op.getResult());
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> perm{rank - 1}, back;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    perm.push_back(d);
+  for (int64_t d = 1; d < rank; ++d)
+    back.push_back(d);
+  back.push_back(0);
+  auto transpose = [&](Value v, ArrayRef<int64_t> p) {
+    RankedTensorType vt = tensorType(v);
+    SmallVector<int64_t> shape;
+    for (int64_t d : p)
+      shape.push_back(vt.getDimSize(d));
+    return make<TransposeOp>(b, loc, vt.clone(shape), v, b.getDenseI64ArrayAttr(p));
+  };
+  Value front = transpose(op.getResult(), perm);
+  RankedTensorType ft = tensorType(front);
+  Value scattered =
+      make<shard::ReduceScatterOp>(b, loc, withDim(ft, 0, ft.getDimSize(0) / q), gridName(),
+                                   ArrayRef<int16_t>{layouts[layout].features.axis}, front,
+                                   shard::ReductionKind::Sum, APInt(64, 0));
+  Value logits = transpose(scattered, back);
+  op.getResult().replaceAllUsesExcept(logits, front.getDefiningOp());
+  copyLayout(logits, op.getResult(), batch, FeatureSplit{rank - 1, 1, layout});
+  return success();
 }
 
 /// A layer or RMS norm over the split features (the last dimension): the

@@ -15,8 +15,8 @@
 // layer and RMS norms sum their statistics over its feature axis; attention
 // is local (the rank's samples and heads); a product of two feature-split
 // operands (an LM head on the tied embedding table) is summed over the
-// feature axis; a convolution with trainable filters (a ViT's patch
-// embedding) computes the rank's output channels, and a weight broadcast to
+// feature axis (the logits reduce-scattered along the classes); a convolution with trainable
+// filters (a ViT's patch embedding) computes the rank's output channels, and a weight broadcast to
 // the batch (its class token) the rank's features of its samples; the
 // function's inputs are cut to the first layout's samples and its results
 // gathered whole, but for the first (the logits), which the loss reads as
@@ -156,6 +156,9 @@ private:
   mlir::Value cutBatch(mlir::Value v, unsigned layout);
   mlir::LogicalResult visitReshape(ReshapeOp op, std::optional<unsigned> batch);
   mlir::LogicalResult visitProduct(MatmulOp op);
+  bool isLogits(mlir::Value v) const;
+  mlir::LogicalResult scatterLogits(mlir::OpBuilder &b, MatmulOp op, unsigned batch,
+                                    unsigned layout);
   mlir::LogicalResult visitNorm(mlir::Operation *op);
 
   llvm::DenseMap<mlir::Value, unsigned> batchSplit;

@@ -9,8 +9,10 @@
 // the biases, norm scales and the embedding table hold the column's
 // features with their gradients summed over "row", the layer norms sum
 // their statistics over "col", the attention runs on the rank's 2 heads,
-// and the LM head on the tied table is summed over "col": the logits stay
-// the row's samples, the function marked for the loss to read them so.
+// and the LM head on the tied table is reduce-scattered over "col" along
+// the vocabulary (brought outermost): the logits stay the rank's block (the
+// row's samples, the column's vocabulary), the function marked for the
+// loss to read them so.
 
 // MESH: shard.grid @mesh(shape = 2x2x2) {colo.axes = ["dp", "row", "col"]}
 // MESH: shard.broadcast {{.*}} on @mesh grid_axes = [2] root = [0]
@@ -25,7 +27,7 @@
 // CHECK: colo.global trainable @mlp.c_proj.weight : tensor<32x8xf32> {shard = #colo.shard<split_axes = {{\[}}["row"], ["col"]], parts = [2, 2]>}
 
 // CHECK-LABEL: func.func @forward
-// CHECK-SAME: -> tensor<1x4x16xf32> attributes {colo.loss_sample_axes = ["row"], colo.tensor_parallel2d = 2 : i64}
+// CHECK-SAME: -> tensor<1x4x8xf32> attributes {colo.loss_class_axis = "col", colo.loss_sample_axes = ["row"], colo.tensor_parallel2d = 2 : i64}
 // CHECK: %[[IDS:.*]] = shard.all_slice %arg0 on @mesh grid_axes = [0] slice_axis = 0 : tensor<2x4xi64> -> tensor<1x4xi64>
 // CHECK: %[[WTE:.*]] = colo.global_load @wte : tensor<16x4xf32>
 // CHECK-NEXT: %[[WTER:.*]] = colo.all_reduce_grad %[[WTE]] on @mesh grid_axes = [0] : tensor<16x4xf32>
@@ -52,8 +54,10 @@
 // CHECK: %[[WT:.*]] = colo.transpose %[[WTE]] permutation = [1, 0] : tensor<16x4xf32>
 // CHECK-NEXT: %[[WTR:.*]] = colo.all_reduce_grad %[[WT]] on @mesh grid_axes = [0] : tensor<4x16xf32>
 // CHECK-NEXT: %[[L:.*]] = colo.matmul %{{.*}}, %[[WTR]] : tensor<1x4x4xf32>, tensor<4x16xf32>
-// CHECK-NEXT: %[[LS:.*]] = shard.all_reduce %[[L]] on @mesh grid_axes = [1] : tensor<1x4x16xf32> -> tensor<1x4x16xf32>
-// CHECK-NEXT: return %[[LS]] : tensor<1x4x16xf32>
+// CHECK-NEXT: %[[LT:.*]] = colo.transpose %[[L]] permutation = [2, 0, 1] : tensor<1x4x16xf32>
+// CHECK-NEXT: %[[LS:.*]] = shard.reduce_scatter %[[LT]] on @mesh grid_axes = [1] scatter_axis = 0 : tensor<16x1x4xf32> -> tensor<8x1x4xf32>
+// CHECK-NEXT: %[[LB:.*]] = colo.transpose %[[LS]] permutation = [1, 2, 0] : tensor<8x1x4xf32>
+// CHECK-NEXT: return %[[LB]] : tensor<1x4x8xf32>
 
 colo.global trainable @wte : tensor<16x8xf32>
 colo.global trainable @ln_1.weight : tensor<8xf32>

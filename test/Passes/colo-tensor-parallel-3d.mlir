@@ -14,8 +14,9 @@
 // features' axis. Biases, norm scales and the table hold their layout's
 // features, their gradients summed over its sample axes; the layer norms
 // sum their statistics over "y"; attention runs on the rank's 2 heads; the
-// LM head on the tied table is summed over "y", and the logits stay split
-// over ("x", "z"), the function marked for the loss.
+// LM head on the tied table is reduce-scattered over "y" along the
+// vocabulary, and the logits stay split (samples over ("x", "z"),
+// vocabulary over "y"), the function marked for the loss.
 
 // MESH: shard.grid @mesh(shape = 2x2x2x2) {colo.axes = ["dp", "x", "y", "z"]}
 // MESH: shard.all_gather %{{.*}} on @mesh grid_axes = [3] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
@@ -33,7 +34,7 @@
 // CHECK: colo.global trainable @mlp.c_proj.weight : tensor<32x8xf32> {shard = #colo.shard<split_axes = {{\[}}["z", "x"], ["y"]], parts = [4, 2]>}
 
 // CHECK-LABEL: func.func @forward
-// CHECK-SAME: -> tensor<1x4x16xf32> attributes {colo.loss_sample_axes = ["x", "z"], colo.tensor_parallel3d = 2 : i64}
+// CHECK-SAME: -> tensor<1x4x8xf32> attributes {colo.loss_class_axis = "y", colo.loss_sample_axes = ["x", "z"], colo.tensor_parallel3d = 2 : i64}
 // CHECK: %[[IDS:.*]] = shard.all_slice %arg0 on @mesh grid_axes = [0, 2] slice_axis = 0 : tensor<4x4xi64> -> tensor<1x4xi64>
 // CHECK: %[[WTE:.*]] = colo.global_load @wte : tensor<16x4xf32>
 // CHECK-NEXT: %[[WTER:.*]] = colo.all_reduce_grad %[[WTE]] on @mesh grid_axes = [0, 2] : tensor<16x4xf32>
@@ -63,8 +64,10 @@
 // CHECK: %[[WT:.*]] = colo.transpose %[[WTE]] permutation = [1, 0] : tensor<16x4xf32>
 // CHECK-NEXT: %[[WTR:.*]] = colo.all_reduce_grad %[[WT]] on @mesh grid_axes = [0, 2] : tensor<4x16xf32>
 // CHECK-NEXT: %[[L:.*]] = colo.matmul %{{.*}}, %[[WTR]] : tensor<1x4x4xf32>, tensor<4x16xf32>
-// CHECK-NEXT: %[[LS:.*]] = shard.all_reduce %[[L]] on @mesh grid_axes = [1] : tensor<1x4x16xf32> -> tensor<1x4x16xf32>
-// CHECK-NEXT: return %[[LS]] : tensor<1x4x16xf32>
+// CHECK-NEXT: %[[LT:.*]] = colo.transpose %[[L]] permutation = [2, 0, 1] : tensor<1x4x16xf32>
+// CHECK-NEXT: %[[LS:.*]] = shard.reduce_scatter %[[LT]] on @mesh grid_axes = [1] scatter_axis = 0 : tensor<16x1x4xf32> -> tensor<8x1x4xf32>
+// CHECK-NEXT: %[[LB:.*]] = colo.transpose %[[LS]] permutation = [1, 2, 0] : tensor<8x1x4xf32>
+// CHECK-NEXT: return %[[LB]] : tensor<1x4x8xf32>
 
 colo.global trainable @wte : tensor<16x8xf32>
 colo.global trainable @ln_1.weight : tensor<8xf32>

@@ -409,9 +409,10 @@ def two_d(q, W, dp=1, depth=1, batch=BATCH):
     their gradients. Over the rows, the all-reduce of the gradients of what the
     rows share (norm scales, biases, the embedding table, and GPT-2's tied table
     again as the LM head and its position embeddings as looked up, s*h). The LM
-    head on GPT-2's tied table is summed over the columns (b*s*V over q groups);
-    Llama's is SUMMA, and its logits stay split over the columns: the loss
-    sums 3 values per predicted token over them (the largest logit, the sum
+    head on GPT-2's tied table is reduce-scattered over the columns along
+    the vocabulary (b*s*V over q groups) and gathered backward; Llama's is
+    SUMMA. Both leave the logits split over the columns: the loss sums 3
+    values per predicted token over them (the largest logit, the sum
     of exponentials, the target's logit). The loss's sum and count are
     summed over the rows (one float each). With dp: that in each of the dp
     grids on its b/dp samples, and each of the q*q data-parallel groups
@@ -437,8 +438,9 @@ def two_d(q, W, dp=1, depth=1, batch=BATCH):
     if gpt2:
         floats += 2 * (q - 1) * B * S * V
     else:
-        floats += 2 * (q - 1) * (B * R * h + h * V) + 3 * 2 * (q - 1) * B * loss_rows(W)
+        floats += 2 * (q - 1) * (B * R * h + h * V)
         blocks += h * V  # the untied LM head is SUMMA's too
+    floats += 3 * 2 * (q - 1) * B * loss_rows(W)
     n = q * depth  # the ranks of a column of the grid and its copies
     floats = depth * floats + 2 * (n - 1) * shared + 2 * q * 2 * (n - 1) + \
         2 * (depth - 1) * blocks
@@ -519,8 +521,9 @@ def tensor_3d(q, W, dp=1, batch=BATCH):
     over q ranks and their gradients, as 2-D's. The gradients of what the
     sample ranks share (norm scales, biases, tables: split q ways, summed
     over the q*q ranks of the samples). The LM head on GPT-2's tied table is
-    summed over q ranks; Llama's is a product, and its logits stay split
-    over the features' axis: the loss sums 3 values per predicted token over
+    reduce-scattered over q ranks along the vocabulary and gathered
+    backward; Llama's is a product. Both leave the logits split over the
+    features' axis: the loss sums 3 values per predicted token over
     it, and its sum and count over the q*q sample ranks. With
     dp: that in each of the dp cubes on its b/dp samples, and each of the
     q^3 data-parallel groups all-reduces the rank's parameters and the
@@ -537,7 +540,8 @@ def tensor_3d(q, W, dp=1, batch=BATCH):
     if gpt2:
         floats += 2 * (q - 1) * B * S * V
     else:
-        floats += 2 * (q - 1) * (B * R * h + h * V + B * R * V) + 3 * 2 * (q - 1) * B * loss_rows(W)
+        floats += 2 * (q - 1) * (B * R * h + h * V + B * R * V)
+    floats += 3 * 2 * (q - 1) * B * loss_rows(W)
     floats += 2 * (q * q - 1) * shared + 2 * q * 2 * (q * q - 1)
     # What the q^3 ranks of a cube hold: the shared parameters q*q times.
     held = sum(w.size for w in W.values()) + (q * q - 1) * shared_params(W)
