@@ -834,20 +834,34 @@ double recomputeTime(const ModelProfile &m, const Plan &plan, const Devices &dev
   return 0;
 }
 
-/// The blocks one SUMMA step of a layer's product with a weight broadcasts,
-/// per microbatch: the rank's X block (in its row of the grid) and W block
-/// (in its column), bytes.
+/// The blocks one SUMMA step of a product with a weight broadcasts, per
+/// microbatch, bytes: the rank's X block (in its row of the grid; forward
+/// none where an earlier product broadcast the same input, backward each
+/// product reduces its own gradient of it) and W block (in its column).
 struct SummaBlocks {
-  double x = 0, w = 0;
+  double x = 0, xForward = 0, w = 0;
 };
-std::vector<SummaBlocks> summaBlocks(const ModelProfile &m, const Shared &s) {
+SummaBlocks summaBlocks(const Gemm &g, const ModelProfile &m, const Shared &s) {
+  double q2 = double(s.grid * s.grid), x = s.b * g.rows * g.depth / q2 * m.elementBytes;
+  return {x, g.sharesInput ? 0 : x, g.depth * g.cols / q2 * s.weightBytes};
+}
+/// A layer's products' blocks, and an untied LM head's (a SUMMA product
+/// too) where `head`.
+std::vector<SummaBlocks> summaBlocks(const ModelProfile &m, const Shared &s, bool head) {
   std::vector<SummaBlocks> blocks;
-  double q2 = double(s.grid * s.grid);
   for (const Gemm &g : m.layer.gemms)
     if (g.ofWeight)
-      blocks.push_back(
-          {s.b * g.rows * g.depth / q2 * m.elementBytes, g.depth * g.cols / q2 * s.weightBytes});
+      blocks.push_back(summaBlocks(g, m, s));
+  if (head && m.tiedParams == 0)
+    blocks.push_back(
+        summaBlocks(Gemm{double(m.seq), double(m.hidden), double(m.vocab), 1, true}, m, s));
   return blocks;
+}
+
+/// An untied LM head's parameters: a product's weight under the grids, not
+/// among the tables their sample ranks share.
+double untiedHeadParams(const ModelProfile &m) {
+  return m.tiedParams > 0 ? 0 : double(m.hidden) * double(m.vocab);
 }
 
 /// The parameters of a layer's products with weights, split over the whole
@@ -883,10 +897,15 @@ double layerColumnParams(const ModelProfile &m) { return m.layer.params - layerG
 double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, const Devices &dev,
                  const Shared &s) {
   int64_t q = s.grid;
-  double passes = plan.recompute == Recompute::Full ? 3 : 2, perLayer = 0;
-  for (SummaBlocks b : summaBlocks(m, s))
-    perLayer += q * (collectiveTime(Collective::SendRecv, b.x, 2, 1, c) +
-                     collectiveTime(Collective::SendRecv, b.w, 2, q, c));
+  double passes = plan.recompute == Recompute::Full ? 3 : 2, forward = 0, backward = 0;
+  auto steps = [&](SummaBlocks b, bool isForward) {
+    return q * (collectiveTime(Collective::SendRecv, isForward ? b.xForward : b.x, 2, 1, c) +
+                collectiveTime(Collective::SendRecv, b.w, 2, q, c));
+  };
+  for (SummaBlocks b : summaBlocks(m, s, /*head=*/false)) {
+    forward += steps(b, true);
+    backward += steps(b, false);
+  }
   double stats = collectiveTime(Collective::AllReduce, s.b * m.seq / q * 4, q, 1, c);
   double tokens = s.b * m.seq * m.elementBytes;
   double head =
@@ -894,14 +913,19 @@ double summaTime(const ModelProfile &m, const ClusterSpec &c, const Plan &plan, 
                         : 0) +
       3 * collectiveTime(Collective::AllReduce, tokens / q, q, 1, c) +
       2 * collectiveTime(Collective::AllReduce, m.elementBytes, q * s.depth, q, c);
-  double shared =
-      (m.pre.params + m.post.params + m.tiedParams) / q + dev.maxLayers * layerColumnParams(m) / q;
-  double depthSums =
-      s.depth > 1 ? collectiveTime(Collective::AllReduce,
-                                   s.weightBytes * dev.maxLayers * layerGridParams(m) / (q * q),
-                                   s.depth, q * q, c)
-                  : 0;
-  return s.mcount * (dev.maxLayers * passes * (perLayer + 2 * 2 * stats) + head) +
+  if (m.tiedParams == 0) {
+    SummaBlocks b = summaBlocks(m, s, /*head=*/true).back();
+    head += steps(b, true) + steps(b, false);
+  }
+  double shared = (m.pre.params + m.post.params - untiedHeadParams(m) + m.tiedParams) / q +
+                  dev.maxLayers * layerColumnParams(m) / q;
+  double gridWeights = dev.maxLayers * layerGridParams(m) + untiedHeadParams(m);
+  double depthSums = s.depth > 1
+                         ? collectiveTime(Collective::AllReduce,
+                                          s.weightBytes * gridWeights / (q * q), s.depth, q * q, c)
+                         : 0;
+  return s.mcount *
+             (dev.maxLayers * ((passes - 1) * forward + backward + passes * 2 * 2 * stats) + head) +
          collectiveTime(Collective::AllReduce, s.weightBytes * shared, q * s.depth, q, c) +
          depthSums;
 }
@@ -1217,25 +1241,36 @@ double ringBytesSent(Collective kind, double bytes, int64_t n) {
 }
 
 /// The bytes a rank with `layers` layers and `edgeParams` of the tables
-/// sends per step under 2-D tensor parallelism (summaTime's traffic): in a
-/// chain each rank is the last member, which sends nothing, once in q steps.
+/// (the head among them where `last`) sends per step under 2-D tensor
+/// parallelism (summaTime's traffic): in a chain each rank is the last
+/// member, which sends nothing, once in q steps.
 double summaBytes(const ModelProfile &m, const Plan &plan, const Shared &s, double layers,
-                  double edgeParams) {
+                  double edgeParams, bool last) {
   int64_t q = s.grid;
-  double passes = plan.recompute == Recompute::Full ? 3 : 2, perLayer = 0;
-  for (SummaBlocks b : summaBlocks(m, s))
-    perLayer += (q - 1) * (b.x + b.w);
+  double passes = plan.recompute == Recompute::Full ? 3 : 2, forward = 0, backward = 0;
+  for (SummaBlocks b : summaBlocks(m, s, /*head=*/false)) {
+    forward += (q - 1) * (b.xForward + b.w);
+    backward += (q - 1) * (b.x + b.w);
+  }
   double stats = ringBytesSent(Collective::AllReduce, s.b * m.seq / q * 4, q);
-  double tokens = s.b * m.seq * m.elementBytes;
-  double loss =
-      (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, tokens * m.vocab / q, q) : 0) +
-      3 * ringBytesSent(Collective::AllReduce, tokens / q, q) +
-      2 * ringBytesSent(Collective::AllReduce, m.elementBytes, q * s.depth);
-  return s.mcount * (layers * passes * (perLayer + 2 * 2 * stats) + loss) +
+  double tokens = s.b * m.seq * m.elementBytes, head = 0, headParams = 0;
+  if (last) {
+    head = (m.tiedParams > 0 ? ringBytesSent(Collective::AllReduce, tokens * m.vocab / q, q) : 0) +
+           3 * ringBytesSent(Collective::AllReduce, tokens / q, q) +
+           2 * ringBytesSent(Collective::AllReduce, m.elementBytes, q * s.depth);
+    if (m.tiedParams == 0) {
+      SummaBlocks b = summaBlocks(m, s, /*head=*/true).back();
+      head += (q - 1) * (b.xForward + b.x + 2 * b.w);
+    }
+    headParams = untiedHeadParams(m);
+  }
+  return s.mcount * (layers * ((passes - 1) * forward + backward + passes * 2 * 2 * stats) + head) +
          ringBytesSent(Collective::AllReduce,
-                       s.weightBytes * (edgeParams + layers * layerColumnParams(m)) / q,
+                       s.weightBytes * (edgeParams - headParams + layers * layerColumnParams(m)) /
+                           q,
                        q * s.depth) +
-         ringBytesSent(Collective::AllReduce, s.weightBytes * layers * layerGridParams(m) / (q * q),
+         ringBytesSent(Collective::AllReduce,
+                       s.weightBytes * (layers * layerGridParams(m) + headParams) / (q * q),
                        s.depth);
 }
 
@@ -1265,7 +1300,7 @@ double deviceBytesSent(int64_t d, const ModelProfile &m, const Plan &plan, const
     return ringBytesSent(kind, bytes, n);
   };
   double bytes =
-      s.grid > 1   ? summaBytes(m, plan, s, layers, edgeParams)
+      s.grid > 1   ? summaBytes(m, plan, s, layers, edgeParams, (chunks - 1) % pp == d)
       : s.cube > 1 ? cubeTraffic(m, plan, s, layers, edgeParams, (chunks - 1) % pp == d, sent)
                    : mcount * (layers * (plan.recompute == Recompute::Full ? 6 : 4) + edgeReduces) *
                          ringBytesSent(Collective::AllReduce, boundary, tp);
