@@ -477,7 +477,12 @@ def ColoBuildTrainStep : Pass<"colo-build-train-step", "::mlir::ModuleOp"> {
     without the class dimension), `lm` (next-token cross-entropy of the logits
     against the first integer input shifted by one), `mse` (a new argument
     `target` of the output's type), `output` (the model's first result is
-    already the scalar loss).
+    already the scalar loss). Where a plan pass left the logits as the rank's
+    block (`colo.vocab_parallel`, or a tensor grid's `colo.loss_sample_axes`
+    and `colo.loss_class_axis`), the cross-entropies are computed on the
+    blocks (the labels, whole, cut to the rank's samples; log-sum-exp and
+    the target's logit summed over the classes' ranks, the losses and their
+    count over the samples'), and `mse` gathers them whole first.
   }];
   let options = [
     Option<"loss", "loss", "colo::Loss", "colo::Loss::CrossEntropy",
@@ -1296,11 +1301,14 @@ def ColoTensorParallel2D : Pass<"colo-tensor-parallel-2d", "::mlir::ModuleOp"> {
     Attention runs on the rank's samples and heads (q divides the query and
     the key/value heads). A product of two operands split along their
     contracted features (an LM head on the tied embedding table) is summed
-    over "col". A convolution of the rank's samples with trainable filters
-    (a ViT's patch embedding) computes the column's output channels; a
-    weight broadcast to the batch (a ViT's class token) holds the column's
-    features and is broadcast to the rank's samples. The results are
-    gathered whole.
+    over "col" (the logits reduce-scattered along the vocabulary). A
+    convolution of the rank's samples with trainable filters (a ViT's patch
+    embedding) computes the column's output channels; a weight broadcast to
+    the batch (a ViT's class token) holds the column's features and is
+    broadcast to the rank's samples. The results are gathered whole but the
+    first (the logits), which stays the rank's block: the function records
+    its axes (`colo.loss_sample_axes`, `colo.loss_class_axis`), and
+    `colo-build-train-step` computes the loss on the blocks.
 
     Errors, on the op: sizes q does not divide, dropout, ops that mix or
     reduce the split features or the batch other than the above. The
@@ -1310,7 +1318,8 @@ def ColoTensorParallel2D : Pass<"colo-tensor-parallel-2d", "::mlir::ModuleOp"> {
     Tesseract; Colossal-AI's `parallel_2p5d`): d copies of the grid on mesh
     axis "depth", each on block k of the batch (the inputs are cut over
     "depth" and "row"), every weight whole on each copy and its gradient
-    summed over "depth"; the results are gathered over "depth" too.
+    summed over "depth"; the samples of the results and of the loss are
+    over "depth" too.
   }];
   let options = [
     Option<"q", "q", "int64_t", "1", "The grid's side: q x q ranks (mesh axes \"row\" and \"col\")">,
@@ -1355,8 +1364,9 @@ def ColoTensorParallel3D : Pass<"colo-tensor-parallel-3d", "::mlir::ModuleOp"> {
     summed over its sample axes; norms sum their statistics over its
     feature axis; attention runs on the rank's samples and heads; a product
     of two feature-split operands (a tied LM head) is summed over the
-    feature axis; the results are gathered whole. The function records
-    `colo.tensor_parallel3d = q`; `q=1` changes nothing.
+    feature axis (the logits reduce-scattered along the vocabulary); the
+    results are gathered whole but the logits, left split for the loss. The
+    function records `colo.tensor_parallel3d = q`; `q=1` changes nothing.
   }];
   let options = [
     Option<"q", "q", "int64_t", "1", "The cube's side: q^3 ranks (mesh axes \"x\", \"y\", \"z\")">,
