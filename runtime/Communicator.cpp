@@ -46,6 +46,12 @@ std::unique_ptr<Work> Communicator::startAllReduce(void *data, int64_t count, DT
   return std::make_unique<FinishedWork>();
 }
 
+std::unique_ptr<Work> Communicator::startAllGather(const void *send, void *recv, int64_t count,
+                                                   DType dtype, const Group &group) {
+  allGather(send, recv, count, dtype, group);
+  return std::make_unique<FinishedWork>();
+}
+
 std::unique_ptr<Work> Communicator::startBroadcast(void *data, int64_t count, DType dtype,
                                                    int root, const Group &group) {
   broadcast(data, count, dtype, root, group);

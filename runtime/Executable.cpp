@@ -614,8 +614,10 @@ void Executable::validateSteps() {
              " elements, not a multiple of the group size " + std::to_string(parts));
       if (in == out && c.kind() != Collective::ALL_REDUCE)
         fail(where + ": input and output are the same buffer");
-      if (c.overlap() && c.kind() != Collective::ALL_REDUCE && c.kind() != Collective::BROADCAST)
-        fail(where + ": only an all-reduce or a broadcast overlaps the steps after it");
+      if (c.overlap() && c.kind() != Collective::ALL_REDUCE && c.kind() != Collective::BROADCAST &&
+          c.kind() != Collective::ALL_GATHER)
+        fail(where + ": only an all-reduce, an all-gather or a broadcast overlaps the steps "
+                     "after it");
       notConstant("output", out);
       break;
     }

@@ -234,17 +234,22 @@ public:
   void allGather(const void *send, void *recv, int64_t count, DType dtype,
                  const Group &group) override {
     Call call(*this, "allGather");
-    int me = member(group, call.what);
-    int64_t es = elementSize(dtype, call.what);
-    checkBuffer(send, count, call.what);
-    checkBuffer(recv, count, call.what);
-    Channel ch = channel(group, call.what);
-    int64_t p = group.size();
-    char *out = static_cast<char *>(recv);
-    if (count > 0 && send != out + me * count * es)
-      std::memmove(out + me * count * es, send, count * es);
-    if (p > 1 && count > 0)
-      allGatherRing(out, Chunks{count * p, p}, es, me, ch, call.what);
+    Gather g = startGather(send, recv, count, dtype, group, call);
+    if (g.chunks.p > 1 && count > 0)
+      allGatherRing(g.out, g.chunks, g.es, g.me, g.ch, call.what);
+  }
+
+  std::unique_ptr<Work> startAllGather(const void *send, void *recv, int64_t count, DType dtype,
+                                       const Group &group) override {
+    Call call(*this, "allGather");
+    Gather g = startGather(send, recv, count, dtype, group, call);
+    // The ring all-reduce's second half: each member's chunk is its block.
+    auto ring = std::make_unique<RingAllReduce>(*this, g.out, g.chunks, g.es, dtype, ReduceOp::Sum,
+                                                g.me, g.ch, /*gatherOnly=*/true);
+    if (ring->steps() > 0)
+      ring->own();
+    ring->progress();
+    return ring;
   }
 
   void reduceScatter(const void *send, void *recv, int64_t count, DType dtype,
@@ -822,11 +827,16 @@ private:
 
   class RingAllReduce final : public StartedWork {
   public:
+    /// `gatherOnly`: the second half alone, an all-gather of the chunks
+    /// the members hold (member i chunk i), which stages nothing.
     RingAllReduce(MpiCommunicator &comm, char *data, Chunks chunks, int64_t es, DType dtype,
-                  ReduceOp op, int64_t me, Channel ch)
+                  ReduceOp op, int64_t me, Channel ch, bool gatherOnly = false)
         : StartedWork(comm), data_(data), chunks_(chunks), es_(es), dtype_(dtype), op_(op),
-          left_(int(mod(me - 1, chunks.p))), right_(int(mod(me + 1, chunks.p))), me_(me),
-          ch_(ch) {}
+          left_(int(mod(me - 1, chunks.p))), right_(int(mod(me + 1, chunks.p))), me_(me), ch_(ch),
+          gatherOnly_(gatherOnly), what_(gatherOnly ? "allGather" : "allReduce") {
+      if (gatherOnly)
+        step_ = steps() / 2;
+    }
     ~RingAllReduce() override {
       if (!pending_.requests.empty())
         comm_.abandon(pending_);
@@ -836,7 +846,7 @@ private:
     }
     /// Exchanges of messages: none where nothing moves.
     int64_t steps() const { return chunks_.count == 0 ? 0 : 2 * (chunks_.p - 1); }
-    int64_t stagingBytes() const { return chunks_.largest() * es_; }
+    int64_t stagingBytes() const { return gatherOnly_ ? 0 : chunks_.largest() * es_; }
     /// The staging chunk of its own, for work that outlives the call, which
     /// the communicator's other waits advance too.
     void own() {
@@ -853,13 +863,13 @@ private:
     void finish(char *receiving) {
       receiving_ = receiving;
       while (post())
-        comm_.wait(pending_, "allReduce"), complete();
+        comm_.wait(pending_, what_), complete();
     }
     void wait() override {
       Clock::time_point start = Clock::now();
       while (!pending_.requests.empty() || step_ < steps()) {
         if (!pending_.requests.empty())
-          comm_.wait(pending_, "allReduce"), complete();
+          comm_.wait(pending_, what_), complete();
         else
           post();
       }
@@ -876,9 +886,9 @@ private:
       int64_t sent = reducing ? mod(me_ - s - 1, p) : mod(me_ - s, p);
       int64_t received = reducing ? mod(me_ - s - 2, p) : mod(me_ - s - 1, p);
       char *into = reducing ? receiving_ : data_ + chunks_.offset(received) * es_;
-      comm_.postSend(pending_, data_ + chunks_.offset(sent) * es_, chunks_.size(sent) * es_,
-                     right_, ch_, "allReduce");
-      comm_.postRecv(pending_, into, chunks_.size(received) * es_, left_, ch_, "allReduce");
+      comm_.postSend(pending_, data_ + chunks_.offset(sent) * es_, chunks_.size(sent) * es_, right_,
+                     ch_, what_);
+      comm_.postRecv(pending_, into, chunks_.size(received) * es_, left_, ch_, what_);
       return true;
     }
     /// What the step does once its messages arrived.
@@ -898,7 +908,7 @@ private:
       for (;;) {
         if (pending_.requests.empty() && !post())
           return true;
-        if (!testAll(pending_, "allReduce"))
+        if (!testAll(pending_, what_))
           return false;
         complete();
       }
@@ -912,6 +922,8 @@ private:
     int left_, right_;
     int64_t me_;
     Channel ch_;
+    bool gatherOnly_;
+    const char *what_;
     int64_t step_ = 0;
     Pending pending_;
     char *receiving_ = nullptr;
@@ -1016,6 +1028,28 @@ private:
   }
 
   /// allReduce's ring after the checks.
+  /// An all-gather's checks and channel, with `send` copied to its block of
+  /// `recv`.
+  struct Gather {
+    char *out;
+    Chunks chunks;
+    int64_t es, me;
+    Channel ch;
+  };
+  Gather startGather(const void *send, void *recv, int64_t count, DType dtype, const Group &group,
+                     const Call &call) {
+    int me = member(group, call.what);
+    int64_t es = elementSize(dtype, call.what);
+    checkBuffer(send, count, call.what);
+    checkBuffer(recv, count, call.what);
+    Channel ch = channel(group, call.what);
+    int64_t p = group.size();
+    char *out = static_cast<char *>(recv);
+    if (count > 0 && send != out + me * count * es)
+      std::memmove(out + me * count * es, send, count * es);
+    return {out, Chunks{count * p, p}, es, me, ch};
+  }
+
   std::unique_ptr<RingAllReduce> startRing(void *data, int64_t count, DType dtype, ReduceOp op,
                                            const Group &group, const Call &call) {
     int me = member(group, call.what);

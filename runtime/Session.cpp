@@ -403,6 +403,8 @@ std::function<void()> Session::prepareCollective(const Collective &c, int stepIn
         comm->allReduce(out, n, dtype, op, group);
     };
   case Collective::ALL_GATHER:
+    if (c.overlap() && size > 1)
+      return overlapped([=] { return comm->startAllGather(in, out, n, dtype, group); });
     return [=] {
       if (size > 1)
         comm->allGather(in, out, n, dtype, group);

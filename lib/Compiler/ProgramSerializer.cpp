@@ -162,7 +162,8 @@ private:
   }
 
   /// A wait that is not the next step after its communication makes it
-  /// overlapped; the runtime overlaps all-reduces and shifts.
+  /// overlapped; the runtime overlaps all-reduces, all-gathers, broadcasts
+  /// and shifts.
   LogicalResult wait(exec::WaitOp op) {
     Operation *started = op.getToken().getDefiningOp();
     Operation *next = started->getNextNode();
@@ -175,9 +176,9 @@ private:
     }
     if (next == op)
       return success();
-    if (!isa<exec::AllReduceOp, exec::ShiftOp, exec::BroadcastOp>(started))
-      return op.emitError("the runtime overlaps all-reduces, broadcasts and shifts only; this "
-                          "wait must follow its communication");
+    if (!isa<exec::AllReduceOp, exec::AllGatherOp, exec::ShiftOp, exec::BroadcastOp>(started))
+      return op.emitError("the runtime overlaps all-reduces, all-gathers, broadcasts and shifts "
+                          "only; this wait must follow its communication");
     program.mutable_steps(index)->mutable_collective()->set_overlap(true);
     step(op.getName())->mutable_wait()->set_collective_step(index);
     return success();

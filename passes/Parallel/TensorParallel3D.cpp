@@ -59,7 +59,7 @@ private:
     Location loc = op.getLoc();
     // Gathered along dimension 0 over `axis`, read through a sum of the
     // ranks' partial gradients (which the gather's gradient scatters).
-    auto gather = [&](Value v, MeshAxis axis) {
+    auto gather = [&](OpBuilder &b, Value v, MeshAxis axis) {
       RankedTensorType t = tensorType(v);
       Value all = make<shard::AllGatherOp>(b, loc, withDim(t, 0, t.getDimSize(0) * q), gridName(),
                                            ArrayRef<int16_t>{axis.axis}, v, APInt(64, 0));
@@ -69,15 +69,26 @@ private:
     // Products that read the same input (Llama's q, k, v; gate and up)
     // share its gather, so that the backward sums their gradients of it
     // before one reduce-scatter.
+    // The weight's gather is issued before the previous product (where the
+    // weight is loaded by then), so that it travels while that one runs;
+    // its gradient's reduce-scatter follows that product's backward.
+    OpBuilder ahead(op);
+    Operation *weight = op.getRhs().getDefiningOp();
+    if (previous && (!weight || weight->isBeforeInBlock(previous)))
+      ahead.setInsertionPoint(previous);
+    Value rhs = gather(ahead, op.getRhs(), x);
     Value &lhs = gathered[op.getLhs()];
-    if (!lhs)
-      lhs = gather(op.getLhs(), to.features);
-    Value rhs = gather(op.getRhs(), x);
+    Operation *start = nullptr;
+    if (!lhs) {
+      lhs = gather(b, op.getLhs(), to.features);
+      start = lhs.getDefiningOp()->getOperand(0).getDefiningOp();
+    }
     FeatureSplit split{n, *groups, next};
     if (failed(setLayout(op.getResult(), next, split, /*check=*/false)))
       return failure();
     RankedTensorType local = tensorType(op.getResult());
     Value partial = make<MatmulOp>(b, loc, withDim(local, 0, local.getDimSize(0) * q), lhs, rhs);
+    previous = start ? start : partial.getDefiningOp();
     Value y = make<shard::ReduceScatterOp>(b, loc, local, gridName(),
                                            ArrayRef<int16_t>{from.features.axis}, partial,
                                            shard::ReductionKind::Sum, APInt(64, 0));
@@ -90,6 +101,9 @@ private:
 
   MeshAxis x;
   DenseMap<Value, Value> gathered;
+  /// Where the last product starts: its input's gather, or its own product
+  /// where that gather was shared.
+  Operation *previous = nullptr;
 };
 
 struct ColoTensorParallel3D

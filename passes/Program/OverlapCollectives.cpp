@@ -1,8 +1,8 @@
 // colo-overlap-collectives: all-reduces whose result is needed only some
 // steps later (data-parallel gradient buckets) finish at a wait right
-// before the first step that touches their buffers; so do broadcasts
-// (SUMMA's next blocks, which arrive while the current ones multiply) and
-// shifts (ring
+// before the first step that touches their buffers; so do all-gathers (3-D
+// tensor parallelism's next weight block) and broadcasts (SUMMA's next
+// blocks, which arrive while the current ones multiply) and shifts (ring
 // attention's next key block), before the first that touches their output
 // (the runtime sends a copy of their input at once); so do transfers
 // between memory spaces, and those from a temporary of the device at the
@@ -47,7 +47,7 @@ struct OverlapCollectives : colo::impl::ColoOverlapCollectivesBase<OverlapCollec
     for (Operation *op : steps) {
       auto transfer = dyn_cast<exec::TransferOp>(op);
       auto shift = dyn_cast<exec::ShiftOp>(op);
-      if (!isa<exec::AllReduceOp, exec::BroadcastOp>(op) && !transfer && !shift)
+      if (!isa<exec::AllReduceOp, exec::AllGatherOp, exec::BroadcastOp>(op) && !transfer && !shift)
         continue;
       Value token = op->getResult(0);
       if (!token.hasOneUse())

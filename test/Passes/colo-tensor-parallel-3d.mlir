@@ -45,11 +45,16 @@
 // CHECK-NEXT: %[[S:.*]] = colo.reduce_sum %[[X]] dims = [2] {keep_dims} : tensor<1x4x4xf32>
 // CHECK-NEXT: %[[SG:.*]] = colo.all_reduce_grad %[[S]] on @mesh grid_axes = [1] : tensor<1x4x1xf32>
 // CHECK-NEXT: shard.all_reduce %[[SG]] on @mesh grid_axes = [1] : tensor<1x4x1xf32> -> tensor<1x4x1xf32>
+// The first product's weight is gathered where it is used; the next
+// product's (c_proj's) before this one's input, so that it travels while
+// this product runs.
 // CHECK: %[[H:.*]] = colo.reshape %{{.*}} : tensor<1x4x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[XG:.*]] = shard.all_gather %[[H]] on @mesh grid_axes = [2] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[XGR:.*]] = colo.all_reduce_grad %[[XG]] on @mesh grid_axes = [2] : tensor<8x4xf32>
 // CHECK-NEXT: %[[WG:.*]] = shard.all_gather %[[WQKV]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x12xf32> -> tensor<4x12xf32>
 // CHECK-NEXT: %[[WGR:.*]] = colo.all_reduce_grad %[[WG]] on @mesh grid_axes = [0] : tensor<4x12xf32>
+// CHECK-NEXT: %[[WPG:.*]] = shard.all_gather %[[WPROJ:.*]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[WPGR:.*]] = colo.all_reduce_grad %[[WPG]] on @mesh grid_axes = [0] : tensor<4x4xf32>
+// CHECK-NEXT: %[[XG:.*]] = shard.all_gather %[[H]] on @mesh grid_axes = [2] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+// CHECK-NEXT: %[[XGR:.*]] = colo.all_reduce_grad %[[XG]] on @mesh grid_axes = [2] : tensor<8x4xf32>
 // CHECK-NEXT: %[[P:.*]] = colo.matmul %[[XGR]], %[[WGR]] : tensor<8x4xf32>, tensor<4x12xf32>
 // CHECK-NEXT: %[[QKV:.*]] = shard.reduce_scatter %[[P]] on @mesh grid_axes = [1] scatter_axis = 0 : tensor<8x12xf32> -> tensor<4x12xf32>
 // CHECK-NEXT: colo.add %[[QKV]], %[[BQKVR]] : tensor<4x12xf32>, tensor<12xf32>
@@ -59,6 +64,8 @@
 // CHECK-NEXT: colo.slice %[[QKV3]] start = [0, 0, 8] limit = [1, 4, 12] stride = [1, 1, 1] : tensor<1x4x12xf32>
 // CHECK: colo.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, {{.*}}} : tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>
 // CHECK: %[[O:.*]] = colo.reshape %{{.*}} : tensor<1x4x2x2xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: colo.all_reduce_grad
 // CHECK-NEXT: %[[OG:.*]] = shard.all_gather %[[O]] on @mesh grid_axes = [1] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
 // CHECK: shard.reduce_scatter %{{.*}} on @mesh grid_axes = [2] scatter_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
 // CHECK: %[[WT:.*]] = colo.transpose %[[WTE]] permutation = [1, 0] : tensor<16x4xf32>

@@ -974,6 +974,26 @@ def test_summa_broadcasts_overlap_the_products(baseline, tmp_path):
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 
 
+def test_cube_weight_gathers_overlap_the_products(baseline, tmp_path):
+    """tp3d=2 starts the all-gather of each product's weight block before
+    the previous product's input gather: the profile shows all-gathers in
+    flight on the communication track with wait steps, and --no-overlap
+    (each gather finished in its own step) gives the same bits."""
+    tmp, path = baseline("gpt2")[:2]
+    exe = tmp_path / "tp3d"
+    run_colo("compile", path, "-o", exe, "--plan", "tp3d=2", "--train", TRAIN["adamw"])
+    outs = overlapped_and_not(exe, tmp / "data.npz", tmp_path)
+    overlapped, blocking = (COMMUNICATION.search(outs[f]) for f in ("", "--no-overlap"))
+    assert overlapped and blocking, outs
+    assert blocking[3] == "0", blocking[0]
+    assert re.search(r"^profile: .* wait ", outs[""], re.M)
+    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    in_flight = {e["name"] for e in trace if e.get("cat") == "communication"}
+    assert any("all_gather" in n for n in in_flight), in_flight
+    assert ((tmp_path / "w.safetensors").read_bytes() ==
+            (tmp_path / "w--no-overlap.safetensors").read_bytes())
+
+
 def test_ring_shifts_overlap_and_each_rank_reports_its_waits(baseline, tmp_path):
     """ring=2's next key and value blocks travel while the current ones are
     scored: the profile shows its shifts in flight on the communication

@@ -109,6 +109,13 @@ public:
   /// member i's block at i * count. `send` may alias its own block of `recv`.
   virtual void allGather(const void *send, void *recv, int64_t count,
                          DType dtype, const Group &group) = 0;
+  /// allGather that returns at once, as startAllReduce: `send` is copied to
+  /// its block before it returns, `recv` belongs to the work until it
+  /// finished (3-D tensor parallelism's next weight block arrives while the
+  /// current product runs). A backend without asynchronous collectives
+  /// gathers before returning.
+  virtual std::unique_ptr<Work> startAllGather(const void *send, void *recv, int64_t count,
+                                               DType dtype, const Group &group);
   /// `send` holds count * group.size() elements; member i gets the reduction
   /// of block i into `recv` (`count` elements).
   virtual void reduceScatter(const void *send, void *recv, int64_t count,
