@@ -377,6 +377,45 @@ TEST(Communicator, StartedBroadcastsGiveBroadcastBits) {
   }
 }
 
+TEST(Communicator, StartedAllGathersGiveAllGatherBits) {
+  for (const Group &g : groups()) {
+    int64_t p = int64_t(g.size()), me = indexIn(g);
+    // Several in flight at once, one empty, one large; finished in reverse
+    // order after an all-reduce on the same group.
+    for (int64_t count : {int64_t(0), int64_t(7), int64_t(100003)}) {
+      std::vector<std::vector<float>> mine, all;
+      for (int k = 0; k < 3; ++k) {
+        mine.push_back(filled<float>(rank() + k, count, ReduceOp::Sum));
+        all.emplace_back(count * p, -7.0f);
+      }
+      // What this rank's part of a one-element all-reduce sends alone.
+      double x = double(rank());
+      world().resetStats();
+      world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
+      int64_t reduced = world().stats().bytesSent;
+      world().resetStats();
+      std::vector<std::unique_ptr<Work>> works;
+      for (int k = 0; k < 3; ++k)
+        works.push_back(world().startAllGather(mine[k].data(), all[k].data(), count, F32, g));
+      x = double(rank());
+      world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
+      for (size_t i = works.size(); i-- > 0;)
+        works[i]->wait();
+      for (int k = 0; k < 3; ++k)
+        for (int64_t m = 0; m < p; ++m)
+          for (int64_t i = 0; i < count; ++i)
+            ASSERT_EQ(all[k][m * count + i], fill<float>(g[m] + k, i)) << where(g, count);
+      double members = 0;
+      for (int m : g)
+        members += m;
+      EXPECT_EQ(x, members);
+      int64_t bytes = count * p * int64_t(sizeof(float));
+      EXPECT_EQ(world().stats().bytesSent, 3 * ringBytesSent("allGather", bytes, p) + reduced)
+          << where(g, count) << " member " << me;
+    }
+  }
+}
+
 /// Pairs with a common member, as a mesh's row and column groups have, made
 /// up front: all-reduces started on each at once and finished in reverse
 /// order still give each pair its own sum (a message of one group matched
