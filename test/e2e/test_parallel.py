@@ -950,38 +950,18 @@ def test_activation_memory_matches_the_formulas_and_the_planner(baseline, tmp_pa
                 assert abs(predicted - compiled) <= 0.05 * compiled
 
 
-def test_summa_broadcasts_overlap_the_products(baseline, tmp_path):
+@pytest.mark.parametrize("plan,collective", [("tp2d=2", "broadcast"), ("tp3d=2", "all_gather")])
+def test_grid_blocks_travel_while_the_products_run(plan, collective, baseline, tmp_path):
     """tp2d=2's broadcasts of the next SUMMA step's blocks travel while the
-    current blocks multiply (double buffering): the profile shows broadcasts
-    in flight on the communication track with wait steps, the bytes are
-    what the compiled program's collectives move, and --no-overlap (each
-    broadcast finished in its own step) gives the same bits."""
+    current blocks multiply (double buffering); tp3d=2's gather of each
+    product's weight block starts before the previous product's input
+    gather. The profile shows them in flight on the communication track
+    with wait steps, the bytes are what the compiled program's collectives
+    move, and --no-overlap (each finished in its own step) gives the same
+    bits."""
     tmp, path = baseline("gpt2")[:2]
-    exe = tmp_path / "tp2d"
-    run_colo("compile", path, "-o", exe, "--plan", "tp2d=2", "--train", TRAIN["adamw"])
-    outs = overlapped_and_not(exe, tmp / "data.npz", tmp_path)
-    overlapped, blocking = (COMMUNICATION.search(outs[f]) for f in ("", "--no-overlap"))
-    assert overlapped and blocking, outs
-    assert blocking[3] == "0", blocking[0]
-    assert re.search(r"^profile: .* wait ", outs[""], re.M)
-    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
-    in_flight = [e for e in trace if e.get("cat") == "communication"]
-    assert any("broadcast" in e["name"] for e in in_flight), {e["name"] for e in in_flight}
-    predicted = re.search(r"rank 0 sends (\d+) bytes per step by the cost model's rings, "
-                          r"(\d+) measured", outs[""])
-    assert predicted and predicted[1] == predicted[2], outs[""]
-    assert ((tmp_path / "w.safetensors").read_bytes() ==
-            (tmp_path / "w--no-overlap.safetensors").read_bytes())
-
-
-def test_cube_weight_gathers_overlap_the_products(baseline, tmp_path):
-    """tp3d=2 starts the all-gather of each product's weight block before
-    the previous product's input gather: the profile shows all-gathers in
-    flight on the communication track with wait steps, and --no-overlap
-    (each gather finished in its own step) gives the same bits."""
-    tmp, path = baseline("gpt2")[:2]
-    exe = tmp_path / "tp3d"
-    run_colo("compile", path, "-o", exe, "--plan", "tp3d=2", "--train", TRAIN["adamw"])
+    exe = tmp_path / plan.replace("=", "")
+    run_colo("compile", path, "-o", exe, "--plan", plan, "--train", TRAIN["adamw"])
     outs = overlapped_and_not(exe, tmp / "data.npz", tmp_path)
     overlapped, blocking = (COMMUNICATION.search(outs[f]) for f in ("", "--no-overlap"))
     assert overlapped and blocking, outs
@@ -989,7 +969,10 @@ def test_cube_weight_gathers_overlap_the_products(baseline, tmp_path):
     assert re.search(r"^profile: .* wait ", outs[""], re.M)
     trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     in_flight = {e["name"] for e in trace if e.get("cat") == "communication"}
-    assert any("all_gather" in n for n in in_flight), in_flight
+    assert any(collective in n for n in in_flight), in_flight
+    predicted = re.search(r"rank 0 sends (\d+) bytes per step by the cost model's rings, "
+                          r"(\d+) measured", outs[""])
+    assert predicted and predicted[1] == predicted[2], outs[""]
     assert ((tmp_path / "w.safetensors").read_bytes() ==
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 

@@ -338,6 +338,18 @@ TEST(Communicator, StartedAllReducesGiveAllReduceBits) {
 /// all-reduce among them, advanced by progress() and finished in reverse
 /// order, give broadcast's bits and bytes: SUMMA's next blocks on a row
 /// and a column of the grid.
+/// What this rank's part of a one-element all-reduce on `g` sends alone
+/// (the started-work tests run one among their works); the statistics
+/// reset.
+int64_t scalarAllReduceBytes(const Group &g) {
+  double x = double(rank());
+  world().resetStats();
+  world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
+  int64_t bytes = world().stats().bytesSent;
+  world().resetStats();
+  return bytes;
+}
+
 TEST(Communicator, StartedBroadcastsGiveBroadcastBits) {
   for (const Group &g : groups()) {
     int64_t p = int64_t(g.size()), me = indexIn(g);
@@ -347,16 +359,11 @@ TEST(Communicator, StartedBroadcastsGiveBroadcastBits) {
       std::vector<std::vector<float>> data;
       for (int root = 0; root < p; ++root)
         data.push_back(me == root ? block(root) : std::vector<float>(count, -7.0f));
-      // What this rank's part of a one-element all-reduce sends alone.
-      double x = double(rank());
-      world().resetStats();
-      world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
-      int64_t reduced = world().stats().bytesSent;
-      world().resetStats();
+      int64_t reduced = scalarAllReduceBytes(g);
       std::vector<std::unique_ptr<Work>> works;
       for (int root = 0; root < p; ++root)
         works.push_back(world().startBroadcast(data[root].data(), count, F32, root, g));
-      x = double(rank());
+      double x = double(rank());
       world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
       for (int poll = 0; poll < 100; ++poll)
         for (auto &work : works)
@@ -388,16 +395,11 @@ TEST(Communicator, StartedAllGathersGiveAllGatherBits) {
         mine.push_back(filled<float>(rank() + k, count, ReduceOp::Sum));
         all.emplace_back(count * p, -7.0f);
       }
-      // What this rank's part of a one-element all-reduce sends alone.
-      double x = double(rank());
-      world().resetStats();
-      world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
-      int64_t reduced = world().stats().bytesSent;
-      world().resetStats();
+      int64_t reduced = scalarAllReduceBytes(g);
       std::vector<std::unique_ptr<Work>> works;
       for (int k = 0; k < 3; ++k)
         works.push_back(world().startAllGather(mine[k].data(), all[k].data(), count, F32, g));
-      x = double(rank());
+      double x = double(rank());
       world().allReduce(&x, 1, F64, ReduceOp::Sum, g);
       for (size_t i = works.size(); i-- > 0;)
         works[i]->wait();
