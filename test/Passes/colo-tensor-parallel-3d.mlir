@@ -19,8 +19,8 @@
 // vocabulary over "y"), the function marked for the loss.
 
 // MESH: shard.grid @mesh(shape = 2x2x2x2) {colo.axes = ["dp", "x", "y", "z"]}
-// MESH: shard.all_gather %{{.*}} on @mesh grid_axes = [3] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
 // MESH: shard.all_gather %{{.*}} on @mesh grid_axes = [1] gather_axis = 0 : tensor<2x12xf32> -> tensor<4x12xf32>
+// MESH: shard.all_gather %{{.*}} on @mesh grid_axes = [3] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
 // MESH: shard.reduce_scatter %{{.*}} on @mesh grid_axes = [2] scatter_axis = 0
 
 // CHECK: shard.grid @mesh(shape = 2x2x2) {colo.axes = ["x", "y", "z"]}
