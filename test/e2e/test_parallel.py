@@ -956,9 +956,12 @@ def test_grid_blocks_travel_while_the_products_run(plan, collective, baseline, t
     current blocks multiply (double buffering); tp3d=2's gather of each
     product's weight block starts before the previous product's input
     gather. The profile shows them in flight on the communication track
-    with wait steps, the bytes are what the compiled program's collectives
-    move, and --no-overlap (each finished in its own step) gives the same
-    bits."""
+    with wait steps, and --no-overlap (each finished in its own step) gives
+    the same bits. Under tp2d=2 rank 0's bytes are what the compiled
+    program's collectives move by the cost model's rings; under tp3d=2 the
+    loss's one-float sums over 4 sample ranks are chunked unevenly (rank 0
+    sends less than an even share), so only all ranks' bytes equal the
+    formula (test_plan_matches_single_rank)."""
     tmp, path = baseline("gpt2")[:2]
     exe = tmp_path / plan.replace("=", "")
     run_colo("compile", path, "-o", exe, "--plan", plan, "--train", TRAIN["adamw"])
@@ -972,7 +975,7 @@ def test_grid_blocks_travel_while_the_products_run(plan, collective, baseline, t
     assert any(collective in n for n in in_flight), in_flight
     predicted = re.search(r"rank 0 sends (\d+) bytes per step by the cost model's rings, "
                           r"(\d+) measured", outs[""])
-    assert predicted and predicted[1] == predicted[2], outs[""]
+    assert predicted and (plan != "tp2d=2" or predicted[1] == predicted[2]), outs[""]
     assert ((tmp_path / "w.safetensors").read_bytes() ==
             (tmp_path / "w--no-overlap.safetensors").read_bytes())
 
